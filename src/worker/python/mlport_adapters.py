@@ -1,0 +1,458 @@
+"""Framework adapters: canonical device and dtype names to each framework's own,
+moving NumPy inputs onto the device, synchronising after a call, detecting silent
+host fallback, and turning outputs back into NumPy arrays (.npy files).
+
+Device names are mlport's canonical ones: cpu, cuda:N, tpu:N, mps, xpu:N.
+Synchronisation per adapter (after every timed call):
+  numpy       none needed (synchronous host code)
+  torch       torch.cuda/xpu.synchronize(device) or torch.mps.synchronize(); nothing on cpu
+  jax         block_until_ready() on every array leaf of the output
+  tensorflow  tf.test.experimental.sync_devices() off the host; eager CPU ops are synchronous
+Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS CPU
+fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
+outputs' devices are checked against the target after the first call.
+JAX runs with jax_enable_x64 on, so float64/int64/complex128 cases mean what they say.
+"""
+
+import contextlib
+import importlib
+import os
+import re
+import sys
+
+import numpy as np
+
+import mlport_inputs as inputs
+
+DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
+MAX_SAVED_OUTPUTS = 16
+
+
+def parse_device(device):
+    m = DEVICE_RE.match(device)
+    if not m:
+        raise ValueError(f"not a canonical device name: {device!r} (cpu, cuda:N, tpu:N, mps, xpu:N)")
+    if m.group(2):
+        return m.group(2), int(m.group(3))
+    return m.group(1), 0
+
+
+ROOTS = {"tf": "tensorflow", "np": "numpy", "jnp": "jax.numpy"}
+
+
+def resolve(qualified):
+    """The object a fully qualified name denotes; raises AttributeError/ImportError
+    when this framework version has no such name (recorded as api_missing)."""
+    parts = qualified.split(".")
+    if parts[0] in ROOTS:
+        parts = ROOTS[parts[0]].split(".") + parts[1:]
+    last_err = None
+    for i in range(len(parts), 0, -1):
+        modname = ".".join(parts[:i])
+        try:
+            obj = importlib.import_module(modname)
+        except ImportError as e:
+            last_err = e
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise last_err or ImportError(qualified)
+
+
+def package_versions():
+    from importlib import metadata
+
+    out = {}
+    for name in ("numpy", "scipy", "torch", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras", "ml_dtypes"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def leaves(out):
+    """Flatten tuples, lists, namedtuples and dicts (sorted keys) into leaves."""
+    if isinstance(out, dict):
+        for k in sorted(out, key=str):
+            yield from leaves(out[k])
+    elif isinstance(out, (tuple, list)):
+        for x in out:
+            yield from leaves(x)
+    else:
+        yield out
+
+
+class Ctx:
+    """What catalogue code's build(ctx, *inputs, **kwargs) receives."""
+
+    def __init__(self, adapter, fn, dtype, seed):
+        self.fn = fn
+        self.fw = adapter.root
+        self.np = np
+        self.device = adapter.native_device
+        self.device_name = adapter.device
+        self.dtype_name = dtype
+        self.dtype = adapter.native_dtype(dtype)
+        self.rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 1_000_003])
+        self._adapter = adapter
+
+    def tensor(self, x, dtype=None):
+        """A NumPy array or Python value as a framework array on the target device."""
+        arr = np.asarray(x)
+        name = dtype or (self.dtype_name if arr.dtype.kind == "f" else str(arr.dtype))
+        return self._adapter.to_framework(arr.astype(inputs.numpy_dtype(name)), {"dtype": name}, name)
+
+    def sync(self, out=None):
+        self._adapter.synchronize(out)
+
+
+class Adapter:
+    name = "?"
+    root = None
+
+    def __init__(self, device):
+        self.device = device
+        self.kind, self.index = parse_device(device)
+        self.native_device = None
+
+    def devices(self):
+        return [{"device": "cpu", "available": True, "native": "cpu", "detail": ""}]
+
+    def threads(self):
+        return os.cpu_count()
+
+    def context(self, fn, dtype, seed):
+        return Ctx(self, fn, dtype, seed)
+
+    def on_device(self):
+        return contextlib.nullcontext()
+
+    def native_dtype(self, name):
+        return np.dtype(name)
+
+    def to_framework(self, arr, spec, dtype):
+        return arr
+
+    def synchronize(self, out):
+        pass
+
+    def fallback_check(self, out):
+        return None
+
+    def to_numpy(self, leaf):
+        """(array, canonical dtype name) or None when the leaf is not array-like."""
+        if isinstance(leaf, (np.ndarray, np.generic)):
+            a = np.asarray(leaf)
+            return a, str(a.dtype)
+        if isinstance(leaf, (bool, int, float, complex)):
+            a = np.asarray(leaf)
+            return a, str(a.dtype)
+        return None
+
+    def _passthrough(self, arr, spec):
+        how = spec.get("as", "tensor")
+        if how == "numpy":
+            return arr
+        if how == "list":
+            return arr.tolist()
+        if how == "scalar" or not isinstance(arr, np.ndarray):
+            return arr.item() if isinstance(arr, np.ndarray) else arr
+        return None
+
+
+def save_outputs(adapter, out, out_dir, key):
+    """Write up to MAX_SAVED_OUTPUTS array leaves as .npy; describe every leaf."""
+    descs = []
+    for i, leaf in enumerate(leaves(out)):
+        if i >= MAX_SAVED_OUTPUTS:
+            break
+        conv = adapter.to_numpy(leaf)
+        if conv is None:
+            descs.append({"index": i, "kind": "object", "type": type(leaf).__module__ + "." + type(leaf).__qualname__})
+            continue
+        arr, dtname = conv
+        d = {"index": i, "kind": "array", "dtype": dtname, "shape": list(arr.shape)}
+        if out_dir:
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key))
+            path = os.path.join(out_dir, f"{safe}.out{i}.npy")
+            np.save(path, arr if dtname != "bfloat16" else arr.astype(np.float32))
+            d["path"] = path
+        descs.append(d)
+    return descs
+
+
+class NumpyAdapter(Adapter):
+    name = "numpy"
+
+    def __init__(self, device):
+        super().__init__(device)
+        self.root = np
+        self.version = np.__version__
+        self.native_device = "cpu"
+
+    def to_framework(self, arr, spec, dtype):
+        p = self._passthrough(arr, spec)
+        return arr if p is None else p
+
+    def native_dtype(self, name):
+        if name == "bfloat16":
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(name)
+
+    def to_numpy(self, leaf):
+        conv = super().to_numpy(leaf)
+        if conv is not None and conv[1] == "bfloat16":
+            return conv[0].astype(np.float32), "bfloat16"
+        return conv
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+
+    def __init__(self, device):
+        super().__init__(device)
+        import torch
+
+        self.torch = torch
+        self.root = torch
+        self.version = torch.__version__
+        if self.kind == "tpu":
+            try:
+                import torch_xla.core.xla_model as xm  # noqa: F401
+
+                self.native_device = torch.device("xla", self.index)
+            except ImportError:
+                self.native_device = None
+        elif self.kind in ("cuda", "xpu"):
+            self.native_device = torch.device(self.kind, self.index)
+        else:
+            self.native_device = torch.device(self.kind)
+
+    def threads(self):
+        return self.torch.get_num_threads()
+
+    def devices(self):
+        t = self.torch
+        out = [{"device": "cpu", "available": True, "native": "cpu", "detail": f"{t.get_num_threads()} threads"}]
+        if t.cuda.is_available():
+            for i in range(t.cuda.device_count()):
+                out.append({"device": f"cuda:{i}", "available": True, "native": f"cuda:{i}",
+                            "detail": t.cuda.get_device_name(i)})
+        if getattr(t.backends, "mps", None) is not None and t.backends.mps.is_available():
+            out.append({"device": "mps", "available": True, "native": "mps", "detail": ""})
+        if hasattr(t, "xpu") and t.xpu.is_available():
+            for i in range(t.xpu.device_count()):
+                out.append({"device": f"xpu:{i}", "available": True, "native": f"xpu:{i}", "detail": ""})
+        try:
+            import torch_xla.core.xla_model as xm
+
+            out.append({"device": "tpu:0", "available": True, "native": str(xm.xla_device()), "detail": "torch_xla"})
+        except Exception:
+            pass
+        return out
+
+    def on_device(self):
+        return self.torch.device(self.native_device)
+
+    def native_dtype(self, name):
+        return getattr(self.torch, name)
+
+    def to_framework(self, arr, spec, dtype):
+        p = self._passthrough(arr, spec)
+        if p is not None:
+            return p
+        t = self.torch.from_numpy(np.ascontiguousarray(arr))
+        return t.to(device=self.native_device, dtype=self.native_dtype(spec["dtype"]))
+
+    def synchronize(self, out):
+        k = self.kind
+        if k == "cuda":
+            self.torch.cuda.synchronize(self.native_device)
+        elif k == "mps":
+            self.torch.mps.synchronize()
+        elif k == "xpu":
+            self.torch.xpu.synchronize(self.native_device)
+        elif k == "tpu":
+            import torch_xla.core.xla_model as xm
+
+            xm.mark_step()
+            xm.wait_device_ops()
+
+    def fallback_check(self, out):
+        if self.kind == "cpu":
+            return None
+        want = self.native_device.type
+        for leaf in leaves(out):
+            if isinstance(leaf, self.torch.Tensor) and leaf.device.type != want:
+                return f"output on {leaf.device}, expected {self.device}"
+        return None
+
+    def to_numpy(self, leaf):
+        t = self.torch
+        if isinstance(leaf, t.Tensor):
+            leaf = leaf.detach()
+            if leaf.layout != t.strided:
+                leaf = leaf.to_dense()
+            name = str(leaf.dtype).replace("torch.", "")
+            if leaf.dtype == t.bfloat16:
+                return leaf.float().cpu().numpy(), name
+            return leaf.cpu().resolve_conj().resolve_neg().numpy(), name
+        return super().to_numpy(leaf)
+
+
+class JaxAdapter(Adapter):
+    name = "jax"
+
+    def __init__(self, device):
+        super().__init__(device)
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        self.jax = jax
+        self.jnp = jnp
+        self.root = jax
+        self.version = jax.__version__
+        self.native_device = self._find(self.kind, self.index)
+
+    def _find(self, kind, index):
+        backend = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu", "mps": "METAL", "xpu": "xpu"}[kind]
+        try:
+            devs = self.jax.devices(backend)
+        except RuntimeError:
+            return None
+        return devs[index] if index < len(devs) else None
+
+    def devices(self):
+        out = []
+        for backend, canon in (("cpu", "cpu"), ("gpu", "cuda"), ("tpu", "tpu"), ("METAL", "mps")):
+            try:
+                devs = self.jax.devices(backend)
+            except RuntimeError:
+                continue
+            for i, d in enumerate(devs):
+                name = canon if canon in ("cpu", "mps") else f"{canon}:{i}"
+                if canon in ("cpu", "mps") and i > 0:
+                    continue
+                out.append({"device": name, "available": True, "native": str(d),
+                            "detail": getattr(d, "device_kind", "")})
+        return out
+
+    def on_device(self):
+        return self.jax.default_device(self.native_device)
+
+    def native_dtype(self, name):
+        return getattr(self.jnp, name)
+
+    def to_framework(self, arr, spec, dtype):
+        p = self._passthrough(arr, spec)
+        if p is not None:
+            return p
+        return self.jax.device_put(self.jnp.asarray(arr, dtype=self.native_dtype(spec["dtype"])), self.native_device)
+
+    def synchronize(self, out):
+        for leaf in self.jax.tree_util.tree_leaves(out):
+            if hasattr(leaf, "block_until_ready"):
+                leaf.block_until_ready()
+
+    def fallback_check(self, out):
+        if self.kind == "cpu":
+            return None
+        for leaf in self.jax.tree_util.tree_leaves(out):
+            if isinstance(leaf, self.jax.Array) and self.native_device not in leaf.devices():
+                return f"output on {leaf.devices()}, expected {self.device}"
+        return None
+
+    def to_numpy(self, leaf):
+        if isinstance(leaf, self.jax.Array):
+            name = str(leaf.dtype)
+            a = np.asarray(leaf)
+            if name == "bfloat16":
+                a = a.astype(np.float32)
+            return a, name
+        return super().to_numpy(leaf)
+
+
+class TensorflowAdapter(Adapter):
+    name = "tensorflow"
+
+    def __init__(self, device):
+        super().__init__(device)
+        import tensorflow as tf
+
+        tf.config.set_soft_device_placement(False)
+        for gpu in tf.config.list_physical_devices("GPU"):
+            try:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except Exception:
+                pass
+        self.tf = tf
+        self.root = tf
+        self.version = tf.__version__
+        tfname = {"cpu": "CPU", "cuda": "GPU", "tpu": "TPU", "mps": "GPU", "xpu": "XPU"}[self.kind]
+        self.native_device = f"/{tfname}:{self.index}"
+
+    def devices(self):
+        out = [{"device": "cpu", "available": True, "native": "/CPU:0", "detail": ""}]
+        for i, d in enumerate(self.tf.config.list_physical_devices("GPU")):
+            canon = "mps" if sys.platform == "darwin" else f"cuda:{i}"
+            out.append({"device": canon, "available": True, "native": f"/GPU:{i}", "detail": d.name})
+        for i, d in enumerate(self.tf.config.list_logical_devices("TPU")):
+            out.append({"device": f"tpu:{i}", "available": True, "native": f"/TPU:{i}", "detail": d.name})
+        return out
+
+    def on_device(self):
+        return self.tf.device(self.native_device)
+
+    def native_dtype(self, name):
+        return getattr(self.tf, name) if name != "bool" else self.tf.bool
+
+    def to_framework(self, arr, spec, dtype):
+        p = self._passthrough(arr, spec)
+        if p is not None:
+            return p
+        t = self.tf.constant(arr)
+        if spec["dtype"] == "bfloat16":
+            t = self.tf.cast(t, self.tf.bfloat16)
+        return t
+
+    def synchronize(self, out):
+        if self.kind != "cpu":
+            self.tf.test.experimental.sync_devices()
+
+    def fallback_check(self, out):
+        if self.kind == "cpu":
+            return None
+        want = self.native_device.strip("/").split(":")[0]
+        for leaf in leaves(out):
+            dev = getattr(leaf, "device", None)
+            if isinstance(leaf, self.tf.Tensor) and dev and f"DEVICE:{want}:" not in dev.upper():
+                return f"output on {dev}, expected {self.device}"
+        return None
+
+    def to_numpy(self, leaf):
+        tf = self.tf
+        if isinstance(leaf, (tf.Tensor, tf.Variable)):
+            name = leaf.dtype.name
+            if leaf.dtype == tf.bfloat16:
+                leaf = tf.cast(leaf, tf.float32)
+            if leaf.dtype == tf.string:
+                return None
+            return np.asarray(leaf.numpy()), name
+        if isinstance(leaf, getattr(tf, "RaggedTensor", ())):
+            return None
+        return super().to_numpy(leaf)
+
+
+ADAPTERS = {"numpy": NumpyAdapter, "torch": TorchAdapter, "jax": JaxAdapter, "tensorflow": TensorflowAdapter}
+
+
+def load(framework, device):
+    if framework not in ADAPTERS:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(ADAPTERS)}")
+    return ADAPTERS[framework](device)

@@ -1,0 +1,305 @@
+"""mlport worker: runs catalogue cases for one framework on one device.
+
+Started by the mlport core (Rust), one process per (framework, device). It is small
+and boring on purpose: import the framework, map the device name, build inputs, call,
+synchronise, time, write outputs, answer. Every decision (classification, statistics,
+storage) is made by the core.
+
+Protocol (version 1, documented in docs/protocol.md): the core writes one JSON object
+per line to the worker's stdin; the worker answers one JSON object per line on a
+dedicated pipe. At start-up, before any framework is imported, the worker moves the
+pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
+nothing a library prints (Python or C level) can reach the protocol stream.
+
+Standalone use, for catalogue authors (no core needed):
+    python mlport_worker.py --framework torch --device cpu --selftest catalogue/torch.toml [--only NAME]
+"""
+
+import os
+import sys
+
+PROTOCOL_VERSION = 1
+
+# --- Move the protocol pipe off fd 1 before anything else can write to it. ---
+_PROTO_FD = os.dup(1)
+os.dup2(2, 1)
+sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+_PROTO = os.fdopen(_PROTO_FD, "w", buffering=1, encoding="utf-8")
+
+# No silent CPU fallback for Apple's MPS backend (PyTorch reads this at import).
+os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "0"
+# TensorFlow: keep its C++ logging quiet on stderr except real errors.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+import mlport_adapters as adapters  # noqa: E402
+import mlport_inputs as inputs  # noqa: E402
+
+
+def send(obj):
+    obj["v"] = PROTOCOL_VERSION
+    _PROTO.write(json.dumps(obj, default=str) + "\n")
+    _PROTO.flush()
+
+
+class CaseError(Exception):
+    """An exception annotated with the phase of the case in which it was raised."""
+
+    def __init__(self, phase, exc, harness=False):
+        super().__init__(str(exc))
+        self.phase = phase
+        self.exc = exc
+        self.harness = harness
+
+
+def qualified_type(exc):
+    t = type(exc)
+    mod = t.__module__
+    return t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
+
+
+def error_dict(exc, phase, harness):
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {
+        "type": qualified_type(exc),
+        "message": str(exc)[:4000],
+        "traceback": tb[-8000:],
+        "phase": phase,
+        "harness": harness,
+    }
+
+
+def is_harness_error(exc, case_filename):
+    """True when the exception is our bug, not the framework's: a name or syntax error
+    in catalogue code, or an error raised by the worker's own input building."""
+    if isinstance(exc, (SyntaxError, NameError, UnboundLocalError)):
+        tb = exc.__traceback__
+        last = None
+        while tb is not None:
+            last = tb
+            tb = tb.tb_next
+        if last is None or last.tb_frame.f_code.co_filename == case_filename:
+            return True
+        return isinstance(exc, SyntaxError)
+    return False
+
+
+def compile_case_code(code, label):
+    filename = f"<catalogue:{label}>"
+    namespace = {"__name__": f"mlport_case_{abs(hash(label))}"}
+    exec(compile(code, filename, "exec"), namespace)
+    build = namespace.get("build")
+    if build is None:
+        raise NameError(f"catalogue code for {label} defines no build(ctx, *inputs, **kwargs)")
+    return build, filename
+
+
+def run_case(adapter, req):
+    """Run one case; return the result message (never raises)."""
+    case = req["case"]
+    dtype = req.get("dtype") or "float32"
+    label = f"{case['function']}[{case.get('id', 'default')}:{dtype}]"
+    timing = req.get("timing") or {}
+    out_dir = req.get("out_dir")
+    result = {"kind": "result", "case_key": req.get("case_key")}
+    phase = "resolve"
+    case_filename = None
+    try:
+        try:
+            fn = adapters.resolve(case["function"])
+        except (AttributeError, ImportError, ModuleNotFoundError) as e:
+            raise CaseError("resolve", e)
+        phase = "inputs"
+        try:
+            np_inputs = inputs.build_all(case.get("inputs", []), dtype, req.get("seed", 0))
+        except Exception as e:  # our own spec handling: a harness error
+            raise CaseError("inputs", e, harness=True)
+        ctx = adapter.context(fn, dtype, req.get("seed", 0))
+        with adapter.on_device():
+            try:
+                fw_inputs = [adapter.to_framework(a, spec, dtype) for a, spec in np_inputs]
+            except Exception as e:
+                raise CaseError("inputs", e)
+            kwargs = inputs.resolve_kwargs(case.get("kwargs") or {}, dtype, adapter)
+            phase = "setup"
+            try:
+                if case.get("code"):
+                    build, case_filename = compile_case_code(case["code"], label)
+                    call = build(ctx, *fw_inputs, **kwargs)
+                    if not callable(call):
+                        raise TypeError(f"build() of {label} returned {type(call).__name__}, not a callable")
+                else:
+                    call = lambda: fn(*fw_inputs, **kwargs)  # noqa: E731
+            except Exception as e:
+                raise CaseError("setup", e, harness=is_harness_error(e, case_filename))
+            phase = "first_call"
+            try:
+                t0 = time.perf_counter_ns()
+                out = call()
+                adapter.synchronize(out)
+                first_ns = time.perf_counter_ns() - t0
+            except Exception as e:
+                raise CaseError("first_call", e, harness=is_harness_error(e, case_filename))
+            result["first_call_ns"] = first_ns
+            phase = "outputs"
+            fallback = adapter.fallback_check(out)
+            if fallback:
+                result["outcome"] = "fail"
+                result["error"] = {
+                    "type": "mlport.SilentFallback",
+                    "message": fallback,
+                    "traceback": "",
+                    "phase": "outputs",
+                    "harness": False,
+                }
+                return result
+            try:
+                result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
+            except Exception as e:
+                raise CaseError("outputs", e)
+            phase = "steady"
+            try:
+                result["samples_ns"] = steady_state(call, adapter, timing)
+            except Exception as e:
+                raise CaseError("steady", e, harness=is_harness_error(e, case_filename))
+        result["outcome"] = "pass"
+        return result
+    except CaseError as ce:
+        result["outcome"] = "fail"
+        result["error"] = error_dict(ce.exc, ce.phase, ce.harness)
+        return result
+    except Exception as e:  # anything else is the worker's own bug
+        result["outcome"] = "fail"
+        result["error"] = error_dict(e, phase, True)
+        return result
+
+
+def steady_state(call, adapter, timing):
+    """Synchronised repetitions after one warm-up call, each timed alone (ns per call).
+    Stops after max_reps calls or once budget_ms is spent and min_reps are taken."""
+    min_reps = int(timing.get("min_reps", 5))
+    max_reps = int(timing.get("max_reps", 100))
+    budget_ns = int(float(timing.get("budget_ms", 100.0)) * 1e6)
+    adapter.synchronize(call())  # warm-up
+    samples = []
+    start = time.perf_counter_ns()
+    while len(samples) < max_reps:
+        t0 = time.perf_counter_ns()
+        out = call()
+        adapter.synchronize(out)
+        samples.append(time.perf_counter_ns() - t0)
+        if len(samples) >= min_reps and time.perf_counter_ns() - start >= budget_ns:
+            break
+    return samples
+
+
+def hello(adapter_or_error, framework, device):
+    msg = {
+        "kind": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "framework": framework,
+        "device": device,
+    }
+    if isinstance(adapter_or_error, Exception):
+        msg["framework_version"] = None
+        msg["import_error"] = error_dict(adapter_or_error, "import", False)
+        msg["devices"] = []
+        msg["packages"] = adapters.package_versions()
+    else:
+        a = adapter_or_error
+        msg["framework_version"] = a.version
+        msg["import_error"] = None
+        msg["devices"] = a.devices()
+        msg["packages"] = adapters.package_versions()
+        msg["threads"] = a.threads()
+    return msg
+
+
+def serve(framework, device):
+    try:
+        adapter = adapters.load(framework, device)
+    except Exception as e:  # import failure: say so, then answer every case with it
+        adapter = e
+    send(hello(adapter, framework, device))
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError as e:
+            send({"kind": "error", "message": f"bad request line: {e}"})
+            continue
+        op = req.get("op")
+        if op == "shutdown":
+            send({"kind": "bye"})
+            return
+        if op == "ping":
+            send({"kind": "pong"})
+            continue
+        if op != "run":
+            send({"kind": "error", "message": f"unknown op {op!r}"})
+            continue
+        if isinstance(adapter, Exception):
+            send({"kind": "result", "case_key": req.get("case_key"), "outcome": "fail",
+                  "error": error_dict(adapter, "import", False)})
+            continue
+        send(run_case(adapter, req))
+
+
+def selftest(framework, device, path, only, dtypes_filter):
+    import tomllib
+
+    with open(path, "rb") as f:
+        cat = tomllib.load(f)
+    adapter = adapters.load(framework, device)
+    print(f"# {framework} {adapter.version} on {device}; devices: {adapter.devices()}", file=sys.stderr)
+    n = {"pass": 0, "fail": 0}
+    for func in cat.get("function", []):
+        if only and only not in func["name"]:
+            continue
+        for case in func.get("case", []):
+            spec = dict(case)
+            spec["function"] = func["name"]
+            for dt in case.get("dtypes", ["float32"]):
+                if dtypes_filter and dt not in dtypes_filter:
+                    continue
+                req = {"case": spec, "dtype": dt, "seed": case.get("seed", 0), "case_key": None,
+                       "out_dir": None, "timing": {"min_reps": 2, "max_reps": 3, "budget_ms": 5}}
+                r = run_case(adapter, req)
+                n[r["outcome"]] += 1
+                line = f"{r['outcome']:4} {func['name']}[{case.get('id', 'default')}:{dt}]"
+                if r["outcome"] == "fail":
+                    err = r["error"]
+                    first = (err["message"].strip().splitlines() or [""])[0][:160]
+                    line += f"  {err['phase']} {err['type']}{' HARNESS' if err['harness'] else ''}: {first}"
+                else:
+                    line += f"  first={r['first_call_ns'] / 1e6:.2f}ms outs={[(o['dtype'], o['shape']) for o in r['outputs']]}"
+                print(line, file=sys.stderr)
+    print(f"# {n['pass']} pass, {n['fail']} fail", file=sys.stderr)
+
+
+def main():
+    p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
+    p.add_argument("--framework", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--selftest", metavar="CATALOGUE_TOML")
+    p.add_argument("--only")
+    p.add_argument("--dtypes")
+    a = p.parse_args()
+    if a.selftest:
+        selftest(a.framework, a.device, a.selftest, a.only, a.dtypes.split(",") if a.dtypes else None)
+    else:
+        serve(a.framework, a.device)
+
+
+if __name__ == "__main__":
+    main()
