@@ -1,0 +1,289 @@
+//! The shared vocabulary of mlport: devices, dtypes, outcomes, failure reasons and
+//! function statuses, with the names used in the paper ("The Grand Illusion",
+//! Mince et al., arXiv 2309.07181) and in DESIGN.md. Every durable format stores the
+//! `as_str` spellings below.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A framework mlport can drive. `numpy` is the float64 reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framework {
+    Numpy,
+    Torch,
+    Jax,
+    Tensorflow,
+}
+
+impl Framework {
+    /// All frameworks, in report order.
+    pub const ALL: [Framework; 4] = [Framework::Numpy, Framework::Torch, Framework::Jax, Framework::Tensorflow];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framework::Numpy => "numpy",
+            Framework::Torch => "torch",
+            Framework::Jax => "jax",
+            Framework::Tensorflow => "tensorflow",
+        }
+    }
+}
+
+impl fmt::Display for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Framework {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "numpy" | "np" => Ok(Framework::Numpy),
+            "torch" | "pytorch" => Ok(Framework::Torch),
+            "jax" => Ok(Framework::Jax),
+            "tensorflow" | "tf" => Ok(Framework::Tensorflow),
+            _ => Err(format!("unknown framework `{s}` (expected numpy, torch, jax or tensorflow)")),
+        }
+    }
+}
+
+/// A canonical device name: `cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Device(String);
+
+impl Device {
+    /// The host CPU, the default reference device.
+    pub fn cpu() -> Device {
+        Device("cpu".into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Device {
+    type Err = String;
+    /// Accepts exactly the canonical spellings; `cuda` alone means `cuda:0`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, mps or xpu:N)");
+        match s {
+            "cpu" | "mps" => return Ok(Device(s.to_string())),
+            "cuda" | "tpu" | "xpu" => return Ok(Device(format!("{s}:0"))),
+            _ => {}
+        }
+        let (kind, index) = s.split_once(':').ok_or_else(bad)?;
+        if !matches!(kind, "cuda" | "tpu" | "xpu") || index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let n: u32 = index.parse().map_err(|_| bad())?;
+        Ok(Device(format!("{kind}:{n}")))
+    }
+}
+
+impl TryFrom<String> for Device {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Device> for String {
+    fn from(d: Device) -> String {
+        d.0
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The dtypes a case may sweep, named as in NumPy/PyTorch.
+pub const DTYPES: [&str; 15] = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16",
+    "float32", "float64", "complex64", "complex128",
+];
+
+/// How one case ended on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and (where compared) agreed.
+    Pass,
+    /// Raised an error; see the [`Reason`].
+    Fail,
+    /// Not run, with a stated why (never a failure).
+    Skip,
+    /// Exceeded its time limit; the worker was killed.
+    Timeout,
+    /// The worker died (signal, abort, OOM kill).
+    Crash,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 5] = [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Timeout, Outcome::Crash];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Skip => "skip",
+            Outcome::Timeout => "timeout",
+            Outcome::Crash => "crash",
+        }
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| format!("unknown outcome `{s}`"))
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a case failed: the taxonomy of DESIGN.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// No kernel or lowering for this op on this device.
+    NotImplemented,
+    /// The op exists on the device but not for this dtype.
+    DtypeUnsupported,
+    /// Ran, but the answer disagrees beyond tolerance.
+    WrongResult,
+    OutOfMemory,
+    Timeout,
+    /// The worker died from a signal or abort.
+    Crash,
+    /// Ran, but on the host instead of the target device.
+    SilentFallback,
+    /// A compiler (XLA, Inductor) rejected the function.
+    CompileError,
+    /// The function does not exist in this framework version.
+    ApiMissing,
+    /// mlport's own bug; never counted against a framework.
+    HarnessError,
+    Other,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 11] = [
+        Reason::NotImplemented,
+        Reason::DtypeUnsupported,
+        Reason::WrongResult,
+        Reason::OutOfMemory,
+        Reason::Timeout,
+        Reason::Crash,
+        Reason::SilentFallback,
+        Reason::CompileError,
+        Reason::ApiMissing,
+        Reason::HarnessError,
+        Reason::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NotImplemented => "not_implemented",
+            Reason::DtypeUnsupported => "dtype_unsupported",
+            Reason::WrongResult => "wrong_result",
+            Reason::OutOfMemory => "out_of_memory",
+            Reason::Timeout => "timeout",
+            Reason::Crash => "crash",
+            Reason::SilentFallback => "silent_fallback",
+            Reason::CompileError => "compile_error",
+            Reason::ApiMissing => "api_missing",
+            Reason::HarnessError => "harness_error",
+            Reason::Other => "other",
+        }
+    }
+}
+
+impl FromStr for Reason {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| format!("unknown failure reason `{s}`"))
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A function's status on a device, the paper's definitions (section 3):
+/// `success` when every counted case passes, `partial` when some fail,
+/// `complete_failure` when all fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionStatus {
+    Success,
+    Partial,
+    CompleteFailure,
+}
+
+impl FunctionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FunctionStatus::Success => "success",
+            FunctionStatus::Partial => "partial",
+            FunctionStatus::CompleteFailure => "complete_failure",
+        }
+    }
+
+    /// Status from counts of counted passing and failing cases; `None` when nothing was counted.
+    pub fn from_counts(passed: usize, failed: usize) -> Option<FunctionStatus> {
+        match (passed, failed) {
+            (0, 0) => None,
+            (_, 0) => Some(FunctionStatus::Success),
+            (0, _) => Some(FunctionStatus::CompleteFailure),
+            _ => Some(FunctionStatus::Partial),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_parse_canonically() {
+        assert_eq!("cuda".parse::<Device>().unwrap().as_str(), "cuda:0");
+        assert_eq!("cuda:01".parse::<Device>().unwrap().as_str(), "cuda:1");
+        assert_eq!("tpu:3".parse::<Device>().unwrap().as_str(), "tpu:3");
+        for bad in ["gpu", "cuda:", "cuda:x", "CPU", "mps:1", "", "cpu:0"] {
+            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for r in Reason::ALL {
+            assert_eq!(r.as_str().parse::<Reason>().unwrap(), r);
+        }
+        for o in Outcome::ALL {
+            assert_eq!(o.as_str().parse::<Outcome>().unwrap(), o);
+        }
+    }
+
+    #[test]
+    fn status_follows_the_paper() {
+        assert_eq!(FunctionStatus::from_counts(3, 0), Some(FunctionStatus::Success));
+        assert_eq!(FunctionStatus::from_counts(2, 1), Some(FunctionStatus::Partial));
+        assert_eq!(FunctionStatus::from_counts(0, 4), Some(FunctionStatus::CompleteFailure));
+        assert_eq!(FunctionStatus::from_counts(0, 0), None);
+    }
+}

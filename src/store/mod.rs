@@ -1,0 +1,3 @@
+//! Durable storage of runs, cases and results.
+
+pub mod records;

@@ -1,0 +1,141 @@
+//! The rows mlport stores: a run's environment, its planned functions and cases, and
+//! one result per (case, device). These are the types every store backend reads and
+//! writes and every report consumes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Device, Framework, Outcome, Reason};
+
+/// A framework as seen by a run: its version, or why it could not be imported.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameworkInfo {
+    /// The framework's `__version__`, `None` when import failed.
+    pub version: Option<String>,
+    /// Exception type and message when the framework failed to import.
+    pub import_error: Option<String>,
+    /// Versions of the Python packages around it (numpy, jaxlib, ...), by distribution name.
+    pub packages: BTreeMap<String, String>,
+    /// Threads the framework uses for host compute (torch.get_num_threads()).
+    pub threads: Option<u32>,
+}
+
+/// A device as discovered by one framework's worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub framework: Framework,
+    pub device: Device,
+    /// False when the device was asked for but this framework cannot see it:
+    /// reported as unavailable, never as failures.
+    pub available: bool,
+    /// The framework's own name for it and anything it says (model, driver).
+    pub detail: String,
+}
+
+/// Everything needed to describe and reproduce a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub host: String,
+    /// e.g. "Linux 6.1.0 x86_64".
+    pub os: String,
+    pub cpu_model: String,
+    pub cpu_cores: u32,
+    /// Accelerators and driver versions, one line each (e.g. from nvidia-smi).
+    pub accelerators: Vec<String>,
+    pub python_version: String,
+    pub python_executable: String,
+    pub frameworks: BTreeMap<Framework, FrameworkInfo>,
+    /// Catalogue content version per framework file, e.g. {"torch": "2026.11.30"}.
+    pub catalogue_version: BTreeMap<Framework, String>,
+    pub command_line: String,
+    /// Seed mixed into every case's input seed.
+    pub seed: u64,
+    /// The device failures are attributed against (default cpu).
+    pub reference_device: Device,
+    pub mlport_version: String,
+}
+
+/// A catalogue function as planned in a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionRow {
+    pub framework: Framework,
+    /// Fully qualified name, e.g. `torch.linalg.svd`.
+    pub name: String,
+    /// The paper's test-file stem, if the paper tested it.
+    pub paper: Option<String>,
+    /// The paper's usage decile (10..=100).
+    pub decile: Option<u8>,
+    pub top20: bool,
+    /// Canonical op name (`svd`).
+    pub op: Option<String>,
+    pub moved: Option<String>,
+    pub note: Option<String>,
+}
+
+/// One concrete call: a catalogue case at one dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseRow {
+    /// Unique within a run: `framework/function/case_id/dtype`.
+    pub key: String,
+    pub framework: Framework,
+    pub function: String,
+    pub case_id: String,
+    pub dtype: String,
+    /// Input seed actually used (run seed mixed with the case seed).
+    pub seed: u64,
+    /// The case's catalogue entry as JSON (what the worker receives).
+    pub spec: serde_json::Value,
+}
+
+/// How one case ended on one device. Crash and timeout are outcomes, not errors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub case_key: String,
+    pub device: Device,
+    pub outcome: Outcome,
+    /// Set for `fail`, `timeout` and `crash`.
+    pub reason: Option<Reason>,
+    /// Qualified exception type, e.g. `torch.OutOfMemoryError`.
+    pub error_type: Option<String>,
+    /// Exception message, or the skip's why.
+    pub message: Option<String>,
+    pub traceback: Option<String>,
+    /// Where in the case it failed: resolve, inputs, setup, first_call, outputs, steady, import.
+    pub phase: Option<String>,
+    /// The signal that killed the worker (crash, timeout kill).
+    pub signal: Option<i32>,
+    /// The worker's last stderr lines (crash, timeout).
+    pub stderr_tail: Option<String>,
+    /// First call, including compilation and caches, in ns.
+    pub first_call_ns: Option<u64>,
+    /// Steady-state samples, ns per call, in the order taken.
+    pub samples_ns: Vec<u64>,
+    /// Output descriptions (index, dtype, shape, .npy path) as JSON.
+    pub outputs: serde_json::Value,
+    /// Wall time of the whole case including harness work, in ms.
+    pub wall_ms: f64,
+    pub finished_at: String,
+}
+
+/// A result joined with its case and function, as reports read it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultRow {
+    pub function: FunctionRow,
+    pub case: CaseRow,
+    pub result: CaseResult,
+}
+
+/// A stored run with its id and state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: i64,
+    pub info: RunInfo,
+    /// `running`, `finished` or `interrupted`.
+    pub state: String,
+    pub finished_at: Option<String>,
+    pub cases_planned: u64,
+    pub results: u64,
+}
