@@ -2,7 +2,19 @@
 //! devices and dtypes, after "The Grand Illusion: The Myth of Software Portability and
 //! Implications for ML Progress" (Mince et al., NeurIPS 2023, arXiv 2309.07181).
 //!
-//! Pipeline: catalogue → plan → workers → outcomes → store → report.
+//! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
+//! [`store`] → [`report`].
 
+pub mod app;
+pub mod catalogue;
+pub mod cli;
 pub mod model;
+pub mod outcome;
+pub mod plan;
+pub mod progress;
+pub mod pyenv;
+pub mod report;
+pub mod runner;
 pub mod store;
+pub mod sysinfo;
+pub mod worker;

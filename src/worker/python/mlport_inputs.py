@@ -71,7 +71,17 @@ def build(spec, dtype, rng):
             arr = np.rint(_real(rng, dist, shape, spec))
         arr = arr.astype(numpy_dtype(dt))
     elif dt in COMPLEX_DTYPES:
-        arr = (_real(rng, dist, shape, spec) + 1j * _real(rng, dist, shape, spec)).astype(dt)
+        if dist == "randint":
+            lo, hi = int(spec.get("low", -10)), int(spec.get("high", 10))
+            arr = rng.integers(lo, hi, size=shape) + 1j * rng.integers(lo, hi, size=shape)
+        elif dist == "spd":  # Hermitian positive definite
+            n = shape[-1]
+            half = tuple(shape[:-1]) + (n,)
+            a = rng.normal(size=half) + 1j * rng.normal(size=half)
+            arr = a @ np.conj(np.swapaxes(a, -1, -2)) / n + np.eye(n)
+        else:
+            arr = _real(rng, dist, shape, spec) + 1j * _real(rng, dist, shape, spec)
+        arr = arr.astype(dt)
     else:
         if dist == "randint":
             arr = rng.integers(int(spec.get("low", -10)), int(spec.get("high", 10)), size=shape).astype(np.float64)

@@ -26,6 +26,16 @@ os.dup2(2, 1)
 sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
 _PROTO = os.fdopen(_PROTO_FD, "w", buffering=1, encoding="utf-8")
 
+# Die with the core: if the mlport process is killed, the kernel kills this worker.
+if sys.platform.startswith("linux"):
+    try:
+        import ctypes
+        import signal as _signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(_signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
 # No silent CPU fallback for Apple's MPS backend (PyTorch reads this at import).
 os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "0"
 # TensorFlow: keep its C++ logging quiet on stderr except real errors.

@@ -1,0 +1,342 @@
+//! The commands: each takes parsed arguments, does its job through the library
+//! modules, and writes results to stdout (logs and progress go to stderr).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::catalogue::{self, Catalogue};
+use crate::cli::{self, FormatArg, ListArgs, PythonArg, ReportArgs, RunArgs};
+use crate::model::{Device, Framework};
+use crate::plan::{self, Selection};
+use crate::progress::Progress;
+use crate::pyenv::{self, PythonEnv};
+use crate::report::{self, Format, ReportOptions};
+use crate::runner::{self, Ending, RunConfig};
+use crate::store::Store;
+use crate::store::records::RunInfo;
+use crate::worker::{self, protocol::Timing};
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn format_of(f: FormatArg) -> Format {
+    match f {
+        FormatArg::Table => Format::Table,
+        FormatArg::Markdown => Format::Markdown,
+        FormatArg::Json => Format::Json,
+    }
+}
+
+fn load_catalogue(path: Option<&Path>) -> Result<Catalogue> {
+    Ok(match path {
+        Some(p) => Catalogue::new(catalogue::load_path(p)?)?,
+        None => catalogue::builtin()?,
+    })
+}
+
+fn python_env(arg: &PythonArg, frameworks: &[Framework]) -> Result<PythonEnv> {
+    match &arg.python {
+        Some(p) => pyenv::user_python(p),
+        None => pyenv::ensure_managed(frameworks),
+    }
+}
+
+fn worker_dir() -> Result<PathBuf> {
+    let dir = pyenv::cache_dir().join("worker").join(worker::sources_hash());
+    worker::install_scripts(&dir).with_context(|| format!("cannot write the worker's sources to {}", dir.display()))
+}
+
+/// The folder for a run's files (.npy outputs): `.mlport/run-<id>` beside the store.
+fn run_dir(db: &Path, run_id: i64) -> PathBuf {
+    let parent = db.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    parent.join(".mlport").join(format!("run-{run_id}"))
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// `mlport run`: plan, set up, execute, report. Returns the process exit code.
+pub fn run(args: RunArgs) -> Result<i32> {
+    let devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
+    let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
+    let timeout = cli::positive("--timeout", args.timeout)?;
+    let budget = cli::positive("--budget-ms", args.budget_ms)?;
+    let mut store = Store::open(&args.db)?;
+
+    // A new run, or the one to resume.
+    let (run_id, cases, mut info, devices) = if let Some(which) = &args.resume {
+        let summary = if which == "latest" {
+            store.latest_run()?.with_context(|| format!("{}: no run to resume", args.db.display()))?
+        } else {
+            let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
+            store.run(id)?
+        };
+        if summary.state == "finished" && summary.results >= summary.cases_planned {
+            eprintln!("mlport: run {} is already complete", summary.id);
+        }
+        let stored: Vec<Device> = store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        let devices = devices.or(if stored.is_empty() { None } else { Some(stored) });
+        eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+        (summary.id, store.cases(summary.id)?, summary.info, devices)
+    } else {
+        let catalogue = load_catalogue(args.catalogue.as_deref())?;
+        let sel = Selection {
+            frameworks: cli::parse_frameworks(&args.frameworks)?,
+            functions: args.functions.clone(),
+            dtypes: args.dtypes.clone(),
+        };
+        let plan = plan::plan(&catalogue, &sel, args.seed)?;
+        let mut info = RunInfo {
+            started_at: now(),
+            host: String::new(),
+            os: String::new(),
+            cpu_model: String::new(),
+            cpu_cores: 0,
+            accelerators: Vec::new(),
+            python_version: String::new(),
+            python_executable: String::new(),
+            frameworks: Default::default(),
+            catalogue_version: catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect(),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            seed: args.seed,
+            reference_device: reference.clone(),
+            mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        runner::machine_info(&mut info);
+        let id = store.create_run(&info, &plan.functions, &plan.cases)?;
+        (id, plan.cases, info, devices)
+    };
+
+    let frameworks: Vec<Framework> = {
+        let mut v: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let env = python_env(&args.python, &frameworks)?;
+    for (fw, _) in &env.install_failures {
+        eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
+    }
+    let cfg = RunConfig {
+        python: env.python.clone(),
+        script_dir: worker_dir()?,
+        run_dir: run_dir(&args.db, run_id),
+        devices,
+        case_timeout: Duration::from_secs_f64(timeout),
+        timing: Timing { budget_ms: budget, ..Timing::default() },
+        ..RunConfig::default()
+    };
+    std::fs::create_dir_all(&cfg.run_dir).with_context(|| format!("cannot create {}", cfg.run_dir.display()))?;
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+
+    let mut per_fw = std::collections::BTreeMap::new();
+    let mut pending = 0u64;
+    let cpu_done = store.done_keys(run_id, &Device::cpu())?;
+    for c in &cases {
+        *per_fw.entry(c.framework).or_insert(0u64) += 1;
+        if !cpu_done.contains(&c.key) {
+            pending += 1;
+        }
+    }
+    eprintln!(
+        "mlport: run {run_id}: {} cases of {} functions, store {}",
+        cases.len(),
+        store.functions(run_id)?.len(),
+        args.db.display()
+    );
+    let started = Instant::now();
+    let mut progress = Progress::new(pending, per_fw);
+    let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, &INTERRUPTED)?;
+    progress.finish();
+    match ending {
+        Ending::Interrupted => {
+            store.finish_run(run_id, "interrupted")?;
+            let s = store.run(run_id)?;
+            eprintln!(
+                "mlport: interrupted after {:.0?}: {} of {} cases recorded in {}; continue with `mlport run --resume {run_id} --db {}`",
+                started.elapsed(),
+                s.results,
+                s.cases_planned,
+                args.db.display(),
+                args.db.display()
+            );
+            Ok(EXIT_INTERRUPTED)
+        }
+        Ending::Finished => {
+            store.finish_run(run_id, "finished")?;
+            let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
+            eprintln!("mlport: run {run_id} finished in {:.1} s ({})", started.elapsed().as_secs_f64(), counts.join(", "));
+            print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
+            Ok(0)
+        }
+    }
+}
+
+fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
+    let summary = store.run(run_id)?;
+    let rep = report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts);
+    let mut out = report::render(&rep, format);
+    if functions {
+        out.push_str(&report::render_functions(&rep, format));
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// `mlport report`.
+pub fn report(args: ReportArgs) -> Result<i32> {
+    if !args.db.db.exists() {
+        bail!("{}: no such store (run `mlport run` first, or pass --db)", args.db.db.display());
+    }
+    let store = Store::open(&args.db.db)?;
+    let run_id = match args.run {
+        Some(id) => id,
+        None => store.latest_run()?.with_context(|| format!("{}: the store holds no run", args.db.db.display()))?.id,
+    };
+    let reference = match &args.reference {
+        Some(r) => Some(r.parse::<Device>().map_err(|e| anyhow::anyhow!("--reference: {e}"))?),
+        None => None,
+    };
+    let opts = ReportOptions { attributable: !args.all_failures, reference };
+    print_report(&store, run_id, format_of(args.format), &opts, args.functions)?;
+    Ok(0)
+}
+
+/// `mlport runs`.
+pub fn runs(args: cli::DbArg) -> Result<i32> {
+    if !args.db.exists() {
+        bail!("{}: no such store", args.db.display());
+    }
+    let store = Store::open(&args.db)?;
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks"]);
+    for r in store.runs()? {
+        let fws: Vec<String> = r
+            .info
+            .frameworks
+            .iter()
+            .map(|(f, i)| format!("{f} {}", i.version.as_deref().unwrap_or("(not usable)")))
+            .collect();
+        t.add_row([
+            r.id.to_string(),
+            r.info.started_at.clone(),
+            r.state.clone(),
+            r.cases_planned.to_string(),
+            r.results.to_string(),
+            r.info.host.clone(),
+            fws.join(", "),
+        ]);
+    }
+    println!("{t}");
+    Ok(0)
+}
+
+/// `mlport env`: create or check the environment, print what it holds.
+pub fn env(args: PythonArg) -> Result<i32> {
+    let env = python_env(&args, &Framework::ALL)?;
+    println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+    probe_frameworks(&env, &Framework::ALL, true)?;
+    Ok(0)
+}
+
+/// Starts one cpu worker per framework and prints its version and devices.
+fn probe_frameworks(env: &PythonEnv, frameworks: &[Framework], print_packages: bool) -> Result<()> {
+    let dir = worker_dir()?;
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(["framework", "version", "devices", "python"]);
+    let mut packages = std::collections::BTreeMap::new();
+    for fw in frameworks {
+        let spec = worker::WorkerSpec {
+            python: env.python.clone(),
+            script_dir: dir.clone(),
+            framework: *fw,
+            device: Device::cpu(),
+            env: Vec::new(),
+        };
+        match worker::spawn(&spec, Duration::from_secs(300), &INTERRUPTED) {
+            Ok(w) => {
+                let h = w.hello.clone();
+                w.shutdown();
+                match &h.import_error {
+                    Some(e) => t.add_row([fw.to_string(), format!("not usable: {}: {}", e.error_type, e.message), String::new(), h.python.clone()]),
+                    None => {
+                        let devs: Vec<String> = h.devices.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+                        packages.extend(h.packages.clone());
+                        t.add_row([fw.to_string(), h.framework_version.clone().unwrap_or_default(), devs.join(", "), h.python.clone()])
+                    }
+                };
+            }
+            Err(f) => {
+                t.add_row([fw.to_string(), format!("not usable: {f:?}"), String::new(), String::new()]);
+            }
+        }
+    }
+    println!("{t}");
+    if print_packages && !packages.is_empty() {
+        let list: Vec<String> = packages.iter().map(|(k, v)| format!("{k}=={v}")).collect();
+        println!("packages: {}", list.join(" "));
+    }
+    Ok(())
+}
+
+/// `mlport list`.
+pub fn list(args: ListArgs) -> Result<i32> {
+    let catalogue = load_catalogue(args.catalogue.as_deref())?;
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(["framework", "catalogue", "version", "functions", "from the paper", "cases", "case × dtype"]);
+    for f in &catalogue.files {
+        let cases: usize = f.functions.iter().map(|g| g.cases.len()).sum();
+        let instances: usize = f.functions.iter().flat_map(|g| g.cases.iter()).map(|c| c.dtypes.len()).sum();
+        t.add_row([
+            f.framework.to_string(),
+            f.path.clone(),
+            f.version.clone(),
+            f.functions.len().to_string(),
+            f.functions.iter().filter(|g| g.paper.is_some()).count().to_string(),
+            cases.to_string(),
+            instances.to_string(),
+        ]);
+    }
+    println!("{t}");
+    if args.functions {
+        for f in &catalogue.files {
+            println!("\n{} ({}):", f.framework, f.path);
+            for g in &f.functions {
+                let dtypes: Vec<&str> = {
+                    let mut v: Vec<&str> = g.cases.iter().flat_map(|c| c.dtypes.iter().map(String::as_str)).collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                };
+                let mut extra = Vec::new();
+                if let Some(d) = g.decile {
+                    extra.push(format!("decile {d}"));
+                }
+                if g.top20 {
+                    extra.push("top-20".into());
+                }
+                if let Some(m) = &g.moved {
+                    extra.push(format!("moved: {m}"));
+                }
+                println!("  {:<50} {} case(s) [{}] {}", g.name, g.cases.len(), dtypes.join(" "), extra.join("; "));
+            }
+        }
+    }
+    if !args.no_probe {
+        let frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
+        let env = python_env(&args.python, &frameworks)?;
+        println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+        probe_frameworks(&env, &frameworks, false)?;
+    }
+    Ok(0)
+}
+

@@ -1,0 +1,314 @@
+//! Loading and validating catalogue files: every error names the file, line and column.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use thiserror::Error;
+use toml::Spanned;
+
+use super::spec::{COMPARES, CaseSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
+use super::{Case, CatalogueFile, Function};
+use crate::model::{DTYPES, Framework};
+
+/// A catalogue that could not be read, parsed or validated.
+#[derive(Debug, Error)]
+pub enum CatalogueError {
+    #[error("cannot read catalogue {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid { path: String, line: usize, column: usize, message: String },
+    #[error("{path}: no catalogue files (*.toml) found")]
+    Empty { path: String },
+}
+
+/// Line and column (1-based) of a byte offset in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+struct Ctx<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, offset: usize, message: impl Into<String>) -> CatalogueError {
+        let (line, column) = line_col(self.text, offset);
+        CatalogueError::Invalid { path: self.path.to_string(), line, column, message: message.into() }
+    }
+    fn err_at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> CatalogueError {
+        self.err(s.span().start, message)
+    }
+}
+
+/// Parses and validates one catalogue file. `path` is used in error messages only.
+pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
+    let cx = Ctx { path, text };
+    let spec: FileSpec = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        cx.err(offset, e.message().to_string())
+    })?;
+    if *spec.format.get_ref() != FORMAT_VERSION {
+        return Err(cx.err_at(
+            &spec.format,
+            format!("catalogue format {} is not supported (this mlport reads format {FORMAT_VERSION})", spec.format.get_ref()),
+        ));
+    }
+    let framework: Framework = spec.framework.get_ref().parse().map_err(|m: String| cx.err_at(&spec.framework, m))?;
+    if spec.version.get_ref().trim().is_empty() {
+        return Err(cx.err_at(&spec.version, "`version` must not be empty"));
+    }
+    let mut functions: Vec<Function> = Vec::with_capacity(spec.function.len());
+    for f in spec.function {
+        let span = f.span();
+        let f = f.into_inner();
+        let func = function(&cx, framework, f, span.start)?;
+        if functions.iter().any(|g| g.name == func.name) {
+            return Err(cx.err(span.start, format!("function `{}` is listed twice", func.name)));
+        }
+        functions.push(func);
+    }
+    Ok(CatalogueFile { path: path.to_string(), framework, version: spec.version.into_inner(), functions })
+}
+
+fn is_dotted_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|p| {
+            let mut chars = p.chars();
+            matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Result<Function, CatalogueError> {
+    let name = f.name.get_ref().clone();
+    if !is_dotted_identifier(&name) || !name.contains('.') {
+        return Err(cx.err_at(&f.name, format!("`{name}` is not a fully qualified name (e.g. torch.linalg.svd)")));
+    }
+    let decile = match &f.decile {
+        Some(d) => {
+            let v = *d.get_ref();
+            if !(10..=100).contains(&v) || v % 10 != 0 {
+                return Err(cx.err_at(d, format!("decile {v} must be one of 10, 20, ..., 100")));
+            }
+            Some(v as u8)
+        }
+        None => None,
+    };
+    if f.case.is_empty() {
+        return Err(cx.err(at, format!("function `{name}` has no [[function.case]]")));
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for c in f.case {
+        let span = c.span();
+        let case = case(cx, framework, &name, c.into_inner(), span.start)?;
+        if cases.iter().any(|d| d.id == case.id) {
+            return Err(cx.err(span.start, format!("case id `{}` is used twice in `{name}`", case.id)));
+        }
+        cases.push(case);
+    }
+    Ok(Function { name, paper: f.paper, decile, top20: f.top20, op: f.op, moved: f.moved, note: f.note, cases })
+}
+
+fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<(), CatalogueError> {
+    if DTYPES.contains(&dtype) || (allow_t && dtype == "T") {
+        Ok(())
+    } else {
+        Err(cx.err(at, format!("unknown dtype `{dtype}` (expected one of {}{})", DTYPES.join(", "), if allow_t { ", or T" } else { "" })))
+    }
+}
+
+fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize) -> Result<Case, CatalogueError> {
+    let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
+    if let Some(s) = &c.id {
+        if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
+            return Err(cx.err_at(s, format!("case id `{id}` must be non-empty, without '/' or spaces")));
+        }
+    }
+    let dtypes: Vec<String> = match &c.dtypes {
+        None => vec!["float32".to_string()],
+        Some(list) => {
+            if list.get_ref().is_empty() {
+                return Err(cx.err_at(list, "`dtypes` must list at least one dtype"));
+            }
+            let mut out = Vec::new();
+            for d in list.get_ref() {
+                check_dtype(cx, d.span().start, d.get_ref(), false)?;
+                if out.contains(d.get_ref()) {
+                    return Err(cx.err_at(d, format!("dtype `{}` is listed twice", d.get_ref())));
+                }
+                out.push(d.get_ref().clone());
+            }
+            out
+        }
+    };
+    let mut inputs = Vec::new();
+    for inp in &c.inputs {
+        let at = inp.span().start;
+        let i = inp.get_ref();
+        if let Some(d) = &i.dtype {
+            check_dtype(cx, at, d, true)?;
+        }
+        if let Some(dist) = &i.dist {
+            if !DISTS.contains(&dist.as_str()) {
+                return Err(cx.err(at, format!("unknown dist `{dist}` (expected one of {})", DISTS.join(", "))));
+            }
+            if i.value.is_some() {
+                return Err(cx.err(at, "an input has either `value` or `dist`, not both"));
+            }
+        }
+        if let Some(shape) = &i.shape {
+            if shape.iter().any(|&s| s < 0) {
+                return Err(cx.err(at, format!("shape {shape:?} has a negative dimension")));
+            }
+        }
+        if let Some(a) = &i.as_ {
+            if !PASS_AS.contains(&a.as_str()) {
+                return Err(cx.err(at, format!("unknown `as = \"{a}\"` (expected one of {})", PASS_AS.join(", "))));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (i.low, i.high) {
+            if lo >= hi {
+                return Err(cx.err(at, format!("low {lo} must be below high {hi}")));
+            }
+        }
+        inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
+    }
+    if let Some(cmp) = &c.compare {
+        if !COMPARES.contains(&cmp.get_ref().as_str()) {
+            return Err(cx.err_at(cmp, format!("unknown compare rule `{}` (expected one of {})", cmp.get_ref(), COMPARES.join(", "))));
+        }
+    }
+    if let Some(t) = &c.timeout_s {
+        if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) {
+            return Err(cx.err_at(t, "timeout_s must be a positive number of seconds"));
+        }
+    }
+    if let Some(code) = &c.code {
+        if !code.get_ref().contains("def build(") {
+            return Err(cx.err_at(code, "`code` must define build(ctx, *inputs, **kwargs)"));
+        }
+    }
+    let kwargs = serde_json::to_value(&c.kwargs).map_err(|e| cx.err(at, e.to_string()))?;
+    let spec = json!({
+        "function": function,
+        "id": id,
+        "inputs": inputs,
+        "kwargs": kwargs,
+        "code": c.code.as_ref().map(|s| s.get_ref().clone()),
+        "compare": c.compare.as_ref().map_or("allclose".to_string(), |s| s.get_ref().clone()),
+        "outputs": c.outputs,
+    });
+    Ok(Case {
+        id,
+        dtypes,
+        seed: c.seed.unwrap_or(0),
+        timeout_s: c.timeout_s.map(|t| *t.get_ref()),
+        skip: c.skip,
+        spec,
+    })
+}
+
+/// Reads one file or every `*.toml` in a folder (sorted by name).
+pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
+    let display = path.display().to_string();
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|source| CatalogueError::Io { path: display.clone(), source })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        v.sort();
+        if v.is_empty() {
+            return Err(CatalogueError::Empty { path: display });
+        }
+        v
+    } else {
+        vec![path.to_path_buf()]
+    };
+    files
+        .iter()
+        .map(|p| {
+            let shown = p.display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|source| CatalogueError::Io { path: shown.clone(), source })?;
+            parse(&shown, &text)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"format = 1
+framework = "torch"
+version = "t1"
+
+[[function]]
+name = "torch.linalg.svd"
+decile = 70
+op = "svd"
+
+  [[function.case]]
+  id = "square"
+  dtypes = ["float32", "bfloat16"]
+  inputs = [{ shape = [4, 4] }]
+  kwargs = { full_matrices = false }
+  compare = "up_to_sign"
+"#;
+
+    #[test]
+    fn parses_a_good_file() {
+        let f = parse("t.toml", GOOD).unwrap();
+        assert_eq!(f.framework, Framework::Torch);
+        assert_eq!(f.functions.len(), 1);
+        let c = &f.functions[0].cases[0];
+        assert_eq!(c.dtypes, ["float32", "bfloat16"]);
+        assert_eq!(c.spec["kwargs"]["full_matrices"], json!(false));
+        assert_eq!(c.spec["inputs"][0]["shape"], json!([4, 4]));
+        assert_eq!(c.spec["compare"], json!("up_to_sign"));
+    }
+
+    fn error_of(text: &str) -> String {
+        parse("cat/t.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_bad_dtype_names_file_line_and_column() {
+        let e = error_of(&GOOD.replace("\"bfloat16\"]", "\"bfloat17\"]"));
+        assert!(e.starts_with("cat/t.toml:12:"), "{e}");
+        assert!(e.contains("unknown dtype `bfloat17`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_line() {
+        let e = error_of(&GOOD.replace("decile = 70", "decile = 70\ndecil = 3"));
+        assert!(e.starts_with("cat/t.toml:8:"), "{e}");
+        assert!(e.contains("unknown field `decil`"), "{e}");
+    }
+
+    #[test]
+    fn other_validation_errors() {
+        assert!(error_of(&GOOD.replace("format = 1", "format = 2")).contains("format 2 is not supported"));
+        assert!(error_of(&GOOD.replace("\"torch\"", "\"caffe\"")).contains("unknown framework `caffe`"));
+        assert!(error_of(&GOOD.replace("decile = 70", "decile = 75")).contains("decile 75"));
+        assert!(error_of(&GOOD.replace("torch.linalg.svd", "svd")).contains("not a fully qualified name"));
+        assert!(error_of(&GOOD.replace("up_to_sign", "roughly")).contains("unknown compare rule `roughly`"));
+        assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4, -4]")).contains("negative dimension"));
+        assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], dist = \"cauchy\"")).contains("unknown dist"));
+        let twice = format!("{GOOD}\n[[function]]\nname = \"torch.linalg.svd\"\n[[function.case]]\n");
+        let e = error_of(&twice);
+        assert!(e.contains("listed twice") && e.starts_with("cat/t.toml:19:"), "{e}");
+        let nocase = "format = 1\nframework = \"jax\"\nversion = \"1\"\n[[function]]\nname = \"jax.numpy.sum\"\n";
+        assert!(error_of(nocase).contains("has no [[function.case]]"));
+    }
+
+    #[test]
+    fn syntax_errors_carry_a_position() {
+        let e = error_of("format = 1\nframework = \"torch\nversion = 1\n");
+        assert!(e.starts_with("cat/t.toml:2:"), "{e}");
+    }
+}

@@ -1,0 +1,94 @@
+//! The catalogue: which framework functions mlport calls and how (docs/catalogue.md).
+//! The built-in catalogue (catalogue/*.toml) is embedded in the binary.
+
+mod builtin;
+mod load;
+pub mod spec;
+
+pub use builtin::builtin;
+pub use load::{CatalogueError, load_path, parse};
+
+use crate::model::Framework;
+
+/// One catalogue file: the functions of one framework.
+#[derive(Clone, Debug)]
+pub struct CatalogueFile {
+    /// Where it was read from, for messages (`catalogue/torch.toml (built in)`).
+    pub path: String,
+    pub framework: Framework,
+    /// Content version, recorded with each run.
+    pub version: String,
+    pub functions: Vec<Function>,
+}
+
+/// A framework function and its cases.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// Fully qualified name, e.g. `torch.linalg.svd`.
+    pub name: String,
+    pub paper: Option<String>,
+    /// The paper's usage decile, 10 (rarest) ..= 100 (most used).
+    pub decile: Option<u8>,
+    pub top20: bool,
+    pub op: Option<String>,
+    pub moved: Option<String>,
+    pub note: Option<String>,
+    pub cases: Vec<Case>,
+}
+
+/// One case of a function; planned once per dtype.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub id: String,
+    /// The dtype sweep.
+    pub dtypes: Vec<String>,
+    /// Input seed; mixed with the run's seed.
+    pub seed: u64,
+    /// Per-case timeout override, seconds.
+    pub timeout_s: Option<f64>,
+    /// Recorded as `skip` with this why, never run.
+    pub skip: Option<String>,
+    /// What the worker receives (function, id, inputs, kwargs, code, compare, outputs).
+    pub spec: serde_json::Value,
+}
+
+/// A set of catalogue files, at most one per framework.
+#[derive(Clone, Debug, Default)]
+pub struct Catalogue {
+    pub files: Vec<CatalogueFile>,
+}
+
+impl Catalogue {
+    /// Builds a catalogue; a second file for a framework already present is an error.
+    pub fn new(files: Vec<CatalogueFile>) -> Result<Catalogue, CatalogueError> {
+        let mut out: Vec<CatalogueFile> = Vec::new();
+        for f in files {
+            if let Some(prev) = out.iter().find(|g| g.framework == f.framework) {
+                return Err(CatalogueError::Invalid {
+                    path: f.path.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!("a second catalogue for {} (the first is {})", f.framework, prev.path),
+                });
+            }
+            out.push(f);
+        }
+        out.sort_by_key(|f| f.framework);
+        Ok(Catalogue { files: out })
+    }
+
+    /// The file for a framework, if any.
+    pub fn file(&self, fw: Framework) -> Option<&CatalogueFile> {
+        self.files.iter().find(|f| f.framework == fw)
+    }
+
+    /// Number of functions over all frameworks.
+    pub fn function_count(&self) -> usize {
+        self.files.iter().map(|f| f.functions.len()).sum()
+    }
+
+    /// Looks a function up by fully qualified name in any framework.
+    pub fn find(&self, name: &str) -> Option<(Framework, &Function)> {
+        self.files.iter().find_map(|f| f.functions.iter().find(|g| g.name == name).map(|g| (f.framework, g)))
+    }
+}

@@ -1,0 +1,179 @@
+//! Planning: catalogue × selected frameworks × functions × dtypes → the ordered list
+//! of cases a run executes on each device. Pure: no processes, no I/O.
+
+use anyhow::{Result, bail};
+
+use crate::catalogue::Catalogue;
+use crate::model::{DTYPES, Framework};
+use crate::store::records::{CaseRow, FunctionRow};
+
+/// What to run, from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Empty means every framework in the catalogue.
+    pub frameworks: Vec<Framework>,
+    /// Fully qualified function names; empty means all.
+    pub functions: Vec<String>,
+    /// Restricts each case's dtype sweep; empty means the declared sweep.
+    pub dtypes: Vec<String>,
+}
+
+/// The planned functions and cases, in catalogue order.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub functions: Vec<FunctionRow>,
+    pub cases: Vec<CaseRow>,
+}
+
+impl Plan {
+    /// Frameworks with at least one planned case, in report order.
+    pub fn frameworks(&self) -> Vec<Framework> {
+        let mut v: Vec<Framework> = self.cases.iter().map(|c| c.framework).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// The key that names a case at one dtype within a run: `framework/function/case/dtype`.
+pub fn case_key(fw: Framework, function: &str, case_id: &str, dtype: &str) -> String {
+    format!("{fw}/{function}/{case_id}/{dtype}")
+}
+
+/// Builds the plan. The input seed of a case is `case.seed + run_seed` (wrapping), so
+/// the same run seed gives every framework the same inputs for the same case seed.
+///
+/// Errors: a framework with no catalogue, a function name no catalogue file lists, a
+/// dtype name that is not one of [`DTYPES`].
+pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Plan> {
+    for fw in &sel.frameworks {
+        if catalogue.file(*fw).is_none() {
+            bail!("framework {fw} has no catalogue file");
+        }
+    }
+    for name in &sel.functions {
+        if catalogue.find(name).is_none() {
+            let hint = catalogue
+                .files
+                .iter()
+                .flat_map(|f| f.functions.iter())
+                .find(|f| f.name.ends_with(&format!(".{}", name.rsplit('.').next().unwrap_or(name))))
+                .map(|f| format!(" (did you mean {}?)", f.name))
+                .unwrap_or_default();
+            bail!("unknown function `{name}`: no catalogue file lists it{hint}");
+        }
+    }
+    for d in &sel.dtypes {
+        if !DTYPES.contains(&d.as_str()) {
+            bail!("unknown dtype `{d}` (expected one of {})", DTYPES.join(", "));
+        }
+    }
+    let mut out = Plan::default();
+    for file in &catalogue.files {
+        if !sel.frameworks.is_empty() && !sel.frameworks.contains(&file.framework) {
+            continue;
+        }
+        for f in &file.functions {
+            if !sel.functions.is_empty() && !sel.functions.contains(&f.name) {
+                continue;
+            }
+            let before = out.cases.len();
+            for c in &f.cases {
+                for dtype in &c.dtypes {
+                    if !sel.dtypes.is_empty() && !sel.dtypes.contains(dtype) {
+                        continue;
+                    }
+                    let mut spec = c.spec.clone();
+                    if let Some(why) = &c.skip {
+                        spec["skip"] = serde_json::Value::String(why.clone());
+                    }
+                    if let Some(t) = c.timeout_s {
+                        spec["timeout_s"] = serde_json::json!(t);
+                    }
+                    out.cases.push(CaseRow {
+                        key: case_key(file.framework, &f.name, &c.id, dtype),
+                        framework: file.framework,
+                        function: f.name.clone(),
+                        case_id: c.id.clone(),
+                        dtype: dtype.clone(),
+                        seed: c.seed.wrapping_add(run_seed),
+                        spec,
+                    });
+                }
+            }
+            if out.cases.len() > before {
+                out.functions.push(FunctionRow {
+                    framework: file.framework,
+                    name: f.name.clone(),
+                    paper: f.paper.clone(),
+                    decile: f.decile,
+                    top20: f.top20,
+                    op: f.op.clone(),
+                    moved: f.moved.clone(),
+                    note: f.note.clone(),
+                });
+            }
+        }
+    }
+    if out.cases.is_empty() {
+        bail!("nothing to run: the selection matches no case");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::{Catalogue, parse};
+
+    fn cat() -> Catalogue {
+        let t = r#"format = 1
+framework = "torch"
+version = "1"
+[[function]]
+name = "torch.sum"
+[[function.case]]
+dtypes = ["float32", "int64"]
+inputs = [{ shape = [3] }]
+[[function]]
+name = "torch.cos"
+[[function.case]]
+id = "a"
+seed = 5
+inputs = [{ shape = [3] }]
+[[function.case]]
+id = "b"
+skip = "needs a GPU"
+"#;
+        Catalogue::new(vec![parse("t.toml", t).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn expands_cases_by_dtype_in_order() {
+        let p = plan(&cat(), &Selection::default(), 100).unwrap();
+        let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["torch/torch.sum/default/float32", "torch/torch.sum/default/int64", "torch/torch.cos/a/float32", "torch/torch.cos/b/float32"]
+        );
+        assert_eq!(p.cases[2].seed, 105);
+        assert_eq!(p.cases[3].spec["skip"], "needs a GPU");
+        assert_eq!(p.functions.len(), 2);
+    }
+
+    #[test]
+    fn filters_and_errors() {
+        let sel = Selection { dtypes: vec!["int64".into()], ..Default::default() };
+        let p = plan(&cat(), &sel, 0).unwrap();
+        assert_eq!(p.cases.len(), 1);
+        assert_eq!(p.functions.len(), 1);
+        let e = plan(&cat(), &Selection { functions: vec!["torch.sums".into()], ..Default::default() }, 0).unwrap_err();
+        assert!(e.to_string().contains("unknown function `torch.sums`"), "{e}");
+        let e = plan(&cat(), &Selection { functions: vec!["jax.numpy.cos".into()], ..Default::default() }, 0).unwrap_err();
+        assert!(e.to_string().contains("did you mean torch.cos?"), "{e}");
+        let e = plan(&cat(), &Selection { dtypes: vec!["float8".into()], ..Default::default() }, 0).unwrap_err();
+        assert!(e.to_string().contains("unknown dtype `float8`"));
+        let e = plan(&cat(), &Selection { frameworks: vec![Framework::Jax], ..Default::default() }, 0).unwrap_err();
+        assert!(e.to_string().contains("jax has no catalogue"));
+    }
+}

@@ -1,0 +1,230 @@
+//! The managed Python environment: a virtual environment under the cache folder with
+//! the frameworks pinned by `python/requirements.lock` (embedded), or the user's own
+//! interpreter (`--python`). A framework that fails to install is recorded by name and
+//! the others still run.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::model::Framework;
+
+/// The lock file: a pip constraints file pinning every package.
+pub const LOCK: &str = include_str!("../../python/requirements.lock");
+
+/// Marker written once an environment is complete: lock hash and install outcome.
+const MARKER: &str = "mlport-env.json";
+
+/// Top-level packages installed for each framework (the lock pins them and their deps).
+pub fn packages_for(fw: Framework) -> &'static [&'static str] {
+    match fw {
+        Framework::Numpy => &["numpy", "scipy"],
+        Framework::Torch => &["torch"],
+        Framework::Jax => &["jax", "jaxlib"],
+        Framework::Tensorflow => {
+            if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
+                &["tensorflow"]
+            } else {
+                &["tensorflow-cpu"]
+            }
+        }
+    }
+}
+
+/// The interpreter mlport runs workers with, and what it knows about it.
+#[derive(Clone, Debug)]
+pub struct PythonEnv {
+    pub python: PathBuf,
+    /// True for the managed environment, false for `--python`.
+    pub managed: bool,
+    /// Frameworks whose install failed, with the tail of pip's output.
+    pub install_failures: BTreeMap<Framework, String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Marker {
+    lock_sha256: String,
+    failed: BTreeMap<Framework, String>,
+}
+
+/// mlport's cache folder: `$MLPORT_CACHE`, else the platform cache dir + `/mlport`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os("MLPORT_CACHE") {
+        return PathBuf::from(p);
+    }
+    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("mlport")
+}
+
+fn lock_hash() -> String {
+    hex::encode(Sha256::digest(LOCK.as_bytes()))
+}
+
+/// The managed environment's folder for this lock file.
+pub fn env_dir() -> PathBuf {
+    cache_dir().join("envs").join(format!("py-{}", &lock_hash()[..12]))
+}
+
+fn venv_python(dir: &Path) -> PathBuf {
+    if cfg!(windows) { dir.join("Scripts").join("python.exe") } else { dir.join("bin").join("python") }
+}
+
+/// Uses `--python PATH` as is, after checking it runs.
+pub fn user_python(path: &Path) -> Result<PythonEnv> {
+    let out = Command::new(path)
+        .args(["-c", "import sys; print(sys.version.split()[0])"])
+        .output()
+        .with_context(|| format!("--python {}: cannot run it", path.display()))?;
+    if !out.status.success() {
+        bail!("--python {}: it exits with {} ({})", path.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(PythonEnv { python: path.to_path_buf(), managed: false, install_failures: BTreeMap::new() })
+}
+
+/// The managed environment, created (with a spinner on stderr) if missing or stale.
+/// `base_python` makes the venv (default `python3`, or `$MLPORT_BASE_PYTHON`).
+pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
+    let dir = env_dir();
+    let python = venv_python(&dir);
+    let marker_path = dir.join(MARKER);
+    if let Ok(text) = std::fs::read_to_string(&marker_path) {
+        if let Ok(m) = serde_json::from_str::<Marker>(&text) {
+            if m.lock_sha256 == lock_hash() && python.exists() {
+                let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| m.failed.contains_key(f)).collect();
+                if missing.is_empty() {
+                    return Ok(PythonEnv { python, managed: true, install_failures: m.failed });
+                }
+                // Retry frameworks that failed last time.
+                let _ = std::fs::remove_file(&marker_path);
+            }
+        }
+    }
+    create(&dir, frameworks)?;
+    let text = std::fs::read_to_string(&marker_path).context("reading the environment marker")?;
+    let m: Marker = serde_json::from_str(&text).context("parsing the environment marker")?;
+    Ok(PythonEnv { python, managed: true, install_failures: m.failed })
+}
+
+fn spinner(msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template("{spinner} {elapsed:>4} {msg:.dim}").expect("valid template"));
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb.set_message(msg.to_string());
+    pb
+}
+
+/// Runs a command, streaming its output into `log` and its last line into the spinner.
+fn run_logged(cmd: &mut Command, pb: &ProgressBar, log: &Path) -> Result<(bool, String)> {
+    use std::io::Write;
+    let mut logf = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    writeln!(logf, "$ {cmd:?}")?;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let stderr = child.stderr.take().expect("piped");
+    let err_thread = std::thread::spawn(move || BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>());
+    let mut tail: Vec<String> = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines().map_while(Result::ok) {
+        writeln!(logf, "{line}")?;
+        let short: String = line.trim().chars().take(100).collect();
+        if !short.is_empty() {
+            pb.set_message(short);
+        }
+        tail.push(line);
+        if tail.len() > 30 {
+            tail.remove(0);
+        }
+    }
+    let errs = err_thread.join().unwrap_or_default();
+    for l in &errs {
+        writeln!(logf, "{l}")?;
+    }
+    tail.extend(errs.into_iter().rev().take(20).collect::<Vec<_>>().into_iter().rev());
+    let status = child.wait()?;
+    Ok((status.success(), tail.join("\n")))
+}
+
+fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let base = std::env::var("MLPORT_BASE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let log = dir.join("install.log");
+    let lock_path = dir.join("requirements.lock");
+    std::fs::write(&lock_path, LOCK)?;
+    eprintln!("mlport: setting up the Python environment in {} (log: {})", dir.display(), log.display());
+    let pb = spinner("creating virtual environment");
+    let python = venv_python(dir);
+    if !python.exists() {
+        let (ok, tail) = run_logged(Command::new(&base).args(["-m", "venv"]).arg(dir), &pb, &log)?;
+        if !ok {
+            pb.finish_and_clear();
+            bail!("`{base} -m venv {}` failed:\n{tail}", dir.display());
+        }
+    }
+    let pip = |pkgs: &[&str]| {
+        let mut c = Command::new(&python);
+        c.args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", "-c"])
+            .arg(&lock_path)
+            .args(pkgs);
+        c
+    };
+    let mut wanted: Vec<Framework> = frameworks.to_vec();
+    if !wanted.contains(&Framework::Numpy) {
+        wanted.insert(0, Framework::Numpy);
+    }
+    let all: Vec<&str> = wanted.iter().flat_map(|f| packages_for(*f).iter().copied()).collect();
+    pb.set_message(format!("pip install {}", all.join(" ")));
+    let (ok, _) = run_logged(&mut pip(&all), &pb, &log)?;
+    let mut failed = BTreeMap::new();
+    if !ok {
+        // Install framework by framework so one failure does not cost the others.
+        for fw in &wanted {
+            pb.set_message(format!("pip install {} (retrying alone)", packages_for(*fw).join(" ")));
+            let (ok, tail) = run_logged(&mut pip(packages_for(*fw)), &pb, &log)?;
+            if !ok {
+                failed.insert(*fw, tail);
+            }
+        }
+    }
+    pb.finish_and_clear();
+    for (fw, tail) in &failed {
+        eprintln!("mlport: {fw} failed to install; the other frameworks still run. pip said:\n{tail}\n");
+    }
+    if failed.contains_key(&Framework::Numpy) {
+        bail!("numpy failed to install into {}; see {}", dir.display(), log.display());
+    }
+    let marker = Marker { lock_sha256: lock_hash(), failed };
+    std::fs::write(dir.join(MARKER), serde_json::to_string_pretty(&marker)?)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_pins_every_framework_package_exactly() {
+        for fw in Framework::ALL {
+            for pkg in packages_for(fw) {
+                let norm = pkg.replace('-', "_").to_lowercase();
+                let pinned = LOCK.lines().any(|l| {
+                    let l = l.trim();
+                    l.split_once("==").is_some_and(|(name, ver)| {
+                        name.replace('-', "_").to_lowercase() == norm && !ver.is_empty()
+                    })
+                });
+                assert!(pinned, "{pkg} is not pinned in python/requirements.lock");
+            }
+        }
+        for l in LOCK.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            assert!(l.contains("=="), "unpinned lock line: {l}");
+        }
+    }
+}

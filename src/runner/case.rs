@@ -1,0 +1,132 @@
+//! One case on one worker: the request, the time limit, and the mapping of every way
+//! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`].
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use super::RunConfig;
+use crate::model::{Device, Outcome, Reason};
+use crate::outcome::{ErrorReport, classify};
+use crate::store::records::{CaseResult, CaseRow};
+use crate::worker::protocol::{PROTOCOL_VERSION, Request};
+use crate::worker::{Failure, Worker};
+
+fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| format!("{s} ({sig})"))
+}
+
+fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
+    CaseResult {
+        case_key: case.key.clone(),
+        device: device.clone(),
+        outcome,
+        reason: None,
+        error_type: None,
+        message: None,
+        traceback: None,
+        phase: None,
+        signal: None,
+        stderr_tail: None,
+        first_call_ns: None,
+        samples_ns: Vec::new(),
+        outputs: serde_json::Value::Null,
+        wall_ms: 0.0,
+        finished_at: String::new(),
+    }
+}
+
+/// Runs one case. Returns the result (`None` if the run was interrupted mid-case: the
+/// case stays pending) and whether the worker is still usable (false after a kill).
+pub fn execute_case(
+    worker: &mut Worker,
+    case: &CaseRow,
+    device: &Device,
+    out_dir: &Path,
+    cfg: &RunConfig,
+    interrupted: &AtomicBool,
+) -> (Option<CaseResult>, bool) {
+    let start = Instant::now();
+    let finish = |mut r: CaseResult| {
+        r.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        r.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        r
+    };
+    if let Some(why) = case.spec.get("skip").and_then(|s| s.as_str()) {
+        let mut r = blank(case, device, Outcome::Skip);
+        r.message = Some(why.to_string());
+        return (Some(finish(r)), true);
+    }
+    let timeout = case
+        .spec
+        .get("timeout_s")
+        .and_then(|t| t.as_f64())
+        .map_or(cfg.case_timeout, Duration::from_secs_f64);
+    let out = out_dir.to_string_lossy();
+    let req = Request::Run {
+        v: PROTOCOL_VERSION,
+        case_key: &case.key,
+        case: &case.spec,
+        dtype: &case.dtype,
+        seed: case.seed,
+        out_dir: &out,
+        timing: &cfg.timing,
+    };
+    match worker.run(&req, timeout, interrupted) {
+        Ok(reply) => {
+            let passed = reply.outcome == "pass";
+            let mut r = blank(case, device, if passed { Outcome::Pass } else { Outcome::Fail });
+            r.first_call_ns = reply.first_call_ns;
+            r.samples_ns = reply.samples_ns;
+            r.outputs = reply.outputs;
+            if let Some(e) = reply.error {
+                if !passed {
+                    r.reason = Some(classify(
+                        case.framework,
+                        &ErrorReport { error_type: &e.error_type, message: &e.message, phase: &e.phase, harness: e.harness },
+                    ));
+                }
+                r.error_type = Some(e.error_type);
+                r.message = Some(e.message);
+                r.traceback = Some(e.traceback).filter(|t| !t.is_empty());
+                r.phase = Some(e.phase).filter(|p| !p.is_empty());
+            } else if !passed {
+                r.reason = Some(Reason::HarnessError);
+                r.message = Some(format!("worker answered outcome `{}` without an error", reply.outcome));
+            }
+            (Some(finish(r)), true)
+        }
+        Err(Failure::Interrupted) => (None, false),
+        Err(Failure::Timeout { after, signal, stderr_tail }) => {
+            let mut r = blank(case, device, Outcome::Timeout);
+            r.reason = Some(Reason::Timeout);
+            r.message = Some(format!(
+                "no answer within {:.1} s; worker process group killed ({})",
+                after.as_secs_f64(),
+                signal.map_or("exited".into(), signal_name)
+            ));
+            r.signal = signal;
+            r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
+            (Some(finish(r)), false)
+        }
+        Err(Failure::Died { signal, exit_code, stderr_tail }) => {
+            let mut r = blank(case, device, Outcome::Crash);
+            r.reason = Some(Reason::Crash);
+            r.message = Some(match (signal, exit_code) {
+                (Some(s), _) => format!("worker killed by {}", signal_name(s)),
+                (None, Some(c)) => format!("worker exited with code {c}"),
+                _ => "worker closed its pipe".into(),
+            });
+            r.signal = signal;
+            r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
+            (Some(finish(r)), false)
+        }
+        Err(Failure::Protocol { message, stderr_tail }) => {
+            let mut r = blank(case, device, Outcome::Fail);
+            r.reason = Some(Reason::HarnessError);
+            r.message = Some(format!("protocol error: {message}"));
+            r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
+            (Some(finish(r)), false)
+        }
+    }
+}

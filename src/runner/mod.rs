@@ -1,0 +1,232 @@
+//! The runner: starts one worker per (framework, device), feeds it the planned cases,
+//! turns every answer, timeout and crash into a [`CaseResult`], commits each to the
+//! store as it finishes, and reports progress as a typed [`Event`] stream.
+
+mod case;
+mod events;
+
+pub use case::execute_case;
+pub use events::{Event, EventSink, NullSink};
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::model::{Device, Framework};
+use crate::store::Store;
+use crate::store::records::{CaseRow, DeviceInfo, FrameworkInfo, RunInfo};
+use crate::worker::protocol::Timing;
+use crate::worker::{self, Failure, Worker, WorkerSpec};
+
+/// How the runner runs cases.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub python: PathBuf,
+    /// Folder with the worker's Python sources.
+    pub script_dir: PathBuf,
+    /// The run folder: output .npy files go under it.
+    pub run_dir: PathBuf,
+    /// Devices to run on; `None` means every device each framework reports.
+    pub devices: Option<Vec<Device>>,
+    /// Per-case limit unless the case sets `timeout_s`.
+    pub case_timeout: Duration,
+    /// Limit for a worker to import its framework and say hello.
+    pub start_timeout: Duration,
+    pub timing: Timing,
+}
+
+impl Default for RunConfig {
+    /// 60 s per case, 300 s to import a framework (TensorFlow's first import on a cold
+    /// disk can take a minute), the default [`Timing`].
+    fn default() -> Self {
+        RunConfig {
+            python: PathBuf::from("python3"),
+            script_dir: PathBuf::new(),
+            run_dir: PathBuf::new(),
+            devices: None,
+            case_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(300),
+            timing: Timing::default(),
+        }
+    }
+}
+
+/// How an execution ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Finished,
+    Interrupted,
+}
+
+/// Runs every planned case that has no result yet on its device (so the same call
+/// resumes an interrupted run). Frameworks that fail to import are recorded in
+/// `info.frameworks[fw].import_error` and skipped; absent devices are recorded as
+/// unavailable. Only store errors are returned as `Err`.
+pub fn execute(
+    store: &mut Store,
+    run_id: i64,
+    cases: &[CaseRow],
+    info: &mut RunInfo,
+    cfg: &RunConfig,
+    sink: &mut dyn EventSink,
+    interrupted: &AtomicBool,
+) -> Result<Ending> {
+    let mut frameworks: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    for fw in frameworks {
+        let fw_cases: Vec<&CaseRow> = cases.iter().filter(|c| c.framework == fw).collect();
+        let spec = |device: &Device| WorkerSpec {
+            python: cfg.python.clone(),
+            script_dir: cfg.script_dir.clone(),
+            framework: fw,
+            device: device.clone(),
+            env: Vec::new(),
+        };
+        sink.event(&Event::FrameworkStarting { framework: fw });
+        let probe = match worker::spawn(&spec(&Device::cpu()), cfg.start_timeout, interrupted) {
+            Ok(w) => w,
+            Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+            Err(f) => {
+                let why = describe_start_failure(&f);
+                info.frameworks.insert(fw, FrameworkInfo { import_error: Some(why.clone()), ..Default::default() });
+                store.update_run_info(run_id, info)?;
+                sink.event(&Event::FrameworkFailed { framework: fw, error: why });
+                continue;
+            }
+        };
+        let h = &probe.hello;
+        info.python_version = h.python.clone();
+        info.python_executable = h.python_executable.clone();
+        let fwinfo = FrameworkInfo {
+            version: h.framework_version.clone(),
+            import_error: h.import_error.as_ref().map(|e| format!("{}: {}", e.error_type, e.message)),
+            packages: h.packages.clone(),
+            threads: h.threads,
+        };
+        info.frameworks.insert(fw, fwinfo.clone());
+        store.update_run_info(run_id, info)?;
+        if let Some(err) = fwinfo.import_error {
+            probe.shutdown();
+            sink.event(&Event::FrameworkFailed { framework: fw, error: err });
+            continue;
+        }
+        // Devices: those asked for (absent ones are unavailable), or all it reports.
+        let reported: Vec<(Device, String)> = h
+            .devices
+            .iter()
+            .filter(|d| d.available)
+            .filter_map(|d| d.device.parse::<Device>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string())))
+            .collect();
+        let wanted: Vec<Device> = match &cfg.devices {
+            Some(list) => list.clone(),
+            None => reported.iter().map(|(d, _)| d.clone()).collect(),
+        };
+        let mut infos = Vec::new();
+        for d in &wanted {
+            match reported.iter().find(|(r, _)| r == d) {
+                Some((_, detail)) => infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() }),
+                None => {
+                    infos.push(DeviceInfo {
+                        framework: fw,
+                        device: d.clone(),
+                        available: false,
+                        detail: format!("{fw} reports no {d} on this machine"),
+                    });
+                    sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+                }
+            }
+        }
+        store.record_devices(run_id, &infos)?;
+        sink.event(&Event::FrameworkReady {
+            framework: fw,
+            version: h.framework_version.clone().unwrap_or_default(),
+            devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
+        });
+        let mut probe = Some(probe);
+        for d in infos.iter().filter(|i| i.available).map(|i| i.device.clone()) {
+            let done = store.done_keys(run_id, &d)?;
+            let pending: Vec<&CaseRow> = fw_cases.iter().copied().filter(|c| !done.contains(&c.key)).collect();
+            if pending.is_empty() {
+                continue;
+            }
+            let w: Option<Worker> = if d == Device::cpu() { probe.take() } else { None };
+            let ending = run_device(store, run_id, &pending, &spec(&d), w, cfg, sink, interrupted)?;
+            if ending == Ending::Interrupted {
+                return Ok(Ending::Interrupted);
+            }
+        }
+        if let Some(p) = probe {
+            p.shutdown();
+        }
+    }
+    Ok(Ending::Finished)
+}
+
+fn describe_start_failure(f: &Failure) -> String {
+    match f {
+        Failure::Timeout { after, stderr_tail, .. } => format!("worker did not start within {after:?}\n{stderr_tail}"),
+        Failure::Died { signal, exit_code, stderr_tail } => {
+            format!("worker exited before saying hello (exit code {exit_code:?}, signal {signal:?})\n{stderr_tail}")
+        }
+        Failure::Protocol { message, stderr_tail } => format!("{message}\n{stderr_tail}"),
+        Failure::Interrupted => "interrupted".into(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_device(
+    store: &mut Store,
+    run_id: i64,
+    pending: &[&CaseRow],
+    spec: &WorkerSpec,
+    worker: Option<Worker>,
+    cfg: &RunConfig,
+    sink: &mut dyn EventSink,
+    interrupted: &AtomicBool,
+) -> Result<Ending> {
+    let out_dir = cfg.run_dir.join(format!("{}-{}", spec.framework, spec.device.as_str().replace(':', "")));
+    std::fs::create_dir_all(&out_dir)?;
+    let mut worker = worker;
+    for case in pending {
+        if worker.is_none() {
+            match worker::spawn(spec, cfg.start_timeout, interrupted) {
+                Ok(w) => worker = Some(w),
+                Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+                Err(f) => {
+                    sink.event(&Event::WorkerLost {
+                        framework: spec.framework,
+                        device: spec.device.clone(),
+                        why: describe_start_failure(&f),
+                    });
+                    return Ok(Ending::Finished);
+                }
+            }
+        }
+        let w = worker.as_mut().expect("worker started above");
+        sink.event(&Event::CaseStarted { case });
+        let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, interrupted);
+        let Some(result) = result else { return Ok(Ending::Interrupted) };
+        store.record_result(run_id, &result)?;
+        sink.event(&Event::CaseFinished { case, result: &result });
+        if !keep {
+            worker = None; // killed on timeout or crash: restart for the next case
+            sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
+        }
+    }
+    if let Some(w) = worker {
+        w.shutdown();
+    }
+    Ok(Ending::Finished)
+}
+
+/// Fills the parts of [`RunInfo`] that describe this machine.
+pub fn machine_info(info: &mut RunInfo) {
+    info.host = crate::sysinfo::host();
+    info.os = crate::sysinfo::os();
+    info.cpu_model = crate::sysinfo::cpu_model();
+    info.cpu_cores = crate::sysinfo::cpu_cores();
+    info.accelerators = crate::sysinfo::accelerators();
+}

@@ -1,0 +1,305 @@
+//! One worker process: spawned in its own process group, spoken to over the protocol,
+//! killed as a group (SIGTERM, a grace period, SIGKILL) on timeout or shutdown.
+//! A worker that dies is reported with its signal and last stderr lines: crash and
+//! timeout are data (an outcome), never an `Err` of the run.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
+use crate::model::{Device, Framework};
+
+/// Lines of stderr kept for crash reports.
+const STDERR_TAIL_LINES: usize = 40;
+/// Time between SIGTERM and SIGKILL when stopping a worker group.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How to start a worker.
+#[derive(Clone, Debug)]
+pub struct WorkerSpec {
+    /// The Python interpreter (managed environment or `--python`).
+    pub python: PathBuf,
+    /// Folder holding mlport_worker.py and its modules.
+    pub script_dir: PathBuf,
+    pub framework: Framework,
+    pub device: Device,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a request ended when the worker did not answer normally.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// No answer within the limit; the worker group was killed.
+    Timeout { after: Duration, signal: Option<i32>, stderr_tail: String },
+    /// The worker died (or closed its pipe) before answering.
+    Died { signal: Option<i32>, exit_code: Option<i32>, stderr_tail: String },
+    /// The worker answered something that is not protocol v1.
+    Protocol { message: String, stderr_tail: String },
+    /// The run was interrupted (Ctrl-C) while waiting.
+    Interrupted,
+}
+
+/// A running worker.
+pub struct Worker {
+    pub spec: WorkerSpec,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    pub hello: Hello,
+}
+
+fn stderr_tail(buf: &Arc<Mutex<VecDeque<String>>>) -> String {
+    let g = buf.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter().cloned().collect::<Vec<_>>().join("\n")
+}
+
+/// Starts a worker and waits up to `start_timeout` for its hello.
+pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBool) -> Result<Worker, Failure> {
+    let script = spec.script_dir.join("mlport_worker.py");
+    let mut cmd = Command::new(&spec.python);
+    cmd.arg("-u")
+        .arg(&script)
+        .arg("--framework")
+        .arg(spec.framework.as_str())
+        .arg("--device")
+        .arg(spec.device.as_str())
+        .env("PYTHONPATH", &spec.script_dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(Failure::Died {
+                signal: None,
+                exit_code: None,
+                stderr_tail: format!("cannot start {}: {e}", spec.python.display()),
+            });
+        }
+    };
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
+    let tail2 = Arc::clone(&tail);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(l) = line else { break };
+            tracing::trace!(target: "worker_stderr", "{l}");
+            let mut g = tail2.lock().unwrap_or_else(|e| e.into_inner());
+            if g.len() == STDERR_TAIL_LINES {
+                g.pop_front();
+            }
+            g.push_back(l);
+        }
+    });
+    let mut w = Worker {
+        spec: spec.clone(),
+        child,
+        stdin: None,
+        lines: rx,
+        stderr: tail,
+        hello: placeholder_hello(),
+    };
+    w.stdin = w.child.stdin.take();
+    match w.receive(start_timeout, interrupted) {
+        Ok(Message::Hello(h)) => {
+            if h.protocol != PROTOCOL_VERSION {
+                let f = Failure::Protocol {
+                    message: format!("worker speaks protocol {}, core {}", h.protocol, PROTOCOL_VERSION),
+                    stderr_tail: w.stderr_tail(),
+                };
+                w.kill();
+                return Err(f);
+            }
+            w.hello = h;
+            Ok(w)
+        }
+        Ok(other) => {
+            let f = Failure::Protocol { message: format!("expected hello, got {other:?}"), stderr_tail: w.stderr_tail() };
+            w.kill();
+            Err(f)
+        }
+        Err(f) => Err(f),
+    }
+}
+
+fn placeholder_hello() -> Hello {
+    Hello {
+        v: PROTOCOL_VERSION,
+        protocol: PROTOCOL_VERSION,
+        pid: 0,
+        python: String::new(),
+        python_executable: String::new(),
+        framework: String::new(),
+        device: String::new(),
+        framework_version: None,
+        import_error: None,
+        devices: Vec::new(),
+        packages: Default::default(),
+        threads: None,
+    }
+}
+
+impl Worker {
+    /// The worker's process id (also its process-group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The last lines the worker wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        stderr_tail(&self.stderr)
+    }
+
+    fn send(&mut self, req: &Request) -> Result<(), Failure> {
+        let mut line = serde_json::to_string(req).expect("requests serialise");
+        line.push('\n');
+        let ok = match self.stdin.as_mut() {
+            Some(s) => s.write_all(line.as_bytes()).and_then(|_| s.flush()).is_ok(),
+            None => false,
+        };
+        if ok { Ok(()) } else { Err(self.died()) }
+    }
+
+    /// Waits for the next message; kills the group on timeout.
+    fn receive(&mut self, timeout: Duration, interrupted: &AtomicBool) -> Result<Message, Failure> {
+        let start = Instant::now();
+        loop {
+            if interrupted.load(Ordering::SeqCst) {
+                self.kill();
+                return Err(Failure::Interrupted);
+            }
+            let left = timeout.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                let signal = self.kill();
+                return Err(Failure::Timeout { after: timeout, signal, stderr_tail: self.stderr_tail() });
+            }
+            match self.lines.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(line) => {
+                    return super::protocol::parse_line(&line).map_err(|message| {
+                        let stderr_tail = self.stderr_tail();
+                        self.kill();
+                        Failure::Protocol { message, stderr_tail }
+                    });
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Err(self.died()),
+            }
+        }
+    }
+
+    /// The worker closed its pipe: wait for it and describe how it ended.
+    fn died(&mut self) -> Failure {
+        let status = wait_with_timeout(&mut self.child, Duration::from_secs(5)).or_else(|| {
+            self.kill();
+            self.child.try_wait().ok().flatten()
+        });
+        // Give the stderr reader a moment to drain the last lines.
+        std::thread::sleep(Duration::from_millis(50));
+        Failure::Died {
+            signal: status.and_then(|s| s.signal()),
+            exit_code: status.and_then(|s| s.code()),
+            stderr_tail: self.stderr_tail(),
+        }
+    }
+
+    /// Runs one case with a time limit.
+    pub fn run(&mut self, req: &Request, timeout: Duration, interrupted: &AtomicBool) -> Result<RunReply, Failure> {
+        self.send(req)?;
+        match self.receive(timeout, interrupted)? {
+            Message::Result(r) => Ok(r),
+            other => {
+                let stderr_tail = self.stderr_tail();
+                self.kill();
+                Err(Failure::Protocol { message: format!("expected a result, got {other:?}"), stderr_tail })
+            }
+        }
+    }
+
+    /// Kills the worker's whole process group: SIGTERM, then SIGKILL after
+    /// [`KILL_GRACE`]. Returns the signal that ended the worker, if one did.
+    pub fn kill(&mut self) -> Option<i32> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return status.signal();
+        }
+        let pgid = Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(pgid, Signal::SIGTERM);
+        let status = wait_with_timeout(&mut self.child, KILL_GRACE).or_else(|| {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            self.child.wait().ok()
+        });
+        // Children the worker left in its group (e.g. data-loader processes).
+        let _ = killpg(pgid, Signal::SIGKILL);
+        status.and_then(|s| s.signal())
+    }
+
+    /// Asks the worker to exit; kills it if it does not within the grace period.
+    pub fn shutdown(mut self) {
+        let ok = self.send(&Request::Shutdown { v: PROTOCOL_VERSION }).is_ok();
+        self.stdin = None;
+        if !ok || wait_with_timeout(&mut self.child, KILL_GRACE).is_none() {
+            self.kill();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+fn wait_with_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            _ => return None,
+        }
+    }
+}
+
+/// Writes the embedded worker sources into `dir` (idempotent) and returns it.
+pub fn install_scripts(dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in super::SOURCES {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+            let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &path)?;
+        }
+    }
+    Ok(dir.to_path_buf())
+}
