@@ -292,7 +292,7 @@ def selftest(framework, device, path, only, dtypes_filter):
                     first = (err["message"].strip().splitlines() or [""])[0][:160]
                     line += f"  {err['phase']} {err['type']}{' HARNESS' if err['harness'] else ''}: {first}"
                 else:
-                    line += f"  first={r['first_call_ns'] / 1e6:.2f}ms outs={[(o['dtype'], o['shape']) for o in r['outputs']]}"
+                    line += f"  first={r['first_call_ns'] / 1e6:.2f}ms outs={[(o['dtype'], o['shape']) if o['kind'] == 'array' else o['type'] for o in r['outputs']]}"
                 print(line, file=sys.stderr)
     print(f"# {n['pass']} pass, {n['fail']} fail", file=sys.stderr)
 

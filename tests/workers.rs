@@ -1,0 +1,159 @@
+//! The runner against real workers (real Python, real NumPy): timeouts, crashes,
+//! protocol isolation, restart, and resume of an interrupted run.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mlport::catalogue::{Catalogue, load_path};
+use mlport::model::{Device, Framework, Outcome, Reason};
+use mlport::plan::{Selection, plan};
+use mlport::runner::{self, Ending, Event, EventSink, NullSink, RunConfig};
+use mlport::store::Store;
+use mlport::store::records::RunInfo;
+use mlport::worker::{self, WorkerSpec};
+
+fn info() -> RunInfo {
+    RunInfo {
+        started_at: "2026-11-30T00:00:00Z".into(),
+        host: "test".into(),
+        os: String::new(),
+        cpu_model: String::new(),
+        cpu_cores: 1,
+        accelerators: vec![],
+        python_version: String::new(),
+        python_executable: String::new(),
+        frameworks: Default::default(),
+        catalogue_version: Default::default(),
+        command_line: "test".into(),
+        seed: 0,
+        reference_device: Device::cpu(),
+        mlport_version: "test".into(),
+    }
+}
+
+fn config(tmp: &std::path::Path) -> RunConfig {
+    RunConfig {
+        python: common::python(),
+        script_dir: common::worker_dir(tmp),
+        run_dir: tmp.join("run"),
+        devices: Some(vec![Device::cpu()]),
+        case_timeout: Duration::from_secs(60),
+        start_timeout: Duration::from_secs(300),
+        ..RunConfig::default()
+    }
+}
+
+#[test]
+fn a_real_worker_says_hello_with_its_versions_and_devices() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = WorkerSpec {
+        python: common::python(),
+        script_dir: common::worker_dir(tmp.path()),
+        framework: Framework::Numpy,
+        device: Device::cpu(),
+        env: vec![],
+    };
+    let w = worker::spawn(&spec, Duration::from_secs(120), &AtomicBool::new(false)).unwrap();
+    assert_eq!(w.hello.protocol, 1);
+    assert_eq!(w.hello.framework, "numpy");
+    assert!(w.hello.import_error.is_none());
+    let numpy = w.hello.packages.get("numpy").expect("numpy version").clone();
+    assert_eq!(w.hello.framework_version.as_deref(), Some(numpy.as_str()));
+    assert!(w.hello.devices.iter().any(|d| d.device == "cpu" && d.available));
+    w.shutdown();
+}
+
+#[test]
+fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = Catalogue::new(load_path(&common::fixture("misbehave")).unwrap()).unwrap();
+    let p = plan(&cat, &Selection::default(), 0).unwrap();
+    let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
+    let mut inf = info();
+    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let started = Instant::now();
+    let ending = runner::execute(&mut store, run, &p.cases, &mut inf, &config(tmp.path()), &mut NullSink, &AtomicBool::new(false)).unwrap();
+    assert_eq!(ending, Ending::Finished);
+    // The 30 s sleep was cut at its 1 s limit (plus kill grace and restarts).
+    assert!(started.elapsed() < Duration::from_secs(25), "took {:?}", started.elapsed());
+    let results = store.results(run).unwrap();
+    let by_case = |id: &str| results.iter().find(|r| r.case.case_id == id).unwrap_or_else(|| panic!("no result for {id}")).result.clone();
+    assert_eq!(by_case("before").outcome, Outcome::Pass);
+
+    let t = by_case("sleeps");
+    assert_eq!(t.outcome, Outcome::Timeout);
+    assert_eq!(t.reason, Some(Reason::Timeout));
+    assert_eq!(t.signal, Some(15), "SIGTERM ends a sleeping worker: {t:?}");
+    assert!(t.message.unwrap().contains("1.0 s"));
+
+    let c = by_case("segfault");
+    assert_eq!(c.outcome, Outcome::Crash);
+    assert_eq!(c.reason, Some(Reason::Crash));
+    assert_eq!(c.signal, Some(11));
+    assert!(c.message.unwrap().contains("SIGSEGV"));
+
+    // Output written to stdout from Python and from the OS never reaches the protocol.
+    let n = by_case("noisy");
+    assert_eq!(n.outcome, Outcome::Pass, "{n:?}");
+    assert!(n.samples_ns.len() >= 5);
+    // The worker was restarted after the crash and the last case ran.
+    assert_eq!(by_case("after").outcome, Outcome::Pass);
+    assert_eq!(results.len(), 5);
+}
+
+/// Sets the interrupt flag after `after` finished cases, like Ctrl-C would.
+struct InterruptAfter<'a> {
+    after: usize,
+    seen: usize,
+    flag: &'a AtomicBool,
+}
+
+impl EventSink for InterruptAfter<'_> {
+    fn event(&mut self, e: &Event) {
+        if let Event::CaseFinished { .. } = e {
+            self.seen += 1;
+            if self.seen == self.after {
+                self.flag.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_interrupted_run_keeps_its_results_and_resumes_where_it_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = Catalogue::new(load_path(&common::fixture("small/numpy.toml")).unwrap()).unwrap();
+    let p = plan(&cat, &Selection::default(), 0).unwrap();
+    assert_eq!(p.cases.len(), 4);
+    let db = tmp.path().join("s.db");
+    let cfg = config(tmp.path());
+    let run = {
+        let mut store = Store::open(&db).unwrap();
+        let mut inf = info();
+        let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+        let flag = AtomicBool::new(false);
+        let mut sink = InterruptAfter { after: 2, seen: 0, flag: &flag };
+        let ending = runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut sink, &flag).unwrap();
+        assert_eq!(ending, Ending::Interrupted);
+        store.finish_run(run, "interrupted").unwrap();
+        run
+    };
+    // A fresh process would reopen the store: what was committed is there.
+    let mut store = Store::open(&db).unwrap();
+    let s = store.run(run).unwrap();
+    assert_eq!((s.state.as_str(), s.results), ("interrupted", 2));
+    let first: Vec<String> = store.results(run).unwrap().into_iter().map(|r| r.case.key).collect();
+    let mut inf = s.info.clone();
+    let mut counter = InterruptAfter { after: usize::MAX, seen: 0, flag: &AtomicBool::new(false) };
+    let cases = store.cases(run).unwrap();
+    let ending = runner::execute(&mut store, run, &cases, &mut inf, &cfg, &mut counter, &AtomicBool::new(false)).unwrap();
+    assert_eq!(ending, Ending::Finished);
+    assert_eq!(counter.seen, 2, "resume runs only the two missing cases");
+    let results = store.results(run).unwrap();
+    assert_eq!(results.len(), 4);
+    for k in first {
+        assert_eq!(results.iter().filter(|r| r.case.key == k).count(), 1);
+    }
+}
