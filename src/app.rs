@@ -67,10 +67,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
     let budget = cli::positive("--budget-ms", args.budget_ms)?;
-    let mut store = Store::open(&args.db)?;
-
-    // A new run, or the one to resume.
+    // A new run (catalogue and plan checked before the store is touched), or the one to resume.
+    let mut store;
     let (run_id, cases, mut info, devices) = if let Some(which) = &args.resume {
+        if !args.db.exists() {
+            bail!("{}: no such store to resume", args.db.display());
+        }
+        store = Store::open(&args.db)?;
         let summary = if which == "latest" {
             store.latest_run()?.with_context(|| format!("{}: no run to resume", args.db.display()))?
         } else {
@@ -109,6 +112,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             mlport_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         runner::machine_info(&mut info);
+        store = Store::open(&args.db)?;
         let id = store.create_run(&info, &plan.functions, &plan.cases)?;
         (id, plan.cases, info, devices)
     };

@@ -1,0 +1,180 @@
+//! The command line as a user meets it: a real end-to-end run of a small catalogue with
+//! real NumPy, PyTorch, JAX and TensorFlow, the report from the store, and clear errors
+//! for bad input that leave nothing behind.
+
+mod common;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn mlport() -> Command {
+    let mut c = Command::cargo_bin("mlport").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn target<'a>(report: &'a Value, fw: &str, device: &str) -> &'a Value {
+    report["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["framework"] == fw && t["device"] == device)
+        .unwrap_or_else(|| panic!("no target {fw} {device} in {report:#}"))
+}
+
+fn function<'a>(t: &'a Value, name: &str) -> &'a Value {
+    t["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("no {name} in {t:#}"))
+}
+
+#[test]
+fn a_small_catalogue_runs_end_to_end_on_all_four_frameworks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("e2e.db");
+    let py = common::python();
+    let out = mlport()
+        .args(["run", "--device", "cpu", "--catalogue"])
+        .arg(common::fixture("small"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--python")
+        .arg(&py)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8(out).unwrap();
+    for fw in ["numpy", "torch", "jax", "tensorflow"] {
+        assert!(table.contains(fw), "{fw} missing from\n{table}");
+    }
+
+    // The report, later, from the store alone.
+    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let rep: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(rep["format"], "mlport.portability");
+    assert_eq!(rep["version"], 1);
+    // SVD of a bfloat16 matrix fails as dtype_unsupported in torch, jax and tensorflow; float32 passes.
+    for (fw, name) in [("torch", "torch.linalg.svd"), ("jax", "jax.numpy.linalg.svd"), ("tensorflow", "tf.linalg.svd")] {
+        let t = target(&rep, fw, "cpu");
+        let f = function(t, name);
+        assert_eq!(f["status"], "partial", "{fw}: {f:#}");
+        assert_eq!((f["passed"].as_u64(), f["failed"].as_u64()), (Some(1), Some(1)), "{fw}: {f:#}");
+        assert_eq!(f["reasons"]["dtype_unsupported"], 1, "{fw}: {f:#}");
+        assert!(rep["run"]["frameworks"][fw].as_str().is_some_and(|v| !v.is_empty()), "{fw} version recorded");
+    }
+    // NumPy's linalg has no float16; sum passes for float32 and int64.
+    let np = target(&rep, "numpy", "cpu");
+    assert_eq!(function(np, "numpy.linalg.svd")["reasons"]["dtype_unsupported"], 1);
+    assert_eq!(function(np, "numpy.sum")["status"], "success");
+    assert_eq!((np["success"]["count"].as_u64(), np["partial"]["count"].as_u64()), (Some(1), Some(1)));
+    // A function that no longer exists is api_missing; the catalogue's own bug is a harness error, apart.
+    let torch = target(&rep, "torch", "cpu");
+    let gone = function(torch, "torch.matrix_rank_removed_long_ago");
+    assert_eq!(gone["status"], "complete_failure");
+    assert_eq!(gone["reasons"]["api_missing"], 1);
+    assert_eq!(torch["functions_run"], 2, "the harness-error-only function is not counted: {torch:#}");
+    let harness = rep["harness_errors"].as_array().unwrap();
+    assert_eq!(harness.len(), 1, "{harness:?}");
+    assert!(harness[0]["case_key"].as_str().unwrap().contains("torch.nn.Linear"));
+
+    // The markdown report reproduces the same numbers.
+    mlport()
+        .args(["report", "--format", "markdown", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| torch").and(predicate::str::contains("dtype_unsupported")));
+}
+
+#[test]
+fn a_malformed_catalogue_is_rejected_with_file_and_line_and_nothing_is_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("x.db");
+    mlport()
+        .args(["run", "--catalogue"])
+        .arg(common::fixture("bad"))
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad/torch.toml:8:").and(predicate::str::contains("unknown dtype `floot64`")));
+    assert!(!db.exists(), "a rejected catalogue must not create a store");
+}
+
+#[test]
+fn unknown_functions_devices_and_frameworks_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("x.db");
+    mlport()
+        .args(["run", "--function", "torch.linalg.svdd", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown function `torch.linalg.svdd`"));
+    mlport()
+        .args(["run", "--device", "gpu:0", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown device `gpu:0`"));
+    mlport()
+        .args(["run", "--framework", "caffe", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown framework `caffe`"));
+    assert!(!db.exists());
+}
+
+#[test]
+fn a_database_that_is_not_mlports_is_refused_and_left_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let junk = tmp.path().join("notes.db");
+    std::fs::write(&junk, b"these are my notes, not a database\n".repeat(200)).unwrap();
+    let before = std::fs::read(&junk).unwrap();
+    mlport()
+        .args(["report", "--db"])
+        .arg(&junk)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("notes.db").and(predicate::str::contains("not an SQLite database")));
+    mlport()
+        .args(["run", "--function", "torch.sum", "--db"])
+        .arg(&junk)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not an SQLite database"));
+    assert_eq!(std::fs::read(&junk).unwrap(), before);
+
+    let foreign = tmp.path().join("other.db");
+    let conn = rusqlite::Connection::open(&foreign).unwrap();
+    conn.execute_batch("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) VALUES ('a');").unwrap();
+    drop(conn);
+    mlport()
+        .args(["report", "--db"])
+        .arg(&foreign)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("other.db").and(predicate::str::contains("not an mlport store")));
+}
+
+#[test]
+fn list_shows_the_built_in_catalogue_without_starting_python() {
+    mlport()
+        .args(["list", "--no-probe"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("torch").and(predicate::str::contains("tensorflow")).and(predicate::str::contains("63")));
+}
+
+#[test]
+fn report_without_a_store_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    mlport()
+        .args(["report", "--db"])
+        .arg(tmp.path().join("none.db"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no such store"));
+}
