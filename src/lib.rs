@@ -5,4 +5,5 @@
 //! Pipeline: catalogue → plan → workers → outcomes → store → report.
 
 pub mod model;
+pub mod report;
 pub mod store;
