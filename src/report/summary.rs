@@ -140,7 +140,8 @@ enum Counted {
 }
 
 /// Computes the report. `results` is the run's rows as [`crate::store::Store::results`]
-/// returns them (planned order); `devices` supplies the unavailable list.
+/// returns them (planned order); `devices` supplies the unavailable list. A failing
+/// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`.
 pub fn build(
     run: &RunSummary,
     devices: &[DeviceInfo],

@@ -7,6 +7,8 @@
 //! - ids are surrogate keys; migrations spell them `{pk}`, which [`Migration::sql`] expands
 //!   per [`Dialect`] (SQLite's rowid alias, PostgreSQL's identity column);
 //! - seeds are `u64` and stored as decimal TEXT (lossless in both engines);
+//! - integers are BIGINT (`i64`), except `signal` (INTEGER, `i32`), so every backend binds
+//!   the same Rust types;
 //! - times are RFC 3339 UTC TEXT, durations are BIGINT nanoseconds (`wall_ms` is DOUBLE PRECISION ms);
 //! - maps and lists (framework infos, accelerators, case specs, outputs) are JSON TEXT;
 //! - enums (framework, outcome, reason, device) are stored as their `as_str` spellings.
@@ -52,7 +54,7 @@ pub fn latest_version() -> i64 {
 
 const V1: &str = "
 CREATE TABLE schema_version (
-    version     INTEGER PRIMARY KEY,
+    version     BIGINT PRIMARY KEY,
     name        TEXT NOT NULL,
     applied_at  TEXT NOT NULL
 );
@@ -89,7 +91,7 @@ CREATE TABLE functions (
     framework  TEXT NOT NULL,
     name       TEXT NOT NULL,
     paper      TEXT,
-    decile     INTEGER,
+    decile     BIGINT,
     top20      BOOLEAN NOT NULL,
     op         TEXT,
     moved      TEXT,
@@ -143,7 +145,7 @@ CREATE INDEX results_run_device ON results (run_id, device);
 
 CREATE TABLE samples (
     result_id  BIGINT NOT NULL REFERENCES results (id) ON DELETE CASCADE,
-    idx        INTEGER NOT NULL,
+    idx        BIGINT NOT NULL,
     ns         BIGINT NOT NULL,
     PRIMARY KEY (result_id, idx)
 );

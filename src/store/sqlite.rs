@@ -127,7 +127,10 @@ impl Store {
         store.conn.pragma_update(None, "foreign_keys", true).map_err(|e| ctx.db(e))?;
         let _mode: String =
             store.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(|e| ctx.db(e))?;
-        store.migrate()?;
+        // Only take the write lock when there is something to apply.
+        if found < supported {
+            store.migrate()?;
+        }
         Ok(store)
     }
 
@@ -140,6 +143,12 @@ impl Store {
     fn identify(&self) -> Result<i64, StoreError> {
         let ctx = Ctx(&self.path);
         let not_mlport = || StoreError::NotMlport { path: self.path.clone() };
+        // A query that does not fit (no such column, wrong type) means someone else's
+        // tables; a busy or unreadable database is reported as itself.
+        let misfit = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(code) if code != rusqlite::ErrorCode::Unknown => ctx.db(e),
+            _ => not_mlport(),
+        };
         let tables = user_tables(&self.conn).map_err(|e| ctx.db(e))?;
         if tables.is_empty() {
             return Ok(0);
@@ -151,19 +160,18 @@ impl Store {
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'application'", [], |r| r.get(0))
             .optional()
-            .map_err(|_| not_mlport())?;
+            .map_err(misfit)?;
         if application.as_deref() != Some(schema::APPLICATION) {
             return Err(not_mlport());
         }
-        let version: Option<i64> = self
-            .conn
-            .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
-            .map_err(|_| not_mlport())?;
+        let version: Option<i64> =
+            self.conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0)).map_err(misfit)?;
         version.ok_or_else(not_mlport)
     }
 
     /// Applies every migration newer than the stored version, in one immediate
-    /// transaction so two processes opening a new store do not race.
+    /// transaction that re-reads the version, so two processes opening the same new
+    /// or old store do not race.
     fn migrate(&mut self) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
@@ -1024,6 +1032,28 @@ mod tests {
         let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "delete", "journal mode must not have been changed");
         assert_eq!(user_tables(&other).unwrap(), HashSet::from(["meta".to_string(), "photos".to_string()]));
+    }
+
+    #[test]
+    fn rejects_a_foreign_meta_table_of_another_shape() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("other.db");
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("CREATE TABLE meta (k TEXT, v TEXT); CREATE TABLE schema_version (n INTEGER);").unwrap();
+        drop(other);
+        assert!(matches!(Store::open(&path), Err(StoreError::NotMlport { .. })));
+    }
+
+    #[test]
+    fn a_second_handle_sees_committed_results() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("mlport.db");
+        let mut writer = Store::open(&path).unwrap();
+        let reader = Store::open(&path).unwrap();
+        let run = writer.create_run(&info(), &functions(), &cases()).unwrap();
+        writer.record_result(run, &bare_result(&cases()[0].key, "cpu")).unwrap();
+        assert_eq!(reader.run(run).unwrap().results, 1);
+        assert_eq!(reader.done_keys(run, &Device::cpu()).unwrap(), HashSet::from([cases()[0].key.clone()]));
     }
 
     #[test]
