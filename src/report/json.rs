@@ -1,0 +1,210 @@
+//! The JSON rendering of a report: a durable, versioned format
+//! (`{"format": "mlport.portability", "version": 1, ...}`) written from its own
+//! borrowed structs, so renaming a report field never changes it. Latencies are ns;
+//! percentages are of the functions run (`null` when none ran); enums and map keys use
+//! the `as_str` spellings; the counting rule comes last, as in every format.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::render::not_portable;
+use super::summary::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
+use crate::model::{Device, Framework, FunctionStatus, Reason};
+
+/// The `format` of the summary document.
+pub const FORMAT: &str = "mlport.portability";
+/// The `format` of the per-function detail document.
+pub const FUNCTIONS_FORMAT: &str = "mlport.portability.functions";
+/// The version of both documents; bumped on any incompatible change.
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a, T> {
+    format: &'static str,
+    version: u32,
+    run: Run<'a>,
+    reference_device: &'a Device,
+    attributable: bool,
+    #[serde(flatten)]
+    body: T,
+    rule: &'a str,
+}
+
+#[derive(Serialize)]
+struct Run<'a> {
+    id: i64,
+    host: &'a str,
+    started_at: &'a str,
+    state: &'a str,
+    python_version: &'a str,
+    frameworks: &'a BTreeMap<Framework, Option<String>>,
+    catalogue_version: &'a BTreeMap<Framework, String>,
+    seed: u64,
+    mlport_version: &'a str,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    targets: Vec<Target<'a>>,
+    harness_errors: Vec<HarnessError<'a>>,
+    unavailable: Vec<Unavailable<'a>>,
+}
+
+#[derive(Serialize)]
+struct Target<'a> {
+    framework: Framework,
+    device: &'a Device,
+    functions_run: usize,
+    success: Share,
+    partial: Share,
+    complete_failure: Share,
+    reasons: &'a BTreeMap<Reason, usize>,
+    cases: Cases,
+    median_latency_ns: Option<f64>,
+    functions: Vec<Function<'a>>,
+}
+
+#[derive(Serialize)]
+struct Share {
+    count: usize,
+    percent: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Cases {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    not_attributable: usize,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    status: Option<FunctionStatus>,
+    passed: usize,
+    failed: usize,
+    not_attributable: usize,
+    reasons: &'a BTreeMap<Reason, usize>,
+}
+
+#[derive(Serialize)]
+struct HarnessError<'a> {
+    case_key: &'a str,
+    device: &'a Device,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct Unavailable<'a> {
+    framework: Framework,
+    device: &'a Device,
+    detail: &'a str,
+}
+
+#[derive(Serialize)]
+struct Details<'a> {
+    targets: Vec<TargetDetail<'a>>,
+}
+
+#[derive(Serialize)]
+struct TargetDetail<'a> {
+    framework: Framework,
+    device: &'a Device,
+    functions_run: usize,
+    not_portable: Vec<Function<'a>>,
+}
+
+pub(super) fn report(report: &PortabilityReport) -> String {
+    let body = Summary {
+        targets: report.targets.iter().map(target).collect(),
+        harness_errors: report
+            .harness_errors
+            .iter()
+            .map(|e| HarnessError { case_key: &e.case_key, device: &e.device, message: &e.message })
+            .collect(),
+        unavailable: report
+            .unavailable
+            .iter()
+            .map(|d| Unavailable { framework: d.framework, device: &d.device, detail: &d.detail })
+            .collect(),
+    };
+    pretty(&document(report, FORMAT, body))
+}
+
+pub(super) fn functions(report: &PortabilityReport) -> String {
+    let body = Details {
+        targets: report
+            .targets
+            .iter()
+            .map(|t| TargetDetail {
+                framework: t.framework,
+                device: &t.device,
+                functions_run: t.functions_run,
+                not_portable: not_portable(t).map(function).collect(),
+            })
+            .collect(),
+    };
+    pretty(&document(report, FUNCTIONS_FORMAT, body))
+}
+
+fn document<'a, T>(report: &'a PortabilityReport, format: &'static str, body: T) -> Document<'a, T> {
+    let r: &RunHeader = &report.run;
+    Document {
+        format,
+        version: VERSION,
+        run: Run {
+            id: r.id,
+            host: &r.host,
+            started_at: &r.started_at,
+            state: &r.state,
+            python_version: &r.python_version,
+            frameworks: &r.frameworks,
+            catalogue_version: &r.catalogue_version,
+            seed: r.seed,
+            mlport_version: &r.mlport_version,
+        },
+        reference_device: &report.reference,
+        attributable: report.attributable,
+        body,
+        rule: &report.rule,
+    }
+}
+
+fn target(t: &TargetSummary) -> Target<'_> {
+    let share = |count| Share { count, percent: t.percent(count) };
+    Target {
+        framework: t.framework,
+        device: &t.device,
+        functions_run: t.functions_run,
+        success: share(t.success),
+        partial: share(t.partial),
+        complete_failure: share(t.complete_failure),
+        reasons: &t.reasons,
+        cases: Cases {
+            passed: t.cases_passed,
+            failed: t.cases_failed,
+            skipped: t.cases_skipped,
+            not_attributable: t.cases_not_attributable,
+        },
+        median_latency_ns: t.median_latency_ns,
+        functions: t.functions.iter().map(function).collect(),
+    }
+}
+
+fn function(f: &FunctionSummary) -> Function<'_> {
+    Function {
+        name: &f.name,
+        status: f.status,
+        passed: f.passed,
+        failed: f.failed,
+        not_attributable: f.not_attributable,
+        reasons: &f.reasons,
+    }
+}
+
+fn pretty(doc: &impl Serialize) -> String {
+    // These documents hold only strings, numbers and string-keyed maps: serialising cannot fail.
+    serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
+}

@@ -1,0 +1,299 @@
+//! Picks a renderer for a [`PortabilityReport`] and holds the wording every
+//! human-readable format shares (header, cells, notes), so table and Markdown agree.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use super::summary::{FunctionSummary, PortabilityReport, TargetSummary};
+use super::{json, markdown, table};
+use crate::model::{FunctionStatus, Reason};
+
+/// An output format for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A terminal table (comfy-table, UTF-8 borders).
+    Table,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// Versioned JSON (`{"format": "mlport.portability", "version": 1, ...}`).
+    Json,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "table" => Ok(Format::Table),
+            "markdown" | "md" => Ok(Format::Markdown),
+            "json" => Ok(Format::Json),
+            _ => Err(format!("unknown report format `{s}` (expected table, markdown or json)")),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Json => "json",
+        })
+    }
+}
+
+/// The summary: one row per (framework, device), then unavailable devices, harness
+/// errors and the counting rule. Ends with a newline.
+pub fn render(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Table => table::report(report),
+        Format::Markdown => markdown::report(report),
+        Format::Json => json::report(report),
+    }
+}
+
+/// Per-function detail: for each target, the functions that are partial or complete
+/// failures, with their failure reasons. Ends with a newline.
+pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Table => table::functions(report),
+        Format::Markdown => markdown::functions(report),
+        Format::Json => json::functions(report),
+    }
+}
+
+/// The report's title line.
+pub(super) fn title(report: &PortabilityReport) -> String {
+    let r = &report.run;
+    format!(
+        "mlport portability report — run {} on {}, started {} ({}), mlport {}",
+        r.id, r.host, r.started_at, r.state, r.mlport_version
+    )
+}
+
+/// Python, framework and catalogue versions, seed and reference device on one line.
+pub(super) fn versions(report: &PortabilityReport) -> String {
+    let r = &report.run;
+    let mut parts = vec![format!("python {}", r.python_version)];
+    parts.extend(r.frameworks.iter().map(|(f, v)| match v {
+        Some(v) => format!("{f} {v}"),
+        None => format!("{f} not importable"),
+    }));
+    if !r.catalogue_version.is_empty() {
+        let cat: Vec<String> = r.catalogue_version.iter().map(|(f, v)| format!("{f} {v}")).collect();
+        parts.push(format!("catalogue {}", cat.join(", ")));
+    }
+    parts.push(format!("seed {}", r.seed));
+    let attribution = if report.attributable { "" } else { " (attribution off)" };
+    parts.push(format!("reference {}{attribution}", report.reference));
+    parts.join(" · ")
+}
+
+/// Column titles of the summary table.
+pub(super) const SUMMARY_COLUMNS: [&str; 8] =
+    ["framework", "device", "functions", "success", "partial", "complete failure", "failure reasons", "median latency"];
+
+/// Column titles of a per-function detail table.
+pub(super) const FUNCTION_COLUMNS: [&str; 5] = ["function", "status", "passed", "failed", "failure reasons"];
+
+/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order.
+pub(super) fn summary_cells(t: &TargetSummary) -> [String; 8] {
+    [
+        t.framework.to_string(),
+        t.device.to_string(),
+        t.functions_run.to_string(),
+        count_percent(t, t.success),
+        count_percent(t, t.partial),
+        count_percent(t, t.complete_failure),
+        reasons(&t.reasons),
+        t.median_latency_ns.map_or_else(|| "—".to_string(), latency),
+    ]
+}
+
+/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order.
+pub(super) fn function_cells(f: &FunctionSummary) -> [String; 5] {
+    [
+        f.name.clone(),
+        f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
+        f.passed.to_string(),
+        f.failed.to_string(),
+        reasons(&f.reasons),
+    ]
+}
+
+/// `n` and its share of the functions run, e.g. `12 (80.0%)`.
+pub(super) fn count_percent(t: &TargetSummary, n: usize) -> String {
+    match t.percent(n) {
+        Some(p) => format!("{n} ({p:.1}%)"),
+        None => n.to_string(),
+    }
+}
+
+/// Failure reasons, most frequent first, e.g. `dtype_unsupported 12, api_missing 3`; `—` when none.
+pub(super) fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
+    if reasons.is_empty() {
+        return "—".into();
+    }
+    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// A duration in ns in human units with three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`.
+pub(super) fn latency(ns: f64) -> String {
+    let (value, unit) = if ns < 1e3 {
+        return format!("{ns:.0} ns");
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let digits = if value < 10.0 {
+        2
+    } else if value < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+/// Lines about what was not counted: unavailable devices, then per target the failing
+/// cases not attributable to the device and the skipped cases.
+pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
+    let mut lines: Vec<String> = report
+        .unavailable
+        .iter()
+        .map(|d| {
+            let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
+            format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
+        })
+        .collect();
+    for t in &report.targets {
+        let mut parts = Vec::new();
+        if t.cases_not_attributable > 0 {
+            parts.push(format!(
+                "{} not attributable (did not pass on {})",
+                plural(t.cases_not_attributable, "failing case"),
+                report.reference
+            ));
+        }
+        if t.cases_skipped > 0 {
+            parts.push(format!("{} skipped", plural(t.cases_skipped, "case")));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{} on {}: {} — not counted", t.framework, t.device, parts.join(", ")));
+        }
+    }
+    lines
+}
+
+/// The heading of a target in the per-function detail.
+pub(super) fn target_heading(t: &TargetSummary) -> String {
+    let run = plural(t.functions_run, "function");
+    let what = match (t.functions_run, not_portable(t).count()) {
+        (0, _) => "no function ran".to_string(),
+        (_, 0) => format!("{run} run, all succeed"),
+        (_, bad) => format!("{bad} of {run} not fully portable"),
+    };
+    format!("{} on {}: {what}", t.framework, t.device)
+}
+
+/// A target's partial and complete failures, in planned order.
+pub(super) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
+    t.functions.iter().filter(|f| matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)))
+}
+
+/// The heading over the harness error list.
+pub(super) const HARNESS_HEADING: &str = "Harness errors (mlport's own bugs, never counted against a framework)";
+
+/// `1 case`, `3 cases`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("{n} {noun}") } else { format!("{n} {noun}s") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::{devices, report, results, run_summary};
+    use super::super::summary::{ReportOptions, build};
+    use super::*;
+
+    #[test]
+    fn table_snapshot() {
+        insta::assert_snapshot!("table", render(&report(), Format::Table));
+        insta::assert_snapshot!("table_functions", render_functions(&report(), Format::Table));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!("markdown", render(&report(), Format::Markdown));
+        insta::assert_snapshot!("markdown_functions", render_functions(&report(), Format::Markdown));
+    }
+
+    #[test]
+    fn json_snapshot() {
+        let text = render(&report(), Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(1)));
+        insta::assert_snapshot!("json", text);
+        let text = render_functions(&report(), Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["format"], "mlport.portability.functions");
+        insta::assert_snapshot!("json_functions", text);
+    }
+
+    #[test]
+    fn unattributed_table_snapshot() {
+        let opts = ReportOptions { attributable: false, ..Default::default() };
+        let report = build(&run_summary(), &devices(), &results(), &opts);
+        insta::assert_snapshot!("table_unattributed", render(&report, Format::Table));
+    }
+
+    #[test]
+    fn every_format_ends_with_the_rule() {
+        let report = report();
+        for format in [Format::Table, Format::Markdown, Format::Json] {
+            for text in [render(&report, format), render_functions(&report, format)] {
+                let tail: String = text.lines().rev().take(3).collect();
+                assert!(tail.contains(&report.rule), "{format}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_run_renders() {
+        let report = build(&run_summary(), &[], &[], &ReportOptions::default());
+        for format in [Format::Table, Format::Markdown, Format::Json] {
+            assert!(render(&report, format).contains(&report.rule));
+            assert!(render_functions(&report, format).contains(&report.rule));
+        }
+        assert!(render(&report, Format::Table).contains("No results to report."));
+    }
+
+    #[test]
+    fn latency_units() {
+        assert_eq!(latency(850.0), "850 ns");
+        assert_eq!(latency(12_345.0), "12.3 µs");
+        assert_eq!(latency(4_561_000.0), "4.56 ms");
+        assert_eq!(latency(123_400_000.0), "123 ms");
+        assert_eq!(latency(1.2e9), "1.20 s");
+    }
+
+    #[test]
+    fn reasons_most_frequent_first() {
+        let r = BTreeMap::from([(Reason::NotImplemented, 1), (Reason::DtypeUnsupported, 12), (Reason::ApiMissing, 3)]);
+        assert_eq!(reasons(&r), "dtype_unsupported 12, api_missing 3, not_implemented 1");
+        assert_eq!(reasons(&BTreeMap::new()), "—");
+    }
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("md".parse::<Format>(), Ok(Format::Markdown));
+        for f in [Format::Table, Format::Markdown, Format::Json] {
+            assert_eq!(f.to_string().parse::<Format>(), Ok(f));
+        }
+        assert!("html".parse::<Format>().is_err());
+    }
+}

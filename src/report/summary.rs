@@ -1,0 +1,581 @@
+//! The portability summary computed from stored results, by the paper's definitions
+//! ("The Grand Illusion", Mince et al., arXiv 2309.07181, section 3): per framework and
+//! device, how many functions succeed, fail partly or fail completely, why cases fail,
+//! and the median steady-state latency; harness errors are kept apart, never counted.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::model::{Device, Framework, FunctionStatus, Outcome, Reason};
+use crate::store::{DeviceInfo, ResultRow, RunSummary};
+
+/// How to count failures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Device-attributable counting: on a device other than the reference, a failing
+    /// case counts only if the same case passed on the reference device. Default true.
+    pub attributable: bool,
+    /// The device failures are attributed against; `None` uses the run's
+    /// `reference_device`. Default `None`.
+    pub reference: Option<Device>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { attributable: true, reference: None }
+    }
+}
+
+/// The run a report describes: enough to reproduce it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunHeader {
+    pub id: i64,
+    pub host: String,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// `running`, `finished` or `interrupted`.
+    pub state: String,
+    pub python_version: String,
+    /// Each framework's version; `None` when it could not be imported.
+    pub frameworks: BTreeMap<Framework, Option<String>>,
+    pub catalogue_version: BTreeMap<Framework, String>,
+    pub seed: u64,
+    pub mlport_version: String,
+}
+
+/// One function's counted cases on one target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSummary {
+    /// Fully qualified name, e.g. `torch.argsort`.
+    pub name: String,
+    /// `None` when no case of the function was counted (the function was not "run").
+    pub status: Option<FunctionStatus>,
+    pub passed: usize,
+    pub failed: usize,
+    /// Failing cases excluded because they did not pass on the reference device.
+    pub not_attributable: usize,
+    /// Counted failing cases by reason.
+    pub reasons: BTreeMap<Reason, usize>,
+}
+
+/// The portability of one framework on one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetSummary {
+    pub framework: Framework,
+    pub device: Device,
+    /// Functions with at least one counted case; the denominator of every percentage.
+    pub functions_run: usize,
+    pub success: usize,
+    pub partial: usize,
+    pub complete_failure: usize,
+    /// Counted failing cases by reason.
+    pub reasons: BTreeMap<Reason, usize>,
+    pub cases_passed: usize,
+    pub cases_failed: usize,
+    pub cases_skipped: usize,
+    /// Failing cases that did not pass on the reference device: neither pass nor fail.
+    pub cases_not_attributable: usize,
+    /// Median, over passing cases with samples, of each case's median steady-state
+    /// sample, in ns per call; `None` when no passing case has samples.
+    pub median_latency_ns: Option<f64>,
+    /// Every function with a result on this target, in planned order.
+    pub functions: Vec<FunctionSummary>,
+}
+
+impl TargetSummary {
+    /// `n` as a percentage of `functions_run`; `None` when no function ran.
+    pub fn percent(&self, n: usize) -> Option<f64> {
+        (self.functions_run > 0).then(|| 100.0 * n as f64 / self.functions_run as f64)
+    }
+}
+
+/// A case that failed because of mlport itself; never counted against a framework.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HarnessError {
+    pub case_key: String,
+    pub device: Device,
+    /// `error_type: message`, or whichever of the two was recorded.
+    pub message: String,
+}
+
+/// A run's portability: one summary per (framework, device) with results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PortabilityReport {
+    pub run: RunHeader,
+    /// The device failures were attributed against.
+    pub reference: Device,
+    /// Whether failures were counted device-attributably.
+    pub attributable: bool,
+    /// Ordered by framework (numpy, torch, jax, tensorflow), then the reference
+    /// device first, then the other devices by name.
+    pub targets: Vec<TargetSummary>,
+    pub harness_errors: Vec<HarnessError>,
+    /// Devices asked for that a framework could not see: not counted.
+    pub unavailable: Vec<DeviceInfo>,
+    /// The counting rule in words, the footer of every rendering.
+    pub rule: String,
+}
+
+/// The counting rule in one or two sentences.
+pub fn rule_text(reference: &Device, attributable: bool) -> String {
+    let base = "A function succeeds when all its counted cases pass, is partial when some fail and a complete \
+                failure when all fail; fail, timeout and crash count as failures, while skips and harness errors \
+                never count.";
+    if attributable {
+        format!(
+            "{base} Failures are device-attributable: on devices other than the reference {reference}, a failure \
+             counts only if the same case passed on {reference}; others are reported as not attributable."
+        )
+    } else {
+        format!("{base} Every failure counts on every device (no attribution to the reference {reference}).")
+    }
+}
+
+/// Where a result lands under the rules.
+enum Counted {
+    Pass,
+    Fail(Reason),
+    Skipped,
+    NotAttributable,
+    Harness,
+}
+
+/// Computes the report. `results` is the run's rows as [`crate::store::Store::results`]
+/// returns them (planned order); `devices` supplies the unavailable list. A failing
+/// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`.
+pub fn build(
+    run: &RunSummary,
+    devices: &[DeviceInfo],
+    results: &[ResultRow],
+    opts: &ReportOptions,
+) -> PortabilityReport {
+    let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
+    let passed_on_reference: HashSet<&str> = results
+        .iter()
+        .filter(|r| r.result.device == reference && r.result.outcome == Outcome::Pass)
+        .map(|r| r.result.case_key.as_str())
+        .collect();
+
+    let mut targets: BTreeMap<(Framework, bool, &Device), Target<'_>> = BTreeMap::new();
+    let mut harness_errors = Vec::new();
+    for row in results {
+        let r = &row.result;
+        let counted = match r.outcome {
+            Outcome::Pass => Counted::Pass,
+            Outcome::Skip => Counted::Skipped,
+            Outcome::Fail | Outcome::Timeout | Outcome::Crash => {
+                let reason = r.reason.unwrap_or(match r.outcome {
+                    Outcome::Timeout => Reason::Timeout,
+                    Outcome::Crash => Reason::Crash,
+                    _ => Reason::Other,
+                });
+                if reason == Reason::HarnessError {
+                    Counted::Harness
+                } else if opts.attributable
+                    && r.device != reference
+                    && !passed_on_reference.contains(r.case_key.as_str())
+                {
+                    Counted::NotAttributable
+                } else {
+                    Counted::Fail(reason)
+                }
+            }
+        };
+        if let Counted::Harness = counted {
+            harness_errors.push(HarnessError {
+                case_key: r.case_key.clone(),
+                device: r.device.clone(),
+                message: match (&r.error_type, &r.message) {
+                    (Some(t), Some(m)) => format!("{t}: {m}"),
+                    (Some(x), None) | (None, Some(x)) => x.clone(),
+                    (None, None) => "(no message)".into(),
+                },
+            });
+        }
+        // The reference device sorts first within its framework.
+        let key = (row.function.framework, r.device != reference, &r.device);
+        targets.entry(key).or_default().add(row, counted);
+    }
+
+    PortabilityReport {
+        run: RunHeader {
+            id: run.id,
+            host: run.info.host.clone(),
+            started_at: run.info.started_at.clone(),
+            state: run.state.clone(),
+            python_version: run.info.python_version.clone(),
+            frameworks: run.info.frameworks.iter().map(|(f, i)| (*f, i.version.clone())).collect(),
+            catalogue_version: run.info.catalogue_version.clone(),
+            seed: run.info.seed,
+            mlport_version: run.info.mlport_version.clone(),
+        },
+        targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
+        harness_errors,
+        unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
+        rule: rule_text(&reference, opts.attributable),
+        attributable: opts.attributable,
+        reference,
+    }
+}
+
+/// Running totals for one target while results stream in.
+#[derive(Default)]
+struct Target<'a> {
+    functions: Vec<FunctionSummary>,
+    index: HashMap<&'a str, usize>,
+    reasons: BTreeMap<Reason, usize>,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    not_attributable: usize,
+    /// Each counted passing case's median sample, ns.
+    case_medians: Vec<f64>,
+}
+
+impl<'a> Target<'a> {
+    fn add(&mut self, row: &'a ResultRow, counted: Counted) {
+        let name = row.function.name.as_str();
+        let i = *self.index.entry(name).or_insert_with(|| {
+            self.functions.push(FunctionSummary {
+                name: name.to_string(),
+                status: None,
+                passed: 0,
+                failed: 0,
+                not_attributable: 0,
+                reasons: BTreeMap::new(),
+            });
+            self.functions.len() - 1
+        });
+        let f = &mut self.functions[i];
+        match counted {
+            Counted::Pass => {
+                f.passed += 1;
+                self.passed += 1;
+                let mut samples: Vec<f64> = row.result.samples_ns.iter().map(|&ns| ns as f64).collect();
+                if let Some(m) = median(&mut samples) {
+                    self.case_medians.push(m);
+                }
+            }
+            Counted::Fail(reason) => {
+                f.failed += 1;
+                *f.reasons.entry(reason).or_default() += 1;
+                self.failed += 1;
+                *self.reasons.entry(reason).or_default() += 1;
+            }
+            Counted::Skipped => self.skipped += 1,
+            Counted::NotAttributable => {
+                f.not_attributable += 1;
+                self.not_attributable += 1;
+            }
+            Counted::Harness => {}
+        }
+    }
+
+    fn finish(mut self, framework: Framework, device: Device) -> TargetSummary {
+        let mut t = TargetSummary {
+            framework,
+            device,
+            functions_run: 0,
+            success: 0,
+            partial: 0,
+            complete_failure: 0,
+            reasons: self.reasons,
+            cases_passed: self.passed,
+            cases_failed: self.failed,
+            cases_skipped: self.skipped,
+            cases_not_attributable: self.not_attributable,
+            median_latency_ns: median(&mut self.case_medians),
+            functions: self.functions,
+        };
+        for f in &mut t.functions {
+            f.status = FunctionStatus::from_counts(f.passed, f.failed);
+            match f.status {
+                Some(FunctionStatus::Success) => t.success += 1,
+                Some(FunctionStatus::Partial) => t.partial += 1,
+                Some(FunctionStatus::CompleteFailure) => t.complete_failure += 1,
+                None => continue,
+            }
+            t.functions_run += 1;
+        }
+        t
+    }
+}
+
+/// The median (mean of the middle two for an even count); `None` when empty.
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::{CaseResult, CaseRow, FrameworkInfo, FunctionRow, RunInfo};
+
+    pub(crate) fn run_summary() -> RunSummary {
+        RunSummary {
+            id: 7,
+            info: RunInfo {
+                started_at: "2026-12-01T10:00:00Z".into(),
+                host: "gpu-box".into(),
+                os: "Linux 6.1.0 x86_64".into(),
+                cpu_model: "AMD EPYC 9454".into(),
+                cpu_cores: 48,
+                accelerators: vec!["NVIDIA H200, driver 560.35".into()],
+                python_version: "3.11.8".into(),
+                python_executable: "/usr/bin/python3".into(),
+                frameworks: BTreeMap::from([
+                    (Framework::Torch, FrameworkInfo { version: Some("2.5.1".into()), ..Default::default() }),
+                    (
+                        Framework::Jax,
+                        FrameworkInfo { version: None, import_error: Some("ImportError".into()), ..Default::default() },
+                    ),
+                ]),
+                catalogue_version: BTreeMap::from([(Framework::Torch, "2026.11.30".into())]),
+                command_line: "mlport run".into(),
+                seed: 42,
+                reference_device: Device::cpu(),
+                mlport_version: "0.1.0".into(),
+            },
+            state: "finished".into(),
+            finished_at: Some("2026-12-01T10:05:00Z".into()),
+            cases_planned: 16,
+            results: 17,
+        }
+    }
+
+    /// One result of `framework`'s function `f` (e.g. "a"), case `case`, on `device`.
+    pub(crate) fn row(
+        framework: Framework,
+        f: &str,
+        case: u32,
+        device: &str,
+        outcome: Outcome,
+        reason: Option<Reason>,
+        samples: &[u64],
+    ) -> ResultRow {
+        let name = format!("{}.{f}", framework.as_str());
+        let key = format!("{framework}/{name}/c{case}/float32");
+        ResultRow {
+            function: FunctionRow {
+                framework,
+                name: name.clone(),
+                paper: None,
+                decile: None,
+                top20: false,
+                op: Some(f.into()),
+                moved: None,
+                note: None,
+            },
+            case: CaseRow {
+                key: key.clone(),
+                framework,
+                function: name,
+                case_id: format!("c{case}"),
+                dtype: "float32".into(),
+                seed: 1,
+                spec: json!({}),
+            },
+            result: CaseResult {
+                case_key: key,
+                device: device.parse().unwrap(),
+                outcome,
+                reason,
+                error_type: None,
+                message: (reason == Some(Reason::HarnessError)).then(|| "KeyError: 'shape'".into()),
+                traceback: None,
+                phase: None,
+                signal: None,
+                stderr_tail: None,
+                first_call_ns: None,
+                samples_ns: samples.to_vec(),
+                outputs: json!(null),
+                wall_ms: 1.0,
+                finished_at: "2026-12-01T10:01:00Z".into(),
+            },
+        }
+    }
+
+    /// The worked example: torch functions a..d on cpu and cuda:0, jax on cpu.
+    pub(crate) fn results() -> Vec<ResultRow> {
+        use Outcome::{Crash, Fail, Pass, Skip, Timeout};
+        use Reason::{ApiMissing, DtypeUnsupported, HarnessError, NotImplemented, Other};
+        let t = Framework::Torch;
+        vec![
+            // jax first in the input, to check that targets are ordered by framework.
+            row(Framework::Jax, "a", 1, "cpu", Pass, None, &[5]),
+            row(t, "a", 1, "cpu", Pass, None, &[30, 10, 20]),
+            row(t, "a", 1, "cuda:0", Fail, Some(NotImplemented), &[]),
+            row(t, "a", 2, "cpu", Pass, None, &[50, 40]),
+            row(t, "a", 2, "cuda:0", Pass, None, &[7]),
+            row(t, "b", 1, "cpu", Pass, None, &[100]),
+            row(t, "b", 1, "cuda:0", Fail, Some(NotImplemented), &[]),
+            row(t, "b", 2, "cpu", Fail, Some(DtypeUnsupported), &[]),
+            row(t, "b", 2, "cuda:0", Fail, Some(DtypeUnsupported), &[]),
+            row(t, "c", 1, "cpu", Timeout, None, &[]),
+            row(t, "c", 1, "cuda:0", Fail, Some(Other), &[]),
+            row(t, "c", 2, "cpu", Crash, None, &[]),
+            row(t, "c", 2, "cuda:0", Pass, None, &[1000, 3000]),
+            row(t, "d", 1, "cpu", Skip, None, &[]),
+            row(t, "d", 1, "cuda:0", Fail, Some(ApiMissing), &[]),
+            row(t, "d", 2, "cpu", Fail, Some(HarnessError), &[]),
+            row(t, "d", 2, "cuda:0", Pass, None, &[]),
+        ]
+    }
+
+    pub(crate) fn devices() -> Vec<DeviceInfo> {
+        vec![
+            DeviceInfo {
+                framework: Framework::Torch,
+                device: "cuda:0".parse().unwrap(),
+                available: true,
+                detail: "H200".into(),
+            },
+            DeviceInfo {
+                framework: Framework::Jax,
+                device: "cuda:0".parse().unwrap(),
+                available: false,
+                detail: String::new(),
+            },
+        ]
+    }
+
+    /// The worked example's report with default options.
+    pub(crate) fn report() -> PortabilityReport {
+        build(&run_summary(), &devices(), &results(), &ReportOptions::default())
+    }
+
+    fn target<'r>(report: &'r PortabilityReport, framework: Framework, device: &str) -> &'r TargetSummary {
+        report.targets.iter().find(|t| t.framework == framework && t.device.as_str() == device).unwrap()
+    }
+
+    fn status(t: &TargetSummary, f: &str) -> Option<FunctionStatus> {
+        t.functions.iter().find(|s| s.name.ends_with(&format!(".{f}"))).unwrap().status
+    }
+
+    #[test]
+    fn targets_are_ordered_by_framework_then_reference_first() {
+        let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        let order: Vec<_> = report.targets.iter().map(|t| (t.framework, t.device.as_str())).collect();
+        assert_eq!(order, vec![(Framework::Torch, "cpu"), (Framework::Torch, "cuda:0"), (Framework::Jax, "cpu")]);
+        assert_eq!(report.reference, Device::cpu());
+        assert_eq!(report.unavailable, vec![devices()[1].clone()]);
+        assert_eq!(report.run.frameworks[&Framework::Jax], None);
+    }
+
+    #[test]
+    fn reference_device_counts_every_failure() {
+        let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        let cpu = target(&report, Framework::Torch, "cpu");
+        // a: 2 pass → success; b: 1 pass 1 fail → partial; c: timeout + crash → complete failure;
+        // d: a skip and a harness error → nothing counted, not run.
+        assert_eq!(status(cpu, "a"), Some(FunctionStatus::Success));
+        assert_eq!(status(cpu, "b"), Some(FunctionStatus::Partial));
+        assert_eq!(status(cpu, "c"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!(status(cpu, "d"), None);
+        assert_eq!((cpu.functions_run, cpu.success, cpu.partial, cpu.complete_failure), (3, 1, 1, 1));
+        assert_eq!(cpu.percent(cpu.success), Some(100.0 / 3.0));
+        // A timeout and a crash without a reason count under their own names.
+        let reasons = BTreeMap::from([(Reason::DtypeUnsupported, 1), (Reason::Timeout, 1), (Reason::Crash, 1)]);
+        assert_eq!(cpu.reasons, reasons);
+        assert_eq!((cpu.cases_passed, cpu.cases_failed, cpu.cases_skipped, cpu.cases_not_attributable), (3, 3, 1, 0));
+        // Case medians 20, 45 and 100 ns; their median is 45.
+        assert_eq!(cpu.median_latency_ns, Some(45.0));
+    }
+
+    #[test]
+    fn other_devices_count_only_attributable_failures() {
+        let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        let cuda = target(&report, Framework::Torch, "cuda:0");
+        // a: c1 fails (passed on cpu) and c2 passes → partial; b: c1 counts, c2 failed on cpu too → complete;
+        // c: c1 failed on cpu (excluded), c2 passes → success; d: c1 skipped on cpu (excluded), c2 passes → success.
+        assert_eq!(status(cuda, "a"), Some(FunctionStatus::Partial));
+        assert_eq!(status(cuda, "b"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!(status(cuda, "c"), Some(FunctionStatus::Success));
+        assert_eq!(status(cuda, "d"), Some(FunctionStatus::Success));
+        assert_eq!((cuda.functions_run, cuda.success, cuda.partial, cuda.complete_failure), (4, 2, 1, 1));
+        assert_eq!(cuda.percent(cuda.success), Some(50.0));
+        assert_eq!(cuda.percent(cuda.partial), Some(25.0));
+        assert_eq!(cuda.reasons, BTreeMap::from([(Reason::NotImplemented, 2)]));
+        assert_eq!(
+            (cuda.cases_passed, cuda.cases_failed, cuda.cases_skipped, cuda.cases_not_attributable),
+            (3, 2, 0, 3)
+        );
+        // Passing cases with samples: a/c2 (7 ns) and c/c2 (median 2000 ns); d/c2 has none.
+        assert_eq!(cuda.median_latency_ns, Some(1003.5));
+    }
+
+    #[test]
+    fn without_attribution_every_failure_counts() {
+        let opts = ReportOptions { attributable: false, ..Default::default() };
+        let report = build(&run_summary(), &devices(), &results(), &opts);
+        let cuda = target(&report, Framework::Torch, "cuda:0");
+        assert_eq!((cuda.functions_run, cuda.success, cuda.partial, cuda.complete_failure), (4, 0, 3, 1));
+        let reasons = BTreeMap::from([
+            (Reason::NotImplemented, 2),
+            (Reason::DtypeUnsupported, 1),
+            (Reason::ApiMissing, 1),
+            (Reason::Other, 1),
+        ]);
+        assert_eq!(cuda.reasons, reasons);
+        assert_eq!((cuda.cases_failed, cuda.cases_not_attributable), (5, 0));
+        assert!(report.rule.contains("Every failure counts"));
+        // The reference device is unchanged by the option.
+        assert_eq!(target(&report, Framework::Torch, "cpu").cases_failed, 3);
+    }
+
+    #[test]
+    fn reference_can_be_chosen() {
+        let opts = ReportOptions { reference: Some("cuda:0".parse().unwrap()), ..Default::default() };
+        let report = build(&run_summary(), &devices(), &results(), &opts);
+        let order: Vec<_> = report.targets.iter().map(|t| (t.framework, t.device.as_str())).collect();
+        assert_eq!(order, vec![(Framework::Torch, "cuda:0"), (Framework::Torch, "cpu"), (Framework::Jax, "cpu")]);
+        let cpu = target(&report, Framework::Torch, "cpu");
+        // b/c2 and c/c1 failed on cuda:0 too → excluded; c/c2 crashed on cpu but passed on cuda:0 → counts.
+        assert_eq!((cpu.functions_run, cpu.success, cpu.partial, cpu.complete_failure), (3, 2, 0, 1));
+        assert_eq!(cpu.reasons, BTreeMap::from([(Reason::Crash, 1)]));
+        assert_eq!(cpu.cases_not_attributable, 2);
+        // The jax case never ran on cuda:0, but it passed, so nothing is excluded.
+        assert_eq!(target(&report, Framework::Jax, "cpu").cases_not_attributable, 0);
+        assert!(report.rule.contains("the reference cuda:0"));
+    }
+
+    #[test]
+    fn harness_errors_are_listed_apart_and_never_counted() {
+        let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        assert_eq!(
+            report.harness_errors,
+            vec![HarnessError {
+                case_key: "torch/torch.d/c2/float32".into(),
+                device: Device::cpu(),
+                message: "KeyError: 'shape'".into(),
+            }]
+        );
+        let cpu = target(&report, Framework::Torch, "cpu");
+        assert!(!cpu.reasons.contains_key(&Reason::HarnessError));
+        let d = cpu.functions.iter().find(|f| f.name == "torch.d").unwrap();
+        assert_eq!((d.passed, d.failed, d.not_attributable), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_target_with_only_skips_runs_no_function() {
+        let results = vec![row(Framework::Numpy, "a", 1, "cpu", Outcome::Skip, None, &[])];
+        let report = build(&run_summary(), &[], &results, &ReportOptions::default());
+        let t = &report.targets[0];
+        assert_eq!((t.functions_run, t.cases_skipped, t.median_latency_ns), (0, 1, None));
+        assert_eq!(t.percent(t.success), None);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&mut [9.0, 1.0, 5.0]), Some(5.0));
+    }
+}

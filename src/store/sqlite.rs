@@ -1,0 +1,1123 @@
+//! The SQLite store: one file holding runs, their planned functions and cases, the
+//! devices each framework saw, and one result (with its latency samples) per
+//! (case, device). Every write is its own transaction, committed before the call
+//! returns, so an interrupted run loses at most the case in flight.
+//!
+//! SQL is hand-written with `$N` parameters in the subset PostgreSQL also accepts
+//! (`INSERT … RETURNING`, `ON CONFLICT … DO UPDATE`); only [`Store::open`]'s identity
+//! checks read SQLite's own catalogue. The schema lives in [`super::schema`].
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use rusqlite::types::Type;
+use rusqlite::{CachedStatement, Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::records::{CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunInfo, RunSummary};
+use super::schema::{self, Dialect};
+use crate::model::{Device, Framework};
+
+/// How long a writer waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Why a store operation failed. Every variant names the store's file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{} is not an SQLite database", path.display())]
+    NotSqlite { path: PathBuf },
+    #[error("{} is an SQLite database but not an mlport store", path.display())]
+    NotMlport { path: PathBuf },
+    #[error(
+        "{} has schema version {found}, newer than this mlport supports ({supported}); use a newer mlport",
+        path.display()
+    )]
+    TooNew { path: PathBuf, found: i64, supported: i64 },
+    #[error("{}: cannot read the file", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: SQLite error", path.display())]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{}: no run with id {id}", path.display())]
+    UnknownRun { path: PathBuf, id: i64 },
+    #[error("{}: run {run} has no case `{key}`", path.display())]
+    UnknownCase { path: PathBuf, run: i64, key: String },
+    /// The caller asked for something the store cannot hold (duplicate keys, a case
+    /// naming an unplanned function, an unknown run state, a value out of range).
+    #[error("{}: {what}", path.display())]
+    Invalid { path: PathBuf, what: String },
+}
+
+/// Builds errors that name one file; borrowed alongside a mutably borrowed connection.
+#[derive(Clone, Copy)]
+struct Ctx<'a>(&'a Path);
+
+impl Ctx<'_> {
+    fn db(self, source: rusqlite::Error) -> StoreError {
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+            return StoreError::NotSqlite { path: self.0.to_path_buf() };
+        }
+        StoreError::Sqlite { path: self.0.to_path_buf(), source }
+    }
+
+    fn invalid(self, what: impl Into<String>) -> StoreError {
+        StoreError::Invalid { path: self.0.to_path_buf(), what: what.into() }
+    }
+
+    fn unknown_run(self, id: i64) -> StoreError {
+        StoreError::UnknownRun { path: self.0.to_path_buf(), id }
+    }
+
+    fn int(self, value: u64, what: &str) -> Result<i64, StoreError> {
+        i64::try_from(value).map_err(|_| self.invalid(format!("{what} {value} does not fit a 64-bit signed integer")))
+    }
+
+    fn json(self, value: &impl Serialize, what: &str) -> Result<String, StoreError> {
+        serde_json::to_string(value).map_err(|e| self.invalid(format!("cannot encode {what} as JSON: {e}")))
+    }
+}
+
+/// An open mlport store in one SQLite file (WAL journal, foreign keys on).
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it when the file is missing or empty and
+    /// applying any pending migrations otherwise.
+    ///
+    /// Errors: [`StoreError::NotSqlite`] for a file that is not SQLite,
+    /// [`StoreError::NotMlport`] for an SQLite database with tables but no mlport
+    /// `meta`/`schema_version` (left untouched), [`StoreError::TooNew`] for a store
+    /// written by a newer mlport, and I/O or SQLite errors naming the path.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let ctx = Ctx(path);
+        check_header(path)?;
+        let conn = Connection::open(path).map_err(|e| ctx.db(e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| ctx.db(e))?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+        // Identify before changing anything, so a foreign database is never touched.
+        let found = store.identify()?;
+        let supported = schema::latest_version();
+        if found > supported {
+            return Err(StoreError::TooNew { path: store.path.clone(), found, supported });
+        }
+        store.conn.pragma_update(None, "foreign_keys", true).map_err(|e| ctx.db(e))?;
+        let _mode: String =
+            store.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(|e| ctx.db(e))?;
+        // Only take the write lock when there is something to apply.
+        if found < supported {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of an mlport store, 0 for an empty database.
+    fn identify(&self) -> Result<i64, StoreError> {
+        let ctx = Ctx(&self.path);
+        let not_mlport = || StoreError::NotMlport { path: self.path.clone() };
+        // A query that does not fit (no such column, wrong type) means someone else's
+        // tables; a busy or unreadable database is reported as itself.
+        let misfit = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(code) if code != rusqlite::ErrorCode::Unknown => ctx.db(e),
+            _ => not_mlport(),
+        };
+        let tables = user_tables(&self.conn).map_err(|e| ctx.db(e))?;
+        if tables.is_empty() {
+            return Ok(0);
+        }
+        if !tables.contains("meta") || !tables.contains("schema_version") {
+            return Err(not_mlport());
+        }
+        let application: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'application'", [], |r| r.get(0))
+            .optional()
+            .map_err(misfit)?;
+        if application.as_deref() != Some(schema::APPLICATION) {
+            return Err(not_mlport());
+        }
+        let version: Option<i64> =
+            self.conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0)).map_err(misfit)?;
+        version.ok_or_else(not_mlport)
+    }
+
+    /// Applies every migration newer than the stored version, in one immediate
+    /// transaction that re-reads the version, so two processes opening the same new
+    /// or old store do not race.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
+        let current: i64 = if user_tables(&tx).map_err(|e| ctx.db(e))?.contains("schema_version") {
+            tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))
+                .map_err(|e| ctx.db(e))?
+        } else {
+            0
+        };
+        let mut applied = false;
+        for m in schema::MIGRATIONS.iter().filter(|m| m.version > current) {
+            tx.execute_batch(&m.sql(Dialect::Sqlite)).map_err(|e| ctx.db(e))?;
+            tx.execute(
+                "INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)",
+                params![m.version, m.name, now()],
+            )
+            .map_err(|e| ctx.db(e))?;
+            applied = true;
+        }
+        if applied {
+            tx.commit().map_err(|e| ctx.db(e))?;
+        }
+        Ok(())
+    }
+
+    /// Records a new run with its planned functions and cases (cases keep their order)
+    /// in one transaction; the run starts in state `running`. Returns the run id.
+    ///
+    /// Errors: [`StoreError::Invalid`] for a function or case key listed twice or a
+    /// case whose function is not among `functions`.
+    pub fn create_run(
+        &mut self,
+        info: &RunInfo,
+        functions: &[FunctionRow],
+        cases: &[CaseRow],
+    ) -> Result<i64, StoreError> {
+        let ctx = Ctx(&self.path);
+        let cols = RunCols::new(ctx, info)?;
+        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let run: i64 = prepare(
+            &tx,
+            "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
+             python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
+             mlport_version, state) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'running') RETURNING id",
+        )
+        .and_then(|mut s| s.query_row(cols.params(info).as_slice(), |r| r.get(0)))
+        .map_err(|e| ctx.db(e))?;
+
+        let mut function_ids: HashMap<(Framework, &str), i64> = HashMap::new();
+        {
+            let mut insert = prepare(
+                &tx,
+                "INSERT INTO functions (run_id, framework, name, paper, decile, top20, op, moved, note) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            )
+            .map_err(|e| ctx.db(e))?;
+            for f in functions {
+                if function_ids.contains_key(&(f.framework, f.name.as_str())) {
+                    return Err(ctx.invalid(format!("function {} ({}) is listed twice", f.name, f.framework)));
+                }
+                let id: i64 = insert
+                    .query_row(
+                        params![run, f.framework.as_str(), f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| ctx.db(e))?;
+                function_ids.insert((f.framework, f.name.as_str()), id);
+            }
+        }
+        {
+            let mut insert = prepare(
+                &tx,
+                "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .map_err(|e| ctx.db(e))?;
+            let mut keys = HashSet::new();
+            for (ordinal, c) in cases.iter().enumerate() {
+                let function = function_ids.get(&(c.framework, c.function.as_str())).ok_or_else(|| {
+                    ctx.invalid(format!(
+                        "case `{}` names function {} ({}), which is not planned",
+                        c.key, c.function, c.framework
+                    ))
+                })?;
+                if !keys.insert(c.key.as_str()) {
+                    return Err(ctx.invalid(format!("case `{}` is listed twice", c.key)));
+                }
+                let ordinal = ctx.int(ordinal as u64, "case ordinal")?;
+                insert
+                    .execute(params![
+                        run,
+                        function,
+                        c.key,
+                        c.case_id,
+                        c.dtype,
+                        c.seed.to_string(),
+                        ctx.json(&c.spec, "case spec")?,
+                        ordinal
+                    ])
+                    .map_err(|e| ctx.db(e))?;
+            }
+        }
+        tx.commit().map_err(|e| ctx.db(e))?;
+        Ok(run)
+    }
+
+    /// Replaces a run's environment description (framework versions become known only
+    /// after the workers start). Errors: [`StoreError::UnknownRun`].
+    pub fn update_run_info(&mut self, run: i64, info: &RunInfo) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let cols = RunCols::new(ctx, info)?;
+        let mut values = cols.params(info);
+        values.push(&run);
+        let changed = prepare(
+            &self.conn,
+            "UPDATE runs SET started_at = $1, host = $2, os = $3, cpu_model = $4, cpu_cores = $5, \
+             accelerators = $6, python_version = $7, python_executable = $8, frameworks = $9, \
+             catalogue_version = $10, command_line = $11, seed = $12, reference_device = $13, \
+             mlport_version = $14 WHERE id = $15",
+        )
+        .and_then(|mut s| s.execute(values.as_slice()))
+        .map_err(|e| ctx.db(e))?;
+        if changed == 0 {
+            return Err(ctx.unknown_run(run));
+        }
+        Ok(())
+    }
+
+    /// Records the devices each framework saw; a (framework, device) already recorded
+    /// for the run is updated. Errors: [`StoreError::UnknownRun`].
+    pub fn record_devices(&mut self, run: i64, devices: &[DeviceInfo]) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        {
+            let mut upsert = prepare(
+                &tx,
+                "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (run_id, framework, device) \
+                 DO UPDATE SET available = excluded.available, detail = excluded.detail",
+            )
+            .map_err(|e| ctx.db(e))?;
+            for d in devices {
+                upsert
+                    .execute(params![run, d.framework.as_str(), d.device.as_str(), d.available, d.detail])
+                    .map_err(|e| ctx.db(e))?;
+            }
+        }
+        tx.commit().map_err(|e| ctx.db(e))
+    }
+
+    /// Records one case's result and its samples in one transaction, committed on
+    /// return. Recording the same (case, device) again replaces the earlier result.
+    ///
+    /// Errors: [`StoreError::UnknownRun`], [`StoreError::UnknownCase`] when the key was
+    /// not planned in this run, [`StoreError::Invalid`] for a duration beyond `i64` ns.
+    pub fn record_result(&mut self, run: i64, r: &CaseResult) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+        let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
+        let outputs = ctx.json(&r.outputs, "outputs")?;
+        self.ensure_run(run)?;
+        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let case: i64 = prepare(&tx, "SELECT id FROM cases WHERE run_id = $1 AND key = $2")
+            .and_then(|mut s| s.query_row(params![run, r.case_key], |row| row.get(0)).optional())
+            .map_err(|e| ctx.db(e))?
+            .ok_or_else(|| StoreError::UnknownCase { path: self.path.clone(), run, key: r.case_key.clone() })?;
+        let result: i64 = prepare(
+            &tx,
+            "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, traceback, \
+             phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             ON CONFLICT (case_id, device) DO UPDATE SET \
+             outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
+             message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
+             signal = excluded.signal, stderr_tail = excluded.stderr_tail, \
+             first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
+             outputs = excluded.outputs, finished_at = excluded.finished_at \
+             RETURNING id",
+        )
+        .and_then(|mut s| {
+            s.query_row(
+                params![
+                    run,
+                    case,
+                    r.device.as_str(),
+                    r.outcome.as_str(),
+                    r.reason.map(|x| x.as_str()),
+                    r.error_type,
+                    r.message,
+                    r.traceback,
+                    r.phase,
+                    r.signal,
+                    r.stderr_tail,
+                    first_call,
+                    r.wall_ms,
+                    outputs,
+                    r.finished_at
+                ],
+                |row| row.get(0),
+            )
+        })
+        .map_err(|e| ctx.db(e))?;
+        prepare(&tx, "DELETE FROM samples WHERE result_id = $1")
+            .and_then(|mut s| s.execute([result]))
+            .map_err(|e| ctx.db(e))?;
+        {
+            let mut insert =
+                prepare(&tx, "INSERT INTO samples (result_id, idx, ns) VALUES ($1, $2, $3)").map_err(|e| ctx.db(e))?;
+            for (idx, ns) in samples.iter().enumerate() {
+                insert.execute(params![result, idx as i64, ns]).map_err(|e| ctx.db(e))?;
+            }
+        }
+        tx.commit().map_err(|e| ctx.db(e))
+    }
+
+    /// Ends a run: `state` is `finished` or `interrupted`; sets `finished_at` to now (UTC).
+    /// Errors: [`StoreError::Invalid`] for another state, [`StoreError::UnknownRun`].
+    pub fn finish_run(&mut self, run: i64, state: &str) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        if !matches!(state, "finished" | "interrupted") {
+            return Err(ctx.invalid(format!("run state `{state}` is not `finished` or `interrupted`")));
+        }
+        let changed = prepare(&self.conn, "UPDATE runs SET state = $1, finished_at = $2 WHERE id = $3")
+            .and_then(|mut s| s.execute(params![state, now(), run]))
+            .map_err(|e| ctx.db(e))?;
+        if changed == 0 {
+            return Err(ctx.unknown_run(run));
+        }
+        Ok(())
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let ctx = Ctx(&self.path);
+        let sql = format!("{RUN_SELECT} ORDER BY r.id");
+        prepare(&self.conn, &sql).and_then(|mut s| s.query_map([], run_from_row)?.collect()).map_err(|e| ctx.db(e))
+    }
+
+    /// One run. Errors: [`StoreError::UnknownRun`] when no run has this id.
+    pub fn run(&self, id: i64) -> Result<RunSummary, StoreError> {
+        let ctx = Ctx(&self.path);
+        let sql = format!("{RUN_SELECT} WHERE r.id = $1");
+        prepare(&self.conn, &sql)
+            .and_then(|mut s| s.query_row([id], run_from_row).optional())
+            .map_err(|e| ctx.db(e))?
+            .ok_or_else(|| ctx.unknown_run(id))
+    }
+
+    /// The most recently created run, `None` for an empty store.
+    pub fn latest_run(&self) -> Result<Option<RunSummary>, StoreError> {
+        let ctx = Ctx(&self.path);
+        let sql = format!("{RUN_SELECT} ORDER BY r.id DESC LIMIT 1");
+        prepare(&self.conn, &sql).and_then(|mut s| s.query_row([], run_from_row).optional()).map_err(|e| ctx.db(e))
+    }
+
+    /// The run's planned functions, in the order given to [`Store::create_run`].
+    /// Errors: [`StoreError::UnknownRun`].
+    pub fn functions(&self, run: i64) -> Result<Vec<FunctionRow>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT framework, name, paper, decile, top20, op, moved, note FROM functions WHERE run_id = $1 ORDER BY id",
+        )
+        .and_then(|mut s| s.query_map([run], |row| function_from_row(row, 0))?.collect())
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// The run's planned cases, in planned order. Errors: [`StoreError::UnknownRun`].
+    pub fn cases(&self, run: i64) -> Result<Vec<CaseRow>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec \
+             FROM cases c JOIN functions f ON f.id = c.function_id WHERE c.run_id = $1 ORDER BY c.ordinal",
+        )
+        .and_then(|mut s| s.query_map([run], |row| case_from_row(row, 0))?.collect())
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// The devices recorded for the run, ordered by framework (report order) then device.
+    /// Errors: [`StoreError::UnknownRun`].
+    pub fn devices(&self, run: i64) -> Result<Vec<DeviceInfo>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        let mut devices: Vec<DeviceInfo> =
+            prepare(&self.conn, "SELECT framework, device, available, detail FROM devices WHERE run_id = $1")
+                .and_then(|mut s| {
+                    s.query_map([run], |row| {
+                        Ok(DeviceInfo {
+                            framework: parse(row, 0)?,
+                            device: parse(row, 1)?,
+                            available: row.get(2)?,
+                            detail: row.get(3)?,
+                        })
+                    })?
+                    .collect()
+                })
+                .map_err(|e| ctx.db(e))?;
+        devices.sort_by(|a, b| (a.framework, &a.device).cmp(&(b.framework, &b.device)));
+        Ok(devices)
+    }
+
+    /// Keys of the cases that already have a result (any outcome) on `device`, for
+    /// `run --resume`. Errors: [`StoreError::UnknownRun`].
+    pub fn done_keys(&self, run: i64, device: &Device) -> Result<HashSet<String>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT c.key FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = $1 AND r.device = $2",
+        )
+        .and_then(|mut s| s.query_map(params![run, device.as_str()], |row| row.get(0))?.collect())
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// Every result of the run joined with its case and function, in planned case order
+    /// then device; samples in the order taken. Errors: [`StoreError::UnknownRun`].
+    pub fn results(&self, run: i64) -> Result<Vec<ResultRow>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        let mut samples: HashMap<i64, Vec<u64>> = HashMap::new();
+        prepare(
+            &self.conn,
+            "SELECT s.result_id, s.ns FROM samples s JOIN results r ON r.id = s.result_id \
+             WHERE r.run_id = $1 ORDER BY s.result_id, s.idx",
+        )
+        .and_then(|mut s| {
+            let mut rows = s.query([run])?;
+            while let Some(row) = rows.next()? {
+                samples.entry(row.get(0)?).or_default().push(unsigned(row, 1)?);
+            }
+            Ok(())
+        })
+        .map_err(|e| ctx.db(e))?;
+
+        prepare(
+            &self.conn,
+            "SELECT f.framework, f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note, \
+             c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec, \
+             r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
+             r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at \
+             FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
+             WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
+        )
+        .and_then(|mut s| {
+            s.query_map([run], |row| {
+                let function = function_from_row(row, 0)?;
+                let case = case_from_row(row, 8)?;
+                let id: i64 = row.get(15)?;
+                let result = CaseResult {
+                    case_key: case.key.clone(),
+                    device: parse(row, 16)?,
+                    outcome: parse(row, 17)?,
+                    reason: parse_opt(row, 18)?,
+                    error_type: row.get(19)?,
+                    message: row.get(20)?,
+                    traceback: row.get(21)?,
+                    phase: row.get(22)?,
+                    signal: row.get(23)?,
+                    stderr_tail: row.get(24)?,
+                    first_call_ns: row.get::<_, Option<i64>>(25)?.map(|v| to_u64(v, 25)).transpose()?,
+                    wall_ms: row.get(26)?,
+                    outputs: json(row, 27)?,
+                    finished_at: row.get(28)?,
+                    samples_ns: samples.remove(&id).unwrap_or_default(),
+                };
+                Ok(ResultRow { function, case, result })
+            })?
+            .collect()
+        })
+        .map_err(|e| ctx.db(e))
+    }
+
+    fn ensure_run(&self, run: i64) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let found = prepare(&self.conn, "SELECT id FROM runs WHERE id = $1")
+            .and_then(|mut s| s.query_row([run], |r| r.get::<_, i64>(0)).optional())
+            .map_err(|e| ctx.db(e))?;
+        found.map(|_| ()).ok_or_else(|| ctx.unknown_run(run))
+    }
+}
+
+/// The run columns that need encoding, computed once per write.
+struct RunCols {
+    cpu_cores: i64,
+    accelerators: String,
+    frameworks: String,
+    catalogue_version: String,
+    seed: String,
+    reference_device: String,
+}
+
+impl RunCols {
+    fn new(ctx: Ctx<'_>, info: &RunInfo) -> Result<RunCols, StoreError> {
+        Ok(RunCols {
+            cpu_cores: i64::from(info.cpu_cores),
+            accelerators: ctx.json(&info.accelerators, "accelerators")?,
+            frameworks: ctx.json(&info.frameworks, "framework infos")?,
+            catalogue_version: ctx.json(&info.catalogue_version, "catalogue versions")?,
+            seed: info.seed.to_string(),
+            reference_device: info.reference_device.to_string(),
+        })
+    }
+
+    /// `$1..$14` of the run inserts and updates.
+    fn params<'a>(&'a self, info: &'a RunInfo) -> Vec<&'a dyn rusqlite::ToSql> {
+        vec![
+            &info.started_at,
+            &info.host,
+            &info.os,
+            &info.cpu_model,
+            &self.cpu_cores,
+            &self.accelerators,
+            &info.python_version,
+            &info.python_executable,
+            &self.frameworks,
+            &self.catalogue_version,
+            &info.command_line,
+            &self.seed,
+            &self.reference_device,
+            &info.mlport_version,
+        ]
+    }
+}
+
+/// A run row and its counts; `run_from_row` reads the columns in this order.
+const RUN_SELECT: &str = "SELECT r.id, r.started_at, r.host, r.os, r.cpu_model, r.cpu_cores, r.accelerators, \
+    r.python_version, r.python_executable, r.frameworks, r.catalogue_version, r.command_line, r.seed, \
+    r.reference_device, r.mlport_version, r.state, r.finished_at, \
+    (SELECT COUNT(*) FROM cases c WHERE c.run_id = r.id), \
+    (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id) \
+    FROM runs r";
+
+fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
+    Ok(RunSummary {
+        id: row.get(0)?,
+        info: RunInfo {
+            started_at: row.get(1)?,
+            host: row.get(2)?,
+            os: row.get(3)?,
+            cpu_model: row.get(4)?,
+            cpu_cores: u32::try_from(row.get::<_, i64>(5)?).map_err(|e| conversion(5, Type::Integer, e))?,
+            accelerators: json(row, 6)?,
+            python_version: row.get(7)?,
+            python_executable: row.get(8)?,
+            frameworks: json(row, 9)?,
+            catalogue_version: json(row, 10)?,
+            command_line: row.get(11)?,
+            seed: parse(row, 12)?,
+            reference_device: parse(row, 13)?,
+            mlport_version: row.get(14)?,
+        },
+        state: row.get(15)?,
+        finished_at: row.get(16)?,
+        cases_planned: unsigned(row, 17)?,
+        results: unsigned(row, 18)?,
+    })
+}
+
+fn function_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<FunctionRow> {
+    Ok(FunctionRow {
+        framework: parse(row, at)?,
+        name: row.get(at + 1)?,
+        paper: row.get(at + 2)?,
+        decile: row
+            .get::<_, Option<i64>>(at + 3)?
+            .map(|v| u8::try_from(v).map_err(|e| conversion(at + 3, Type::Integer, e)))
+            .transpose()?,
+        top20: row.get(at + 4)?,
+        op: row.get(at + 5)?,
+        moved: row.get(at + 6)?,
+        note: row.get(at + 7)?,
+    })
+}
+
+fn case_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<CaseRow> {
+    Ok(CaseRow {
+        key: row.get(at)?,
+        framework: parse(row, at + 1)?,
+        function: row.get(at + 2)?,
+        case_id: row.get(at + 3)?,
+        dtype: row.get(at + 4)?,
+        seed: parse(row, at + 5)?,
+        spec: json(row, at + 6)?,
+    })
+}
+
+/// Prepares (and caches) a statement; in debug builds checks that its parameters are
+/// `$1..$N` in order of first use, which SQLite then binds positionally like PostgreSQL.
+fn prepare<'c>(conn: &'c Connection, sql: &str) -> rusqlite::Result<CachedStatement<'c>> {
+    let stmt = conn.prepare_cached(sql)?;
+    debug_assert!(
+        (1..=stmt.parameter_count()).all(|i| stmt.parameter_name(i) == Some(format!("${i}").as_str())),
+        "parameters must be $1..$N in order of first use: {sql}"
+    );
+    Ok(stmt)
+}
+
+/// Names of the database's own tables (not SQLite's internal ones).
+fn user_tables(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?;
+    stmt.query_map([], |r| r.get(0))?.collect()
+}
+
+/// Rejects an existing, non-empty file that does not start with SQLite's header.
+/// A missing or empty file is fine: SQLite creates the database in it.
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    let io_err = |source| StoreError::Io { path: path.to_path_buf(), source };
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(e)),
+    };
+    let mut head = Vec::with_capacity(SQLITE_HEADER.len());
+    file.by_ref().take(SQLITE_HEADER.len() as u64).read_to_end(&mut head).map_err(io_err)?;
+    if head.is_empty() || head == SQLITE_HEADER {
+        Ok(())
+    } else {
+        Err(StoreError::NotSqlite { path: path.to_path_buf() })
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn conversion(idx: usize, ty: Type, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, ty, e.into())
+}
+
+/// A TEXT column holding an `as_str` spelling (framework, device, outcome, reason) or a decimal u64.
+fn parse<T>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T>
+where
+    T: FromStr,
+    T::Err: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    row.get::<_, String>(idx)?.parse().map_err(|e| conversion(idx, Type::Text, e))
+}
+
+fn parse_opt<T>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    row.get::<_, Option<String>>(idx)?.map(|s| s.parse().map_err(|e| conversion(idx, Type::Text, e))).transpose()
+}
+
+fn json<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
+    serde_json::from_str(&row.get::<_, String>(idx)?).map_err(|e| conversion(idx, Type::Text, e))
+}
+
+fn to_u64(v: i64, idx: usize) -> rusqlite::Result<u64> {
+    u64::try_from(v).map_err(|e| conversion(idx, Type::Integer, e))
+}
+
+fn unsigned(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {
+    to_u64(row.get(idx)?, idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+    use tempfile::TempDir;
+
+    use super::*;
+    use crate::model::{Outcome, Reason};
+    use crate::store::records::FrameworkInfo;
+
+    fn dev(s: &str) -> Device {
+        s.parse().unwrap()
+    }
+
+    fn info() -> RunInfo {
+        let torch = FrameworkInfo {
+            version: Some("2.5.1+cu124".into()),
+            import_error: None,
+            packages: BTreeMap::from([("numpy".into(), "2.1.3".into()), ("triton".into(), "3.1.0".into())]),
+            threads: Some(16),
+        };
+        let jax = FrameworkInfo {
+            version: None,
+            import_error: Some("ImportError: no module named jaxlib".into()),
+            packages: BTreeMap::new(),
+            threads: None,
+        };
+        RunInfo {
+            started_at: "2026-12-01T10:00:00Z".into(),
+            host: "gpu-box".into(),
+            os: "Linux 6.1.0 x86_64".into(),
+            cpu_model: "AMD EPYC 9454".into(),
+            cpu_cores: 48,
+            accelerators: vec!["NVIDIA H200, driver 560.35".into(), "second line".into()],
+            python_version: "3.11.8".into(),
+            python_executable: "/home/u/.cache/mlport/venv/bin/python".into(),
+            frameworks: BTreeMap::from([(Framework::Torch, torch), (Framework::Jax, jax)]),
+            catalogue_version: BTreeMap::from([(Framework::Torch, "2026.11.30".into())]),
+            command_line: "mlport run --devices cpu,cuda:0".into(),
+            seed: u64::MAX,
+            reference_device: Device::cpu(),
+            mlport_version: "0.1.0".into(),
+        }
+    }
+
+    fn functions() -> Vec<FunctionRow> {
+        vec![
+            FunctionRow {
+                framework: Framework::Torch,
+                name: "torch.argsort".into(),
+                paper: Some("test_argsort".into()),
+                decile: Some(100),
+                top20: true,
+                op: Some("argsort".into()),
+                moved: Some("torch.sort".into()),
+                note: Some("stable kwarg".into()),
+            },
+            FunctionRow {
+                framework: Framework::Jax,
+                name: "jax.numpy.argsort".into(),
+                paper: None,
+                decile: None,
+                top20: false,
+                op: None,
+                moved: None,
+                note: None,
+            },
+        ]
+    }
+
+    fn case(key: &str, framework: Framework, function: &str, dtype: &str, seed: u64) -> CaseRow {
+        CaseRow {
+            key: key.into(),
+            framework,
+            function: function.into(),
+            case_id: "basic".into(),
+            dtype: dtype.into(),
+            seed,
+            spec: json!({"args": [{"shape": [4, 5], "dist": "normal"}], "kwargs": {"dim": -1}}),
+        }
+    }
+
+    fn cases() -> Vec<CaseRow> {
+        vec![
+            case("torch/torch.argsort/basic/float32", Framework::Torch, "torch.argsort", "float32", 0),
+            case("torch/torch.argsort/basic/bfloat16", Framework::Torch, "torch.argsort", "bfloat16", u64::MAX),
+            case("jax/jax.numpy.argsort/basic/float32", Framework::Jax, "jax.numpy.argsort", "float32", 1 << 63),
+        ]
+    }
+
+    fn full_result(key: &str, device: &str) -> CaseResult {
+        CaseResult {
+            case_key: key.into(),
+            device: dev(device),
+            outcome: Outcome::Fail,
+            reason: Some(Reason::DtypeUnsupported),
+            error_type: Some("RuntimeError".into()),
+            message: Some("\"argsort_cuda\" not implemented for 'BFloat16'".into()),
+            traceback: Some("Traceback (most recent call last):\n  ...".into()),
+            phase: Some("first_call".into()),
+            signal: Some(9),
+            stderr_tail: Some("warning: x\nwarning: y".into()),
+            first_call_ns: Some(1_234_567_890),
+            samples_ns: vec![30, 10, 20, i64::MAX as u64],
+            outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
+            wall_ms: 12.75,
+            finished_at: "2026-12-01T10:00:03Z".into(),
+        }
+    }
+
+    fn bare_result(key: &str, device: &str) -> CaseResult {
+        CaseResult {
+            case_key: key.into(),
+            device: dev(device),
+            outcome: Outcome::Pass,
+            reason: None,
+            error_type: None,
+            message: None,
+            traceback: None,
+            phase: None,
+            signal: None,
+            stderr_tail: None,
+            first_call_ns: None,
+            samples_ns: vec![],
+            outputs: json!(null),
+            wall_ms: 0.0,
+            finished_at: "2026-12-01T10:00:04Z".into(),
+        }
+    }
+
+    fn new_store() -> (TempDir, Store) {
+        let dir = TempDir::new().unwrap();
+        let store = Store::open(&dir.path().join("mlport.db")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn every_field_round_trips() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let fresh = store.run(run).unwrap();
+        assert_eq!(fresh.info, info());
+        assert_eq!((fresh.state.as_str(), fresh.finished_at.as_deref()), ("running", None));
+        assert_eq!((fresh.cases_planned, fresh.results), (3, 0));
+
+        let mut later = info();
+        later.frameworks.get_mut(&Framework::Jax).unwrap().version = Some("0.4.35".into());
+        later.reference_device = dev("cuda:1");
+        store.update_run_info(run, &later).unwrap();
+
+        let devices = vec![
+            DeviceInfo { framework: Framework::Torch, device: dev("cuda:0"), available: true, detail: "H200".into() },
+            DeviceInfo { framework: Framework::Jax, device: dev("tpu:0"), available: false, detail: String::new() },
+        ];
+        store.record_devices(run, &devices).unwrap();
+
+        let keys: Vec<String> = cases().into_iter().map(|c| c.key).collect();
+        let full = full_result(&keys[1], "cuda:0");
+        let bare = bare_result(&keys[1], "cpu");
+        let jax = full_result(&keys[2], "cpu");
+        for r in [&full, &bare, &jax] {
+            store.record_result(run, r).unwrap();
+        }
+        store.finish_run(run, "finished").unwrap();
+
+        let summary = store.run(run).unwrap();
+        assert_eq!(summary.info, later);
+        assert_eq!(summary.state, "finished");
+        assert!(summary.finished_at.as_deref().is_some_and(|t| t.ends_with('Z')));
+        assert_eq!((summary.cases_planned, summary.results), (3, 3));
+        assert_eq!(store.runs().unwrap(), vec![summary.clone()]);
+        assert_eq!(store.latest_run().unwrap(), Some(summary));
+
+        assert_eq!(store.functions(run).unwrap(), functions());
+        assert_eq!(store.cases(run).unwrap(), cases());
+        // Ordered by framework in report order (torch before jax), then device.
+        assert_eq!(store.devices(run).unwrap(), devices);
+
+        let results = store.results(run).unwrap();
+        let got: Vec<_> = results.iter().map(|r| (&r.function, &r.case, &r.result)).collect();
+        let (fs, cs) = (functions(), cases());
+        assert_eq!(got, vec![(&fs[0], &cs[1], &bare), (&fs[0], &cs[1], &full), (&fs[1], &cs[2], &jax)]);
+    }
+
+    #[test]
+    fn resume_keys_are_per_device() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let keys: Vec<String> = cases().into_iter().map(|c| c.key).collect();
+        store.record_result(run, &bare_result(&keys[0], "cpu")).unwrap();
+        store.record_result(run, &full_result(&keys[2], "cpu")).unwrap();
+        store.record_result(run, &full_result(&keys[1], "cuda:0")).unwrap();
+
+        let cpu = store.done_keys(run, &Device::cpu()).unwrap();
+        assert_eq!(cpu, HashSet::from([keys[0].clone(), keys[2].clone()]));
+        assert_eq!(store.done_keys(run, &dev("cuda:0")).unwrap(), HashSet::from([keys[1].clone()]));
+        assert!(store.done_keys(run, &dev("tpu:0")).unwrap().is_empty());
+
+        let other = store.create_run(&info(), &functions(), &cases()).unwrap();
+        assert!(store.done_keys(other, &Device::cpu()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn recording_again_replaces_the_result_and_its_samples() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let key = &cases()[0].key;
+        store.record_result(run, &full_result(key, "cpu")).unwrap();
+        let mut again = bare_result(key, "cpu");
+        again.samples_ns = vec![7, 5];
+        store.record_result(run, &again).unwrap();
+
+        let results = store.results(run).unwrap();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].result, again);
+        let samples: i64 = store.conn.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)).unwrap();
+        assert_eq!(samples, 2);
+        assert_eq!(store.run(run).unwrap().results, 1);
+    }
+
+    #[test]
+    fn devices_upsert() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let mut d =
+            DeviceInfo { framework: Framework::Torch, device: dev("cuda:0"), available: false, detail: "?".into() };
+        store.record_devices(run, std::slice::from_ref(&d)).unwrap();
+        d.available = true;
+        d.detail = "NVIDIA H200".into();
+        store.record_devices(run, std::slice::from_ref(&d)).unwrap();
+        assert_eq!(store.devices(run).unwrap(), vec![d]);
+    }
+
+    #[test]
+    fn unknown_ids_and_keys_are_clear_errors() {
+        let (dir, mut store) = new_store();
+        let path = dir.path().join("mlport.db").display().to_string();
+        let err = store.run(42).unwrap_err();
+        assert_eq!(err.to_string(), format!("{path}: no run with id 42"));
+        assert!(matches!(store.results(42), Err(StoreError::UnknownRun { id: 42, .. })));
+        assert!(matches!(store.finish_run(42, "finished"), Err(StoreError::UnknownRun { .. })));
+        assert!(matches!(store.update_run_info(42, &info()), Err(StoreError::UnknownRun { .. })));
+        assert_eq!(store.latest_run().unwrap(), None);
+
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let err = store.record_result(run, &bare_result("torch/nope/basic/float32", "cpu")).unwrap_err();
+        assert_eq!(err.to_string(), format!("{path}: run {run} has no case `torch/nope/basic/float32`"));
+        let err = store.finish_run(run, "done").unwrap_err();
+        assert!(err.to_string().contains("`done` is not `finished` or `interrupted`"), "{err}");
+    }
+
+    #[test]
+    fn bad_plans_are_rejected_whole() {
+        let (_dir, mut store) = new_store();
+        let mut twice = functions();
+        twice.push(functions()[0].clone());
+        let err = store.create_run(&info(), &twice, &cases()).unwrap_err();
+        assert!(err.to_string().contains("torch.argsort (torch) is listed twice"), "{err}");
+
+        let mut orphan = cases();
+        orphan.push(case("torch/torch.sort/basic/float32", Framework::Torch, "torch.sort", "float32", 3));
+        let err = store.create_run(&info(), &functions(), &orphan).unwrap_err();
+        assert!(err.to_string().contains("names function torch.sort (torch), which is not planned"), "{err}");
+
+        let mut dup = cases();
+        dup.push(cases()[0].clone());
+        assert!(matches!(store.create_run(&info(), &functions(), &dup), Err(StoreError::Invalid { .. })));
+        // Nothing of the failed plans was kept.
+        assert!(store.runs().unwrap().is_empty());
+    }
+
+    #[test]
+    fn rejects_a_file_that_is_not_sqlite() {
+        let dir = TempDir::new().unwrap();
+        for (name, bytes) in [("notes.db", &b"just some text, not a database at all\n"[..]), ("tiny.db", b"SQL")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let err = Store::open(&path).unwrap_err();
+            assert_eq!(err.to_string(), format!("{} is not an SQLite database", path.display()));
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file must be left alone");
+        }
+    }
+
+    #[test]
+    fn rejects_a_foreign_sqlite_database_untouched() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("other.db");
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("CREATE TABLE meta (key TEXT, value TEXT); CREATE TABLE photos (id INTEGER);").unwrap();
+        drop(other);
+        let err = Store::open(&path).unwrap_err();
+        assert_eq!(err.to_string(), format!("{} is an SQLite database but not an mlport store", path.display()));
+        let other = Connection::open(&path).unwrap();
+        let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "delete", "journal mode must not have been changed");
+        assert_eq!(user_tables(&other).unwrap(), HashSet::from(["meta".to_string(), "photos".to_string()]));
+    }
+
+    #[test]
+    fn rejects_a_foreign_meta_table_of_another_shape() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("other.db");
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("CREATE TABLE meta (k TEXT, v TEXT); CREATE TABLE schema_version (n INTEGER);").unwrap();
+        drop(other);
+        assert!(matches!(Store::open(&path), Err(StoreError::NotMlport { .. })));
+    }
+
+    #[test]
+    fn a_second_handle_sees_committed_results() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("mlport.db");
+        let mut writer = Store::open(&path).unwrap();
+        let reader = Store::open(&path).unwrap();
+        let run = writer.create_run(&info(), &functions(), &cases()).unwrap();
+        writer.record_result(run, &bare_result(&cases()[0].key, "cpu")).unwrap();
+        assert_eq!(reader.run(run).unwrap().results, 1);
+        assert_eq!(reader.done_keys(run, &Device::cpu()).unwrap(), HashSet::from([cases()[0].key.clone()]));
+    }
+
+    #[test]
+    fn reopening_keeps_data_and_migrates_once() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("mlport.db");
+        let mut store = Store::open(&path).unwrap();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        store.record_result(run, &full_result(&cases()[0].key, "cpu")).unwrap();
+        drop(store); // interrupted: never finished
+
+        for _ in 0..2 {
+            let store = Store::open(&path).unwrap();
+            let versions: Vec<i64> = store
+                .conn
+                .prepare("SELECT version FROM schema_version ORDER BY version")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(versions, (1..=schema::latest_version()).collect::<Vec<_>>());
+            let summary = store.run(run).unwrap();
+            assert_eq!((summary.state.as_str(), summary.results), ("running", 1));
+            let mode: String = store.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+            assert_eq!(mode, "wal");
+            let fk: bool = store.conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+            assert!(fk);
+        }
+    }
+
+    #[test]
+    fn an_empty_file_becomes_a_store() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("empty.db");
+        std::fs::write(&path, b"").unwrap();
+        let mut store = Store::open(&path).unwrap();
+        assert!(store.create_run(&info(), &[], &[]).is_ok());
+    }
+
+    #[test]
+    fn rejects_a_store_from_a_newer_mlport() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("mlport.db");
+        let store = Store::open(&path).unwrap();
+        let newer = schema::latest_version() + 1;
+        store
+            .conn
+            .execute("INSERT INTO schema_version (version, name, applied_at) VALUES ($1, 'future', 'x')", [newer])
+            .unwrap();
+        drop(store);
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found, .. } if found == newer));
+        let text = err.to_string();
+        assert!(text.starts_with(&path.display().to_string()) && text.contains(&format!("version {newer}")), "{text}");
+    }
+
+    #[test]
+    fn out_of_range_durations_are_refused() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let mut r = bare_result(&cases()[0].key, "cpu");
+        r.samples_ns = vec![u64::MAX];
+        assert!(matches!(store.record_result(run, &r), Err(StoreError::Invalid { .. })));
+        assert!(store.results(run).unwrap().is_empty());
+    }
+}
