@@ -63,6 +63,7 @@ fn now() -> String {
 
 /// `mlport run`: plan, set up, execute, report. Returns the process exit code.
 pub fn run(args: RunArgs) -> Result<i32> {
+    let db = args.db.db.clone();
     let devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
@@ -70,12 +71,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
     // A new run (catalogue and plan checked before the store is touched), or the one to resume.
     let mut store;
     let (run_id, cases, mut info, devices) = if let Some(which) = &args.resume {
-        if !args.db.exists() {
-            bail!("{}: no such store to resume", args.db.display());
+        if !db.exists() {
+            bail!("{}: no such store to resume", db.display());
         }
-        store = Store::open(&args.db)?;
+        store = Store::open(&db)?;
         let summary = if which == "latest" {
-            store.latest_run()?.with_context(|| format!("{}: no run to resume", args.db.display()))?
+            store.latest_run()?.with_context(|| format!("{}: no run to resume", db.display()))?
         } else {
             let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
             store.run(id)?
@@ -112,7 +113,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             mlport_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         runner::machine_info(&mut info);
-        store = Store::open(&args.db)?;
+        store = Store::open(&db)?;
         let id = store.create_run(&info, &plan.functions, &plan.cases)?;
         (id, plan.cases, info, devices)
     };
@@ -130,7 +131,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let cfg = RunConfig {
         python: env.python.clone(),
         script_dir: worker_dir()?,
-        run_dir: run_dir(&args.db, run_id),
+        run_dir: run_dir(&db, run_id),
         devices,
         case_timeout: Duration::from_secs_f64(timeout),
         timing: Timing { budget_ms: budget, ..Timing::default() },
@@ -152,7 +153,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         "mlport: run {run_id}: {} cases of {} functions, store {}",
         cases.len(),
         store.functions(run_id)?.len(),
-        args.db.display()
+        db.display()
     );
     let started = Instant::now();
     let mut progress = Progress::new(pending, per_fw);
@@ -167,8 +168,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 started.elapsed(),
                 s.results,
                 s.cases_planned,
-                args.db.display(),
-                args.db.display()
+                db.display(),
+                db.display()
             );
             Ok(EXIT_INTERRUPTED)
         }

@@ -64,10 +64,10 @@ pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
     let mut functions: Vec<Function> = Vec::with_capacity(spec.function.len());
     for f in spec.function {
         let span = f.span();
-        let f = f.into_inner();
-        let func = function(&cx, framework, f, span.start)?;
+        let name_at = f.get_ref().name.span().start;
+        let func = function(&cx, framework, f.into_inner(), span.start)?;
         if functions.iter().any(|g| g.name == func.name) {
-            return Err(cx.err(span.start, format!("function `{}` is listed twice", func.name)));
+            return Err(cx.err(name_at, format!("function `{}` is listed twice", func.name)));
         }
         functions.push(func);
     }
@@ -301,7 +301,7 @@ op = "svd"
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], dist = \"cauchy\"")).contains("unknown dist"));
         let twice = format!("{GOOD}\n[[function]]\nname = \"torch.linalg.svd\"\n[[function.case]]\n");
         let e = error_of(&twice);
-        assert!(e.contains("listed twice") && e.starts_with("cat/t.toml:19:"), "{e}");
+        assert!(e.contains("listed twice") && e.starts_with("cat/t.toml:18:8:"), "{e}");
         let nocase = "format = 1\nframework = \"jax\"\nversion = \"1\"\n[[function]]\nname = \"jax.numpy.sum\"\n";
         assert!(error_of(nocase).contains("has no [[function.case]]"));
     }
