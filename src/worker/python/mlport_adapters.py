@@ -46,18 +46,18 @@ def resolve(qualified):
     parts = qualified.split(".")
     if parts[0] in ROOTS:
         parts = ROOTS[parts[0]].split(".") + parts[1:]
-    last_err = None
-    for i in range(len(parts), 0, -1):
-        modname = ".".join(parts[:i])
+    # Walk attributes from the root; import a submodule only where its parent package
+    # does not expose it (tensorflow.distribute, say, is not the public tf.distribute).
+    obj = importlib.import_module(parts[0])
+    for i in range(1, len(parts)):
         try:
-            obj = importlib.import_module(modname)
-        except ImportError as e:
-            last_err = e
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise last_err or ImportError(qualified)
+            obj = getattr(obj, parts[i])
+        except AttributeError as missing:
+            try:
+                obj = importlib.import_module(".".join(parts[: i + 1]))
+            except ImportError:
+                raise missing from None
+    return obj
 
 
 def package_versions():
