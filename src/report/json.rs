@@ -49,6 +49,13 @@ struct Summary<'a> {
     targets: Vec<Target<'a>>,
     harness_errors: Vec<HarnessError<'a>>,
     unavailable: Vec<Unavailable<'a>>,
+    not_usable: Vec<NotUsable<'a>>,
+}
+
+#[derive(Serialize)]
+struct NotUsable<'a> {
+    framework: Framework,
+    error: &'a str,
 }
 
 #[derive(Serialize)]
@@ -129,6 +136,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
             .iter()
             .map(|d| Unavailable { framework: d.framework, device: &d.device, detail: &d.detail })
             .collect(),
+        not_usable: report.not_usable.iter().map(|(f, e)| NotUsable { framework: *f, error: e }).collect(),
     };
     pretty(&document(report, FORMAT, body))
 }

@@ -160,7 +160,8 @@ pub(super) fn latency(ns: f64) -> String {
     format!("{value:.digits$} {unit}")
 }
 
-/// Lines about what was not counted: unavailable devices, then per target the failing
+/// Lines about what was not counted: unavailable devices, frameworks that are not
+/// usable, then per target the failing
 /// cases not attributable to the device and the skipped cases.
 pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
     let mut lines: Vec<String> = report
@@ -171,6 +172,10 @@ pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
             format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
         })
         .collect();
+    for (fw, error) in &report.not_usable {
+        let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        lines.push(format!("{fw}: not usable ({first}) — its functions did not run"));
+    }
     for t in &report.targets {
         let mut parts = Vec::new();
         if t.cases_not_attributable > 0 {

@@ -111,6 +111,9 @@ pub struct PortabilityReport {
     pub harness_errors: Vec<HarnessError>,
     /// Devices asked for that a framework could not see: not counted.
     pub unavailable: Vec<DeviceInfo>,
+    /// Frameworks that failed to install or import, with their error: nothing of
+    /// theirs ran, nothing is counted.
+    pub not_usable: BTreeMap<Framework, String>,
     /// The counting rule in words, the footer of every rendering.
     pub rule: String,
 }
@@ -211,6 +214,12 @@ pub fn build(
         targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
         harness_errors,
         unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
+        not_usable: run
+            .info
+            .frameworks
+            .iter()
+            .filter_map(|(f, i)| i.import_error.as_ref().map(|e| (*f, e.clone())))
+            .collect(),
         rule: rule_text(&reference, opts.attributable),
         attributable: opts.attributable,
         reference,
@@ -569,6 +578,14 @@ pub(crate) mod tests {
         let t = &report.targets[0];
         assert_eq!((t.functions_run, t.cases_skipped, t.median_latency_ns), (0, 1, None));
         assert_eq!(t.percent(t.success), None);
+    }
+
+    #[test]
+    fn frameworks_that_did_not_import_are_named_apart() {
+        let report = report();
+        assert_eq!(report.not_usable, BTreeMap::from([(Framework::Jax, "ImportError".to_string())]));
+        let notes = super::super::render::notes(&report);
+        assert!(notes.iter().any(|l| l == "jax: not usable (ImportError) — its functions did not run"), "{notes:?}");
     }
 
     #[test]
