@@ -178,3 +178,26 @@ fn report_without_a_store_says_so() {
         .code(1)
         .stderr(predicate::str::contains("no such store"));
 }
+
+#[test]
+fn a_framework_that_fails_to_import_is_named_and_the_others_still_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("b.db");
+    mlport()
+        .args(["run", "--framework", "numpy,torch", "--catalogue"])
+        .arg(common::fixture("small"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--python")
+        .arg(common::fixture("broken-torch/python"))
+        .env("MLPORT_REAL_PYTHON", common::python())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("torch is not usable").and(predicate::str::contains("libtorch_cpu.so")))
+        .stdout(predicate::str::contains("torch: not usable (ImportError: libtorch_cpu.so"));
+    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let rep: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(rep["not_usable"][0]["framework"], "torch");
+    let fws: Vec<&str> = rep["targets"].as_array().unwrap().iter().map(|t| t["framework"].as_str().unwrap()).collect();
+    assert_eq!(fws, ["numpy"], "numpy still ran, torch has no target");
+}

@@ -47,8 +47,14 @@ import platform  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 
-import mlport_adapters as adapters  # noqa: E402
-import mlport_inputs as inputs  # noqa: E402
+try:  # NumPy is needed by every adapter; without it the hello says so
+    import mlport_adapters as adapters
+    import mlport_inputs as inputs
+except Exception as _e:  # noqa: BLE001
+    adapters = inputs = None
+    _BASE_IMPORT_ERROR = _e
+else:
+    _BASE_IMPORT_ERROR = None
 
 
 def send(obj):
@@ -222,7 +228,7 @@ def hello(adapter_or_error, framework, device):
         msg["framework_version"] = None
         msg["import_error"] = error_dict(adapter_or_error, "import", False)
         msg["devices"] = []
-        msg["packages"] = adapters.package_versions()
+        msg["packages"] = adapters.package_versions() if adapters else {}
     else:
         a = adapter_or_error
         msg["framework_version"] = a.version
@@ -235,6 +241,8 @@ def hello(adapter_or_error, framework, device):
 
 def serve(framework, device):
     try:
+        if _BASE_IMPORT_ERROR is not None:
+            raise _BASE_IMPORT_ERROR
         adapter = adapters.load(framework, device)
     except Exception as e:  # import failure: say so, then answer every case with it
         adapter = e
