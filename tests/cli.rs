@@ -201,3 +201,23 @@ fn a_framework_that_fails_to_import_is_named_and_the_others_still_run() {
     let fws: Vec<&str> = rep["targets"].as_array().unwrap().iter().map(|t| t["framework"].as_str().unwrap()).collect();
     assert_eq!(fws, ["numpy"], "numpy still ran, torch has no target");
 }
+
+#[test]
+fn a_device_the_framework_cannot_see_is_unavailable_not_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("d.db");
+    mlport()
+        .args(["run", "--framework", "numpy", "--device", "cpu,cuda:0", "--catalogue"])
+        .arg(common::fixture("small"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--python")
+        .arg(common::python())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cuda:0: unavailable to numpy"));
+    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let rep: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(rep["unavailable"][0]["device"], "cuda:0");
+    assert_eq!(rep["targets"].as_array().unwrap().len(), 1, "only cpu has results");
+}
