@@ -84,9 +84,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
         if summary.state == "finished" && summary.results >= summary.cases_planned {
             eprintln!("mlport: run {} is already complete", summary.id);
         }
-        let stored: Vec<Device> = store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        let stored: Vec<Device> =
+            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
         let devices = devices.or(if stored.is_empty() { None } else { Some(stored) });
-        eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+        eprintln!(
+            "mlport: resuming run {} ({} of {} cases recorded)",
+            summary.id, summary.results, summary.cases_planned
+        );
         (summary.id, store.cases(summary.id)?, summary.info, devices)
     } else {
         let catalogue = load_catalogue(args.catalogue.as_deref())?;
@@ -125,7 +129,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         v
     };
     let env = python_env(&args.python, &frameworks)?;
-    for (fw, _) in &env.install_failures {
+    for fw in env.install_failures.keys() {
         eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
     }
     let cfg = RunConfig {
@@ -176,7 +180,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Ending::Finished => {
             store.finish_run(run_id, "finished")?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
-            eprintln!("mlport: run {run_id} finished in {:.1} s ({})", started.elapsed().as_secs_f64(), counts.join(", "));
+            eprintln!(
+                "mlport: run {run_id} finished in {:.1} s ({})",
+                started.elapsed().as_secs_f64(),
+                counts.join(", ")
+            );
             print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
             Ok(0)
         }
@@ -271,11 +279,22 @@ fn probe_frameworks(env: &PythonEnv, frameworks: &[Framework], print_packages: b
                 let h = w.hello.clone();
                 w.shutdown();
                 match &h.import_error {
-                    Some(e) => t.add_row([fw.to_string(), format!("not usable: {}: {}", e.error_type, e.message), String::new(), h.python.clone()]),
+                    Some(e) => t.add_row([
+                        fw.to_string(),
+                        format!("not usable: {}: {}", e.error_type, e.message),
+                        String::new(),
+                        h.python.clone(),
+                    ]),
                     None => {
-                        let devs: Vec<String> = h.devices.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+                        let devs: Vec<String> =
+                            h.devices.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
                         packages.extend(h.packages.clone());
-                        t.add_row([fw.to_string(), h.framework_version.clone().unwrap_or_default(), devs.join(", "), h.python.clone()])
+                        t.add_row([
+                            fw.to_string(),
+                            h.framework_version.clone().unwrap_or_default(),
+                            devs.join(", "),
+                            h.python.clone(),
+                        ])
                     }
                 };
             }
@@ -344,4 +363,3 @@ pub fn list(args: ListArgs) -> Result<i32> {
     }
     Ok(0)
 }
-

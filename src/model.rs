@@ -107,8 +107,21 @@ impl fmt::Display for Device {
 
 /// The dtypes a case may sweep, named as in NumPy/PyTorch.
 pub const DTYPES: [&str; 15] = [
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16",
-    "float32", "float64", "complex64", "complex128",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
 ];
 
 /// How one case ended on one device.

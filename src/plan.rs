@@ -154,7 +154,12 @@ skip = "needs a GPU"
         let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
         assert_eq!(
             keys,
-            ["torch/torch.sum/default/float32", "torch/torch.sum/default/int64", "torch/torch.cos/a/float32", "torch/torch.cos/b/float32"]
+            [
+                "torch/torch.sum/default/float32",
+                "torch/torch.sum/default/int64",
+                "torch/torch.cos/a/float32",
+                "torch/torch.cos/b/float32"
+            ]
         );
         assert_eq!(p.cases[2].seed, 105);
         assert_eq!(p.cases[3].spec["skip"], "needs a GPU");
@@ -169,7 +174,8 @@ skip = "needs a GPU"
         assert_eq!(p.functions.len(), 1);
         let e = plan(&cat(), &Selection { functions: vec!["torch.sums".into()], ..Default::default() }, 0).unwrap_err();
         assert!(e.to_string().contains("unknown function `torch.sums`"), "{e}");
-        let e = plan(&cat(), &Selection { functions: vec!["jax.numpy.cos".into()], ..Default::default() }, 0).unwrap_err();
+        let e =
+            plan(&cat(), &Selection { functions: vec!["jax.numpy.cos".into()], ..Default::default() }, 0).unwrap_err();
         assert!(e.to_string().contains("did you mean torch.cos?"), "{e}");
         let e = plan(&cat(), &Selection { dtypes: vec!["float8".into()], ..Default::default() }, 0).unwrap_err();
         assert!(e.to_string().contains("unknown dtype `float8`"));

@@ -62,7 +62,9 @@ impl EventSink for Progress {
                 tracing::info!("{framework} failure: {error}");
             }
             Event::DeviceUnavailable { framework, device } => {
-                self.say(format!("mlport: {device} is unavailable to {framework} (reported, not counted as a failure)"));
+                self.say(format!(
+                    "mlport: {device} is unavailable to {framework} (reported, not counted as a failure)"
+                ));
             }
             Event::CaseStarted { case } => {
                 self.bar.set_message(format!("{} {}[{}]", case.framework, case.function, case.dtype));

@@ -45,15 +45,14 @@ pub fn accelerators() -> Vec<String> {
     if let Ok(o) = Command::new("nvidia-smi")
         .args(["--query-gpu=index,name,driver_version,memory.total", "--format=csv,noheader"])
         .output()
+        && o.status.success()
     {
-        if o.status.success() {
-            out.extend(String::from_utf8_lossy(&o.stdout).lines().map(|l| format!("nvidia {}", l.trim())));
-        }
+        out.extend(String::from_utf8_lossy(&o.stdout).lines().map(|l| format!("nvidia {}", l.trim())));
     }
-    if let Ok(o) = Command::new("rocm-smi").args(["--showproductname", "--csv"]).output() {
-        if o.status.success() {
-            out.extend(String::from_utf8_lossy(&o.stdout).lines().skip(1).map(|l| format!("amd {}", l.trim())));
-        }
+    if let Ok(o) = Command::new("rocm-smi").args(["--showproductname", "--csv"]).output()
+        && o.status.success()
+    {
+        out.extend(String::from_utf8_lossy(&o.stdout).lines().skip(1).map(|l| format!("amd {}", l.trim())));
     }
     out
 }

@@ -24,7 +24,12 @@ fn target<'a>(report: &'a Value, fw: &str, device: &str) -> &'a Value {
 }
 
 fn function<'a>(t: &'a Value, name: &str) -> &'a Value {
-    t["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("no {name} in {t:#}"))
+    t["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {t:#}"))
 }
 
 #[test]
@@ -50,12 +55,14 @@ fn a_small_catalogue_runs_end_to_end_on_all_four_frameworks() {
     }
 
     // The report, later, from the store alone.
-    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let json =
+        mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
     let rep: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(rep["format"], "mlport.portability");
     assert_eq!(rep["version"], 1);
     // SVD of a bfloat16 matrix fails as dtype_unsupported in torch, jax and tensorflow; float32 passes.
-    for (fw, name) in [("torch", "torch.linalg.svd"), ("jax", "jax.numpy.linalg.svd"), ("tensorflow", "tf.linalg.svd")] {
+    for (fw, name) in [("torch", "torch.linalg.svd"), ("jax", "jax.numpy.linalg.svd"), ("tensorflow", "tf.linalg.svd")]
+    {
         let t = target(&rep, fw, "cpu");
         let f = function(t, name);
         assert_eq!(f["status"], "partial", "{fw}: {f:#}");
@@ -149,7 +156,10 @@ fn a_database_that_is_not_mlports_is_refused_and_left_untouched() {
 
     let foreign = tmp.path().join("other.db");
     let conn = rusqlite::Connection::open(&foreign).unwrap();
-    conn.execute_batch("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) VALUES ('a');").unwrap();
+    conn.execute_batch(
+        "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) VALUES ('a');",
+    )
+    .unwrap();
     drop(conn);
     mlport()
         .args(["report", "--db"])
@@ -161,11 +171,11 @@ fn a_database_that_is_not_mlports_is_refused_and_left_untouched() {
 
 #[test]
 fn list_shows_the_built_in_catalogue_without_starting_python() {
-    mlport()
-        .args(["list", "--no-probe"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("torch").and(predicate::str::contains("tensorflow")).and(predicate::str::contains("63")));
+    mlport().args(["list", "--no-probe"]).assert().success().stdout(
+        predicate::str::contains("torch")
+            .and(predicate::str::contains("tensorflow"))
+            .and(predicate::str::contains("63")),
+    );
 }
 
 #[test]
@@ -195,7 +205,8 @@ fn a_framework_that_fails_to_import_is_named_and_the_others_still_run() {
         .success()
         .stderr(predicate::str::contains("torch is not usable").and(predicate::str::contains("libtorch_cpu.so")))
         .stdout(predicate::str::contains("torch: not usable (ImportError: libtorch_cpu.so"));
-    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let json =
+        mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
     let rep: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(rep["not_usable"][0]["framework"], "torch");
     let fws: Vec<&str> = rep["targets"].as_array().unwrap().iter().map(|t| t["framework"].as_str().unwrap()).collect();
@@ -216,7 +227,8 @@ fn a_device_the_framework_cannot_see_is_unavailable_not_failed() {
         .assert()
         .success()
         .stdout(predicate::str::contains("cuda:0: unavailable to numpy"));
-    let json = mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let json =
+        mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
     let rep: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(rep["unavailable"][0]["device"], "cuda:0");
     assert_eq!(rep["targets"].as_array().unwrap().len(), 1, "only cpu has results");

@@ -74,12 +74,23 @@ fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
     let mut inf = info();
     let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
     let started = Instant::now();
-    let ending = runner::execute(&mut store, run, &p.cases, &mut inf, &config(tmp.path()), &mut NullSink, &AtomicBool::new(false)).unwrap();
+    let ending = runner::execute(
+        &mut store,
+        run,
+        &p.cases,
+        &mut inf,
+        &config(tmp.path()),
+        &mut NullSink,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
     assert_eq!(ending, Ending::Finished);
     // The 30 s sleep was cut at its 1 s limit (plus kill grace and restarts).
     assert!(started.elapsed() < Duration::from_secs(25), "took {:?}", started.elapsed());
     let results = store.results(run).unwrap();
-    let by_case = |id: &str| results.iter().find(|r| r.case.case_id == id).unwrap_or_else(|| panic!("no result for {id}")).result.clone();
+    let by_case = |id: &str| {
+        results.iter().find(|r| r.case.case_id == id).unwrap_or_else(|| panic!("no result for {id}")).result.clone()
+    };
     assert_eq!(by_case("before").outcome, Outcome::Pass);
 
     let t = by_case("sleeps");
@@ -148,7 +159,8 @@ fn an_interrupted_run_keeps_its_results_and_resumes_where_it_stopped() {
     let mut inf = s.info.clone();
     let mut counter = InterruptAfter { after: usize::MAX, seen: 0, flag: &AtomicBool::new(false) };
     let cases = store.cases(run).unwrap();
-    let ending = runner::execute(&mut store, run, &cases, &mut inf, &cfg, &mut counter, &AtomicBool::new(false)).unwrap();
+    let ending =
+        runner::execute(&mut store, run, &cases, &mut inf, &cfg, &mut counter, &AtomicBool::new(false)).unwrap();
     assert_eq!(ending, Ending::Finished);
     assert_eq!(counter.seen, 2, "resume runs only the two missing cases");
     let results = store.results(run).unwrap();

@@ -54,7 +54,10 @@ pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
     if *spec.format.get_ref() != FORMAT_VERSION {
         return Err(cx.err_at(
             &spec.format,
-            format!("catalogue format {} is not supported (this mlport reads format {FORMAT_VERSION})", spec.format.get_ref()),
+            format!(
+                "catalogue format {} is not supported (this mlport reads format {FORMAT_VERSION})",
+                spec.format.get_ref()
+            ),
         ));
     }
     let framework: Framework = spec.framework.get_ref().parse().map_err(|m: String| cx.err_at(&spec.framework, m))?;
@@ -117,16 +120,23 @@ fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<(), Ca
     if DTYPES.contains(&dtype) || (allow_t && dtype == "T") {
         Ok(())
     } else {
-        Err(cx.err(at, format!("unknown dtype `{dtype}` (expected one of {}{})", DTYPES.join(", "), if allow_t { ", or T" } else { "" })))
+        Err(cx.err(
+            at,
+            format!(
+                "unknown dtype `{dtype}` (expected one of {}{})",
+                DTYPES.join(", "),
+                if allow_t { ", or T" } else { "" }
+            ),
+        ))
     }
 }
 
 fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize) -> Result<Case, CatalogueError> {
     let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
-    if let Some(s) = &c.id {
-        if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
-            return Err(cx.err_at(s, format!("case id `{id}` must be non-empty, without '/' or spaces")));
-        }
+    if let Some(s) = &c.id
+        && (id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace))
+    {
+        return Err(cx.err_at(s, format!("case id `{id}` must be non-empty, without '/' or spaces")));
     }
     let dtypes: Vec<String> = match &c.dtypes {
         None => vec!["float32".to_string()],
@@ -160,37 +170,40 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
                 return Err(cx.err(at, "an input has either `value` or `dist`, not both"));
             }
         }
-        if let Some(shape) = &i.shape {
-            if shape.iter().any(|&s| s < 0) {
-                return Err(cx.err(at, format!("shape {shape:?} has a negative dimension")));
-            }
+        if let Some(shape) = &i.shape
+            && shape.iter().any(|&s| s < 0)
+        {
+            return Err(cx.err(at, format!("shape {shape:?} has a negative dimension")));
         }
-        if let Some(a) = &i.as_ {
-            if !PASS_AS.contains(&a.as_str()) {
-                return Err(cx.err(at, format!("unknown `as = \"{a}\"` (expected one of {})", PASS_AS.join(", "))));
-            }
+        if let Some(a) = &i.as_
+            && !PASS_AS.contains(&a.as_str())
+        {
+            return Err(cx.err(at, format!("unknown `as = \"{a}\"` (expected one of {})", PASS_AS.join(", "))));
         }
-        if let (Some(lo), Some(hi)) = (i.low, i.high) {
-            if lo >= hi {
-                return Err(cx.err(at, format!("low {lo} must be below high {hi}")));
-            }
+        if let (Some(lo), Some(hi)) = (i.low, i.high)
+            && lo >= hi
+        {
+            return Err(cx.err(at, format!("low {lo} must be below high {hi}")));
         }
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
-    if let Some(cmp) = &c.compare {
-        if !COMPARES.contains(&cmp.get_ref().as_str()) {
-            return Err(cx.err_at(cmp, format!("unknown compare rule `{}` (expected one of {})", cmp.get_ref(), COMPARES.join(", "))));
-        }
+    if let Some(cmp) = &c.compare
+        && !COMPARES.contains(&cmp.get_ref().as_str())
+    {
+        return Err(cx.err_at(
+            cmp,
+            format!("unknown compare rule `{}` (expected one of {})", cmp.get_ref(), COMPARES.join(", ")),
+        ));
     }
-    if let Some(t) = &c.timeout_s {
-        if !(*t.get_ref() > 0.0 && t.get_ref().is_finite()) {
-            return Err(cx.err_at(t, "timeout_s must be a positive number of seconds"));
-        }
+    if let Some(t) = &c.timeout_s
+        && !(*t.get_ref() > 0.0 && t.get_ref().is_finite())
+    {
+        return Err(cx.err_at(t, "timeout_s must be a positive number of seconds"));
     }
-    if let Some(code) = &c.code {
-        if !code.get_ref().contains("def build(") {
-            return Err(cx.err_at(code, "`code` must define build(ctx, *inputs, **kwargs)"));
-        }
+    if let Some(code) = &c.code
+        && !code.get_ref().contains("def build(")
+    {
+        return Err(cx.err_at(code, "`code` must define build(ctx, *inputs, **kwargs)"));
     }
     let kwargs = serde_json::to_value(&c.kwargs).map_err(|e| cx.err(at, e.to_string()))?;
     let spec = json!({
@@ -202,14 +215,7 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         "compare": c.compare.as_ref().map_or("allclose".to_string(), |s| s.get_ref().clone()),
         "outputs": c.outputs,
     });
-    Ok(Case {
-        id,
-        dtypes,
-        seed: c.seed.unwrap_or(0),
-        timeout_s: c.timeout_s.map(|t| *t.get_ref()),
-        skip: c.skip,
-        spec,
-    })
+    Ok(Case { id, dtypes, seed: c.seed.unwrap_or(0), timeout_s: c.timeout_s.map(|t| *t.get_ref()), skip: c.skip, spec })
 }
 
 /// Reads one file or every `*.toml` in a folder (sorted by name).
@@ -233,7 +239,8 @@ pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
         .iter()
         .map(|p| {
             let shown = p.display().to_string();
-            let text = std::fs::read_to_string(p).map_err(|source| CatalogueError::Io { path: shown.clone(), source })?;
+            let text =
+                std::fs::read_to_string(p).map_err(|source| CatalogueError::Io { path: shown.clone(), source })?;
             parse(&shown, &text)
         })
         .collect()

@@ -102,12 +102,7 @@ fn rule_resolve(e: &ErrorReport, ty: &str, m: &str) -> Option<Reason> {
     let lookup = matches!(ty, "AttributeError" | "ImportError" | "ModuleNotFoundError");
     let broken_library = contains_any(
         m,
-        &[
-            "cannot open shared object file",
-            "undefined symbol",
-            "dll load failed",
-            "library not loaded",
-        ],
+        &["cannot open shared object file", "undefined symbol", "dll load failed", "library not loaded"],
     );
     (e.phase == "resolve" && lookup && !broken_library).then_some(Reason::ApiMissing)
 }
@@ -259,13 +254,7 @@ fn rule_compiler_exception(error_type: &str, ty: &str) -> Option<Reason> {
 ///   Supported device types [CPU]. All available devices […GPU:0, …CPU:0]` (the device exists,
 ///   rule 5 did not fire) ⇒ not implemented: no kernel for this node on that device.
 fn rule_tf_kernel_registry(m: &str) -> Option<Reason> {
-    let dtype_if = |gap: bool| {
-        Some(if gap {
-            Reason::DtypeUnsupported
-        } else {
-            Reason::NotImplemented
-        })
-    };
+    let dtype_if = |gap: bool| Some(if gap { Reason::DtypeUnsupported } else { Reason::NotImplemented });
     if m.contains("could not find device for node") {
         let listing = after(m, "all kernels registered for op").unwrap_or("");
         return dtype_if(kernel_devices(listing).any(|d| !d.ends_with("_jit")));
@@ -512,8 +501,7 @@ const TF_DTYPES: &[&str] = &[
 fn tf_attr_value_not_allowed(m: &str) -> Option<&str> {
     let rest = after(m, "value for attr '")?;
     let rest = after(rest, "' of ")?;
-    rest.find(" is not in the list of allowed values")
-        .map(|j| rest[..j].trim())
+    rest.find(" is not in the list of allowed values").map(|j| rest[..j].trim())
 }
 
 /// Words that name a dtype unambiguously (`int` or `float` alone are too common in prose).
@@ -595,15 +583,7 @@ mod tests {
     }
 
     fn run(framework: Framework, error_type: &str, message: &str, phase: &str) -> Reason {
-        classify(
-            framework,
-            &ErrorReport {
-                error_type,
-                message,
-                phase,
-                harness: false,
-            },
-        )
+        classify(framework, &ErrorReport { error_type, message, phase, harness: false })
     }
 
     /// First call on the device: where most framework errors surface.
@@ -620,12 +600,8 @@ mod tests {
             .errors
             .iter()
             .filter_map(|f| {
-                let e = ErrorReport {
-                    error_type: &f.error_type,
-                    message: &f.message,
-                    phase: &f.phase,
-                    harness: f.harness,
-                };
+                let e =
+                    ErrorReport { error_type: &f.error_type, message: &f.message, phase: &f.phase, harness: f.harness };
                 let got = classify(f.framework, &e);
                 (got != f.expected).then(|| {
                     format!(
@@ -650,10 +626,7 @@ mod tests {
         for key in ["numpy", "torch", "jax"] {
             assert!(fx.captured_with.contains_key(key), "captured_with lacks {key}");
         }
-        assert!(
-            fx.captured_with.keys().any(|k| k.starts_with("tensorflow")),
-            "captured_with lacks tensorflow"
-        );
+        assert!(fx.captured_with.keys().any(|k| k.starts_with("tensorflow")), "captured_with lacks tensorflow");
         for fw in Framework::ALL {
             let n = fx.errors.iter().filter(|f| f.framework == fw).count();
             assert!(n >= 10, "only {n} fixtures for {fw}");
@@ -672,28 +645,16 @@ mod tests {
                 f.label,
                 f.phase
             );
-            assert!(
-                f.message.chars().count() <= 4000,
-                "{}: message longer than the worker sends",
-                f.label
-            );
+            assert!(f.message.chars().count() <= 4000, "{}: message longer than the worker sends", f.label);
         }
     }
 
     #[test]
     fn rule_1_harness_flag_wins_over_everything() {
         let msg = "CUDA out of memory. Tried to allocate 2.00 GiB";
-        let e = ErrorReport {
-            error_type: "torch.OutOfMemoryError",
-            message: msg,
-            phase: "first_call",
-            harness: true,
-        };
+        let e = ErrorReport { error_type: "torch.OutOfMemoryError", message: msg, phase: "first_call", harness: true };
         assert_eq!(classify(Torch, &e), Reason::HarnessError);
-        assert_eq!(
-            classify(Torch, &ErrorReport { harness: false, ..e }),
-            Reason::OutOfMemory
-        );
+        assert_eq!(classify(Torch, &ErrorReport { harness: false, ..e }), Reason::OutOfMemory);
         let e = ErrorReport {
             error_type: "AttributeError",
             message: "module 'jax' has no attribute 'x'",
@@ -708,27 +669,15 @@ mod tests {
         let so = "libcudart.so.12: cannot open shared object file: No such file or directory";
         assert_eq!(run(Torch, "ImportError", so, "import"), Reason::Other);
         assert_eq!(run(Jax, "MemoryError", "", "import"), Reason::Other);
-        assert_eq!(
-            run(Tf, "ModuleNotFoundError", "No module named 'tensorflow'", "import"),
-            Reason::Other
-        );
+        assert_eq!(run(Tf, "ModuleNotFoundError", "No module named 'tensorflow'", "import"), Reason::Other);
     }
 
     #[test]
     fn rule_3_unresolved_names_are_api_missing() {
         let r = |ty, msg| run(Torch, ty, msg, "resolve");
-        assert_eq!(
-            r("AttributeError", "module 'torch' has no attribute 'symeig'"),
-            Reason::ApiMissing
-        );
-        assert_eq!(
-            r("ModuleNotFoundError", "No module named 'torch_xla'"),
-            Reason::ApiMissing
-        );
-        assert_eq!(
-            r("ImportError", "cannot import name 'x' from 'torch.y'"),
-            Reason::ApiMissing
-        );
+        assert_eq!(r("AttributeError", "module 'torch' has no attribute 'symeig'"), Reason::ApiMissing);
+        assert_eq!(r("ModuleNotFoundError", "No module named 'torch_xla'"), Reason::ApiMissing);
+        assert_eq!(r("ImportError", "cannot import name 'x' from 'torch.y'"), Reason::ApiMissing);
         // A library that fails to load is a broken install, not a missing function.
         let so = "libtpu.so: cannot open shared object file: No such file or directory";
         assert_eq!(r("ImportError", so), Reason::Other);
@@ -736,42 +685,25 @@ mod tests {
         // Other exception types at resolve time go through the remaining rules.
         assert_eq!(r("RuntimeError", "something else"), Reason::Other);
         // The same AttributeError outside `resolve` is not rule 3 (see rule 8).
-        assert_eq!(
-            run(
-                Torch,
-                "AttributeError",
-                "'Tensor' object has no attribute 'foo'",
-                "first_call"
-            ),
-            Reason::Other
-        );
+        assert_eq!(run(Torch, "AttributeError", "'Tensor' object has no attribute 'foo'", "first_call"), Reason::Other);
     }
 
     #[test]
     fn rule_4_silent_fallback_needs_the_workers_type() {
         let msg = "output on cpu, expected cuda:0";
-        assert_eq!(
-            run(Torch, "mlport.SilentFallback", msg, "outputs"),
-            Reason::SilentFallback
-        );
+        assert_eq!(run(Torch, "mlport.SilentFallback", msg, "outputs"), Reason::SilentFallback);
         assert_eq!(run(Torch, "mylib.SilentFallback", msg, "outputs"), Reason::Other);
     }
 
     #[test]
     fn rule_5_absent_devices_are_harness_errors() {
-        assert_eq!(
-            call(Torch, "AssertionError", "Torch not compiled with CUDA enabled"),
-            Reason::HarnessError
-        );
+        assert_eq!(call(Torch, "AssertionError", "Torch not compiled with CUDA enabled"), Reason::HarnessError);
         let msg = "CUDA error: no CUDA-capable device is detected\nCUDA kernel errors might be asynchronously reported";
         assert_eq!(call(Torch, "torch.AcceleratorError", msg), Reason::HarnessError);
         let msg = "Could not satisfy explicit device specification '/device:GPU:0' because no devices matching that \
                    specification are registered in this process; available devices: \
                    /job:localhost/replica:0/task:0/device:CPU:0";
-        assert_eq!(
-            call(Tf, "tensorflow.python.framework.errors_impl.InvalidArgumentError", msg),
-            Reason::HarnessError
-        );
+        assert_eq!(call(Tf, "tensorflow.python.framework.errors_impl.InvalidArgumentError", msg), Reason::HarnessError);
         // The requested device exists but has no kernel for the node: rule 10, not rule 5.
         let msg = "Could not satisfy device specification '/job:localhost/replica:0/task:0/device:GPU:0'. \
                    enable_soft_placement=0. Supported device types [CPU]. All available devices \
@@ -788,30 +720,18 @@ mod tests {
         let cuda = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which \
                     1.25 MiB is free.";
         assert_eq!(call(Torch, "torch.OutOfMemoryError", cuda), Reason::OutOfMemory);
-        assert_eq!(
-            call(Torch, "torch.cuda.OutOfMemoryError", "anything"),
-            Reason::OutOfMemory
-        );
+        assert_eq!(call(Torch, "torch.cuda.OutOfMemoryError", "anything"), Reason::OutOfMemory);
         assert_eq!(call(Torch, "RuntimeError", "CUDA OUT OF MEMORY"), Reason::OutOfMemory);
         let mps = "MPS backend out of memory (MPS allocated: 18.12 GB, other allocations: 1.23 GB, max allowed: \
                    18.13 GB). Tried to allocate 256.00 MB on private pool.";
         assert_eq!(call(Torch, "RuntimeError", mps), Reason::OutOfMemory);
         let tpu = "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. \
                    Used 17.5G of 15.48G hbm.";
-        assert_eq!(
-            call(Jax, "jaxlib.xla_extension.XlaRuntimeError", tpu),
-            Reason::OutOfMemory
-        );
-        assert_eq!(
-            call(Torch, "RuntimeError", "cuDNN error: CUDNN_STATUS_ALLOC_FAILED"),
-            Reason::OutOfMemory
-        );
+        assert_eq!(call(Jax, "jaxlib.xla_extension.XlaRuntimeError", tpu), Reason::OutOfMemory);
+        assert_eq!(call(Torch, "RuntimeError", "cuDNN error: CUDNN_STATUS_ALLOC_FAILED"), Reason::OutOfMemory);
         assert_eq!(call(Numpy, "MemoryError", ""), Reason::OutOfMemory);
         // Refusals that are not about memory stay out.
-        assert_eq!(
-            call(Numpy, "ValueError", "negative dimensions are not allowed"),
-            Reason::Other
-        );
+        assert_eq!(call(Numpy, "ValueError", "negative dimensions are not allowed"), Reason::Other);
     }
 
     #[test]
@@ -828,38 +748,17 @@ mod tests {
     #[test]
     fn rule_8_removed_api_at_call_time() {
         let attr = |fw, msg, phase| run(fw, "AttributeError", msg, phase);
-        assert_eq!(
-            attr(Tf, "module 'tensorflow' has no attribute 'Session'", "setup"),
-            Reason::ApiMissing
-        );
-        assert_eq!(
-            attr(Tf, "module 'keras.layers' has no attribute 'Foo'", "first_call"),
-            Reason::ApiMissing
-        );
+        assert_eq!(attr(Tf, "module 'tensorflow' has no attribute 'Session'", "setup"), Reason::ApiMissing);
+        assert_eq!(attr(Tf, "module 'keras.layers' has no attribute 'Foo'", "first_call"), Reason::ApiMissing);
         // Only the case's own framework: a NumPy name missing in a PyTorch case is not PyTorch's API.
-        assert_eq!(
-            attr(Torch, "module 'numpy' has no attribute 'float'", "first_call"),
-            Reason::Other
-        );
-        assert_eq!(
-            attr(Numpy, "module 'numpy' has no attribute 'float'", "first_call"),
-            Reason::ApiMissing
-        );
+        assert_eq!(attr(Torch, "module 'numpy' has no attribute 'float'", "first_call"), Reason::Other);
+        assert_eq!(attr(Numpy, "module 'numpy' has no attribute 'float'", "first_call"), Reason::ApiMissing);
         // Only while setting up or making the call.
-        assert_eq!(
-            attr(Jax, "module 'jax' has no attribute 'tree_map'", "outputs"),
-            Reason::Other
-        );
-        assert_eq!(
-            attr(Torch, "'Tensor' object has no attribute 'foo'", "setup"),
-            Reason::Other
-        );
+        assert_eq!(attr(Jax, "module 'jax' has no attribute 'tree_map'", "outputs"), Reason::Other);
+        assert_eq!(attr(Torch, "'Tensor' object has no attribute 'foo'", "setup"), Reason::Other);
         let msg = "cannot import name 'ShardedDeviceArray' from 'jax.interpreters.pxla' (/x/jax/interpreters/pxla.py)";
         assert_eq!(run(Jax, "ImportError", msg, "setup"), Reason::ApiMissing);
-        assert_eq!(
-            run(Jax, "ModuleNotFoundError", "No module named 'flax'", "setup"),
-            Reason::Other
-        );
+        assert_eq!(run(Jax, "ModuleNotFoundError", "No module named 'flax'", "setup"), Reason::Other);
         let msg = "This function was deprecated since version 1.9 and is now removed. Please use the \
                    `torch.linalg.solve` function instead.";
         assert_eq!(call(Torch, "RuntimeError", msg), Reason::ApiMissing);
@@ -872,20 +771,11 @@ mod tests {
     #[test]
     fn rule_9_compiler_exceptions_beat_their_wrapped_text() {
         let msg = "backend='inductor' raised:\nNotImplementedError: \"addmm\" not implemented for 'Half'";
-        assert_eq!(
-            call(Torch, "torch._dynamo.exc.BackendCompilerFailed", msg),
-            Reason::CompileError
-        );
+        assert_eq!(call(Torch, "torch._dynamo.exc.BackendCompilerFailed", msg), Reason::CompileError);
         let msg = "LoweringException: NotImplementedError: unsupported dtype torch.complex64";
-        assert_eq!(
-            call(Torch, "torch._inductor.exc.InductorError", msg),
-            Reason::CompileError
-        );
+        assert_eq!(call(Torch, "torch._inductor.exc.InductorError", msg), Reason::CompileError);
         let msg = "Array boolean indices must be concrete; got bool[4]";
-        assert_eq!(
-            call(Jax, "jax.errors.NonConcreteBooleanIndexError", msg),
-            Reason::CompileError
-        );
+        assert_eq!(call(Jax, "jax.errors.NonConcreteBooleanIndexError", msg), Reason::CompileError);
         // The same text under a plain type is classified by its message.
         let msg = "\"addmm\" not implemented for 'Half'";
         assert_eq!(call(Torch, "RuntimeError", msg), Reason::DtypeUnsupported);
@@ -936,10 +826,7 @@ mod tests {
 
     #[test]
     fn rule_11_unambiguous_dtype_messages() {
-        assert_eq!(
-            call(Torch, "RuntimeError", "\"addmm_cuda\" not implemented for 'Bool'"),
-            Reason::DtypeUnsupported
-        );
+        assert_eq!(call(Torch, "RuntimeError", "\"addmm_cuda\" not implemented for 'Bool'"), Reason::DtypeUnsupported);
         let msg = "\"index_add_cuda_\" not implemented for 'Float8_e4m3fn'";
         assert_eq!(call(Torch, "NotImplementedError", msg), Reason::DtypeUnsupported);
         // A quoted name that is not a dtype is a plain missing kernel (rule 15).
@@ -955,11 +842,7 @@ mod tests {
         assert_eq!(call(Jax, "TypeError", msg), Reason::DtypeUnsupported);
         // `requires` far from any dtype is not enough.
         assert_eq!(
-            call(
-                Jax,
-                "TypeError",
-                "dot_general requires contracting dimensions to have the same shape"
-            ),
+            call(Jax, "TypeError", "dot_general requires contracting dimensions to have the same shape"),
             Reason::Other
         );
     }
@@ -982,26 +865,16 @@ mod tests {
     #[test]
     fn rule_13_compile_messages() {
         let msg = "INVALID_ARGUMENT: Binary op add with incompatible shapes: f32[3] and f32[4].";
-        assert_eq!(
-            call(Jax, "jaxlib.xla_extension.XlaRuntimeError", msg),
-            Reason::CompileError
-        );
+        assert_eq!(call(Jax, "jaxlib.xla_extension.XlaRuntimeError", msg), Reason::CompileError);
         // TensorFlow's InvalidArgumentError is ordinary argument checking.
         let ia = "tensorflow.python.framework.errors_impl.InvalidArgumentError";
-        assert_eq!(
-            call(Tf, ia, "INVALID_ARGUMENT: Incompatible shapes: [4] vs. [3]"),
-            Reason::Other
-        );
+        assert_eq!(call(Tf, ia, "INVALID_ARGUMENT: Incompatible shapes: [4] vs. [3]"), Reason::Other);
         let msg = "XLA compilation requires that operator arguments that represent shapes or dimensions be evaluated \
                    to concrete values at compile time. Input 0 to node `zeros` with op Fill must be a compile-time \
                    constant. {{node zeros}} = Fill[T=DT_FLOAT, index_type=DT_INT32]";
         assert_eq!(call(Tf, ia, msg), Reason::CompileError);
         assert_eq!(
-            call(
-                Jax,
-                "jax.errors.JaxRuntimeError",
-                "INTERNAL: Mosaic failed to compile TPU kernel"
-            ),
+            call(Jax, "jax.errors.JaxRuntimeError", "INTERNAL: Mosaic failed to compile TPU kernel"),
             Reason::CompileError
         );
     }
@@ -1019,29 +892,16 @@ mod tests {
         let msg = "expected m1 and m2 to have the same dtype, but got: float != double";
         assert_eq!(call(Torch, "RuntimeError", msg), Reason::Other);
         // A refusal without a dtype is not a dtype gap.
-        assert_eq!(
-            call(
-                Jax,
-                "ValueError",
-                "xp and fp must be one-dimensional arrays of equal size"
-            ),
-            Reason::Other
-        );
+        assert_eq!(call(Jax, "ValueError", "xp and fp must be one-dimensional arrays of equal size"), Reason::Other);
     }
 
     #[test]
     fn rule_15_other_missing_implementations() {
         let msg = "UNIMPLEMENTED: Only 1 computation per replica supported, 8 requested.";
-        assert_eq!(
-            call(Jax, "jaxlib.xla_extension.XlaRuntimeError", msg),
-            Reason::NotImplemented
-        );
+        assert_eq!(call(Jax, "jaxlib.xla_extension.XlaRuntimeError", msg), Reason::NotImplemented);
         let msg = "The Conv2D op currently only supports the NHWC tensor format on the CPU. The op was given the \
                    format: NCHW";
-        assert_eq!(
-            call(Tf, "tensorflow.python.framework.errors_impl.UnimplementedError", msg),
-            Reason::NotImplemented
-        );
+        assert_eq!(call(Tf, "tensorflow.python.framework.errors_impl.UnimplementedError", msg), Reason::NotImplemented);
         let msg = "Nonsymmetric eigendecomposition is only implemented on the CPU backend.";
         assert_eq!(call(Jax, "NotImplementedError", msg), Reason::NotImplemented);
         assert_eq!(
@@ -1054,10 +914,7 @@ mod tests {
     fn rule_16_anything_else_is_other() {
         let msg = "operands could not be broadcast together with shapes (4,) (3,)";
         assert_eq!(call(Numpy, "ValueError", msg), Reason::Other);
-        assert_eq!(
-            call(Numpy, "numpy.linalg.LinAlgError", "Singular matrix"),
-            Reason::Other
-        );
+        assert_eq!(call(Numpy, "numpy.linalg.LinAlgError", "Singular matrix"), Reason::Other);
         assert_eq!(call(Jax, "KeyError", ""), Reason::Other);
     }
 

@@ -82,7 +82,12 @@ pub fn user_python(path: &Path) -> Result<PythonEnv> {
         .output()
         .with_context(|| format!("--python {}: cannot run it", path.display()))?;
     if !out.status.success() {
-        bail!("--python {}: it exits with {} ({})", path.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "--python {}: it exits with {} ({})",
+            path.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(PythonEnv { python: path.to_path_buf(), managed: false, install_failures: BTreeMap::new() })
 }
@@ -93,17 +98,17 @@ pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
     let dir = env_dir();
     let python = venv_python(&dir);
     let marker_path = dir.join(MARKER);
-    if let Ok(text) = std::fs::read_to_string(&marker_path) {
-        if let Ok(m) = serde_json::from_str::<Marker>(&text) {
-            if m.lock_sha256 == lock_hash() && python.exists() {
-                let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| m.failed.contains_key(f)).collect();
-                if missing.is_empty() {
-                    return Ok(PythonEnv { python, managed: true, install_failures: m.failed });
-                }
-                // Retry frameworks that failed last time.
-                let _ = std::fs::remove_file(&marker_path);
-            }
+    if let Ok(text) = std::fs::read_to_string(&marker_path)
+        && let Ok(m) = serde_json::from_str::<Marker>(&text)
+        && m.lock_sha256 == lock_hash()
+        && python.exists()
+    {
+        let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| m.failed.contains_key(f)).collect();
+        if missing.is_empty() {
+            return Ok(PythonEnv { python, managed: true, install_failures: m.failed });
         }
+        // Retry frameworks that failed last time.
+        let _ = std::fs::remove_file(&marker_path);
     }
     create(&dir, frameworks)?;
     let text = std::fs::read_to_string(&marker_path).context("reading the environment marker")?;
@@ -130,7 +135,8 @@ fn run_logged(cmd: &mut Command, pb: &ProgressBar, log: &Path) -> Result<(bool, 
         .spawn()
         .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
     let stderr = child.stderr.take().expect("piped");
-    let err_thread = std::thread::spawn(move || BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>());
+    let err_thread =
+        std::thread::spawn(move || BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>());
     let mut tail: Vec<String> = Vec::new();
     for line in BufReader::new(child.stdout.take().expect("piped")).lines().map_while(Result::ok) {
         writeln!(logf, "{line}")?;
@@ -216,9 +222,8 @@ mod tests {
                 let norm = pkg.replace('-', "_").to_lowercase();
                 let pinned = LOCK.lines().any(|l| {
                     let l = l.trim();
-                    l.split_once("==").is_some_and(|(name, ver)| {
-                        name.replace('-', "_").to_lowercase() == norm && !ver.is_empty()
-                    })
+                    l.split_once("==")
+                        .is_some_and(|(name, ver)| name.replace('-', "_").to_lowercase() == norm && !ver.is_empty())
                 });
                 assert!(pinned, "{pkg} is not pinned in python/requirements.lock");
             }

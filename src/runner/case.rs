@@ -57,11 +57,7 @@ pub fn execute_case(
         r.message = Some(why.to_string());
         return (Some(finish(r)), true);
     }
-    let timeout = case
-        .spec
-        .get("timeout_s")
-        .and_then(|t| t.as_f64())
-        .map_or(cfg.case_timeout, Duration::from_secs_f64);
+    let timeout = case.spec.get("timeout_s").and_then(|t| t.as_f64()).map_or(cfg.case_timeout, Duration::from_secs_f64);
     let out = out_dir.to_string_lossy();
     let req = Request::Run {
         v: PROTOCOL_VERSION,
@@ -83,7 +79,12 @@ pub fn execute_case(
                 if !passed {
                     r.reason = Some(classify(
                         case.framework,
-                        &ErrorReport { error_type: &e.error_type, message: &e.message, phase: &e.phase, harness: e.harness },
+                        &ErrorReport {
+                            error_type: &e.error_type,
+                            message: &e.message,
+                            phase: &e.phase,
+                            harness: e.harness,
+                        },
                     ));
                 }
                 r.error_type = Some(e.error_type);

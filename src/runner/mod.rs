@@ -118,7 +118,12 @@ pub fn execute(
             .devices
             .iter()
             .filter(|d| d.available)
-            .filter_map(|d| d.device.parse::<Device>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string())))
+            .filter_map(|d| {
+                d.device
+                    .parse::<Device>()
+                    .ok()
+                    .map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
+            })
             .collect();
         let wanted: Vec<Device> = match &cfg.devices {
             Some(list) => list.clone(),
@@ -127,7 +132,9 @@ pub fn execute(
         let mut infos = Vec::new();
         for d in &wanted {
             match reported.iter().find(|(r, _)| r == d) {
-                Some((_, detail)) => infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() }),
+                Some((_, detail)) => {
+                    infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
+                }
                 None => {
                     infos.push(DeviceInfo {
                         framework: fw,

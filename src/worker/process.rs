@@ -120,14 +120,7 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
             g.push_back(l);
         }
     });
-    let mut w = Worker {
-        spec: spec.clone(),
-        child,
-        stdin: None,
-        lines: rx,
-        stderr: tail,
-        hello: placeholder_hello(),
-    };
+    let mut w = Worker { spec: spec.clone(), child, stdin: None, lines: rx, stderr: tail, hello: placeholder_hello() };
     w.stdin = w.child.stdin.take();
     match w.receive(start_timeout, interrupted) {
         Ok(Message::Hello(h)) => {
@@ -143,7 +136,8 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
             Ok(w)
         }
         Ok(other) => {
-            let f = Failure::Protocol { message: format!("expected hello, got {other:?}"), stderr_tail: w.stderr_tail() };
+            let f =
+                Failure::Protocol { message: format!("expected hello, got {other:?}"), stderr_tail: w.stderr_tail() };
             w.kill();
             Err(f)
         }
