@@ -47,11 +47,11 @@ fn a_small_catalogue_runs_end_to_end_on_all_four_frameworks() {
         .assert()
         .success()
         .get_output()
-        .stdout
         .clone();
-    let table = String::from_utf8(out).unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
     for fw in ["numpy", "torch", "jax", "tensorflow"] {
-        assert!(table.contains(fw), "{fw} missing from\n{table}");
+        assert!(table.contains(&format!("│ {fw}")), "{fw} missing from\n{table}\nstderr:\n{log}");
     }
 
     // The report, later, from the store alone.

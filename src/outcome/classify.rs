@@ -374,8 +374,15 @@ fn rule_dtype_generic(m: &str) -> Option<Reason> {
         "must be",
         "not allowed",
         "allowed values",
+        "is not handled",
+        "not inexact",
+        "cannot convert",
+        "conversion requested dtype",
     ];
-    (names_a_dtype(m) && contains_any(m, REFUSALS)).then_some(Reason::DtypeUnsupported)
+    // Messages that refuse dtypes without naming one the usual way.
+    const TYPE_REFUSALS: &[&str] = &["doesn't handle types other than", "does not handle types other than"];
+    ((names_a_dtype(m) && contains_any(m, REFUSALS)) || contains_any(m, TYPE_REFUSALS))
+        .then_some(Reason::DtypeUnsupported)
 }
 
 /// Rule 15: every other "not implemented" ⇒ `not_implemented`. By type: `NotImplementedError`
@@ -888,6 +895,20 @@ mod tests {
             call(Torch, "RuntimeError", "MPS does not support cumsum op with int64 input"),
             Reason::DtypeUnsupported
         );
+        // Real messages from the built-in catalogue on CPU (torch 2.15, jax 0.10, tensorflow 2.21).
+        let msg = "This function doesn't handle types other than float and double";
+        assert_eq!(call(Torch, "RuntimeError", msg), Reason::DtypeUnsupported);
+        let msg = "x.dtype=<dtype: 'bfloat16'> is not handled, see docstring for supported types.";
+        assert_eq!(call(Tf, "TypeError", msg), Reason::DtypeUnsupported);
+        let msg = "x.dtype=float16 is not supported, see docstring for supported types.";
+        assert_eq!(call(Jax, "TypeError", msg), Reason::DtypeUnsupported);
+        let msg = "data type <class 'ml_dtypes.bfloat16'> not inexact";
+        assert_eq!(call(Tf, "ValueError", msg), Reason::DtypeUnsupported);
+        let msg = "Cannot convert 57.29577951308232 to EagerTensor of dtype int32";
+        assert_eq!(call(Tf, "TypeError", msg), Reason::DtypeUnsupported);
+        let msg = "Tensor conversion requested dtype int32 for Tensor with dtype int64: <tf.Tensor: shape=(3,), \
+                   dtype=int64, numpy=array([5, 4, 3])>";
+        assert_eq!(call(Tf, "ValueError", msg), Reason::DtypeUnsupported);
         // A dtype without a refusal is a mismatch, not a gap.
         let msg = "expected m1 and m2 to have the same dtype, but got: float != double";
         assert_eq!(call(Torch, "RuntimeError", msg), Reason::Other);
