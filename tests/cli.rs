@@ -233,3 +233,46 @@ fn a_device_the_framework_cannot_see_is_unavailable_not_failed() {
     assert_eq!(rep["unavailable"][0]["device"], "cuda:0");
     assert_eq!(rep["targets"].as_array().unwrap().len(), 1, "only cpu has results");
 }
+
+#[test]
+fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frameworks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("svd.db");
+    mlport()
+        .args([
+            "run",
+            "--function",
+            "torch.linalg.svd,jax.numpy.linalg.svd,tf.linalg.svd",
+            "--dtype",
+            "float32,bfloat16",
+        ])
+        .args(["--device", "cpu", "--db"])
+        .arg(&db)
+        .arg("--python")
+        .arg(common::python())
+        .assert()
+        .success();
+    let json = mlport()
+        .args(["report", "--functions", "--format", "json", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    // `--functions` appends the per-function document after the summary.
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&json).into_iter().map(Result::unwrap).collect();
+    let rep = &docs[0];
+    let store = mlport::store::Store::open(&db).unwrap();
+    let results = store.results(store.latest_run().unwrap().unwrap().id).unwrap();
+    for (fw, name) in [("torch", "torch.linalg.svd"), ("jax", "jax.numpy.linalg.svd"), ("tensorflow", "tf.linalg.svd")]
+    {
+        let f = function(target(rep, fw, "cpu"), name);
+        assert_eq!(f["status"], "partial", "{f:#}");
+        for r in results.iter().filter(|r| r.function.name == name) {
+            let want = if r.case.dtype == "bfloat16" { Some(mlport::model::Reason::DtypeUnsupported) } else { None };
+            assert_eq!(r.result.reason, want, "{} {:?}", r.case.key, r.result.message);
+            assert_eq!(r.result.outcome == mlport::model::Outcome::Pass, r.case.dtype == "float32", "{}", r.case.key);
+        }
+    }
+}
