@@ -93,9 +93,15 @@ pub fn user_python(path: &Path) -> Result<PythonEnv> {
 }
 
 /// The managed environment, created (with a spinner on stderr) if missing or stale.
-/// `base_python` makes the venv (default `python3`, or `$MLPORT_BASE_PYTHON`).
+/// The venv is made by `$MLPORT_BASE_PYTHON`, else `python3`.
 pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
     let dir = env_dir();
+    // One creator at a time: a second mlport waits here, then finds the marker.
+    let parent = dir.parent().unwrap_or(&dir).to_path_buf();
+    std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    let lock_path = parent.join(".lock");
+    let lock = std::fs::File::create(&lock_path).with_context(|| format!("cannot create {}", lock_path.display()))?;
+    lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let python = venv_python(&dir);
     let marker_path = dir.join(MARKER);
     if let Ok(text) = std::fs::read_to_string(&marker_path)
@@ -158,12 +164,39 @@ fn run_logged(cmd: &mut Command, pb: &ProgressBar, log: &Path) -> Result<(bool, 
     Ok((status.success(), tail.join("\n")))
 }
 
+/// The oldest Python the lock file's pins support (numpy 2.4 and jax 0.10 need 3.11).
+pub const MIN_PYTHON: (u32, u32) = (3, 11);
+
+/// Checks that `base` runs, is new enough and has the venv module.
+fn check_base_python(base: &str) -> Result<()> {
+    let out = Command::new(base)
+        .args(["-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .with_context(|| {
+            format!("cannot run `{base}` to create the Python environment (set MLPORT_BASE_PYTHON or pass --python)")
+        })?;
+    if !out.status.success() {
+        bail!("`{base}` cannot create virtual environments: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let version: Option<(u32, u32)> = text.split_once('.').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    match version {
+        Some(v) if v >= MIN_PYTHON => Ok(()),
+        _ => bail!(
+            "`{base}` is Python {text}; the pinned frameworks need Python {}.{} or newer (set MLPORT_BASE_PYTHON or pass --python)",
+            MIN_PYTHON.0,
+            MIN_PYTHON.1
+        ),
+    }
+}
+
 fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let base = std::env::var("MLPORT_BASE_PYTHON").unwrap_or_else(|_| "python3".into());
     let log = dir.join("install.log");
     let lock_path = dir.join("requirements.lock");
     std::fs::write(&lock_path, LOCK)?;
+    check_base_python(&base)?;
     eprintln!("mlport: setting up the Python environment in {} (log: {})", dir.display(), log.display());
     let pb = spinner("creating virtual environment");
     let python = venv_python(dir);
