@@ -351,6 +351,7 @@ pub(crate) mod tests {
                 reference_device: Device::cpu(),
                 mlport_version: "0.1.0".into(),
             },
+            origin: Default::default(),
             state: "finished".into(),
             finished_at: Some("2026-12-01T10:05:00Z".into()),
             cases_planned: 16,

@@ -5,5 +5,8 @@ pub mod records;
 pub mod schema;
 mod sqlite;
 
-pub use records::{CaseResult, CaseRow, DeviceInfo, FrameworkInfo, FunctionRow, ResultRow, RunInfo, RunSummary};
+pub use records::{
+    CaseResult, CaseRow, DeviceInfo, FrameworkInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSource,
+    RunSummary,
+};
 pub use sqlite::{Store, StoreError};

@@ -128,11 +128,95 @@ pub struct ResultRow {
     pub result: CaseResult,
 }
 
+/// Where a run's results came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RunSource {
+    /// `mlport run`: the catalogue run by mlport's own workers.
+    #[default]
+    #[serde(rename = "live")]
+    Live,
+    /// `mlport pytest`: a user's pytest suite run by mlport, then imported.
+    #[serde(rename = "pytest")]
+    Pytest,
+    /// `mlport import pytest-json`: a pytest-json-report file (and timings) from elsewhere.
+    #[serde(rename = "import:pytest-json")]
+    ImportPytestJson,
+    /// `mlport import paper`: the published raw data of "The Grand Illusion".
+    #[serde(rename = "import:paper")]
+    ImportPaper,
+}
+
+impl RunSource {
+    pub const ALL: [RunSource; 4] =
+        [RunSource::Live, RunSource::Pytest, RunSource::ImportPytestJson, RunSource::ImportPaper];
+
+    /// The stored spelling: `live`, `pytest`, `import:pytest-json`, `import:paper`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunSource::Live => "live",
+            RunSource::Pytest => "pytest",
+            RunSource::ImportPytestJson => "import:pytest-json",
+            RunSource::ImportPaper => "import:paper",
+        }
+    }
+
+    /// True for runs whose cases are tests of a pytest suite (imported or run by `mlport pytest`).
+    pub fn is_test_suite(self) -> bool {
+        !matches!(self, RunSource::Live)
+    }
+}
+
+impl std::str::FromStr for RunSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RunSource::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| format!("unknown run source `{s}`"))
+    }
+}
+
+impl std::fmt::Display for RunSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A run's provenance: where its results came from, a user's label, the machine the data
+/// was measured on when that is not this host, and notes a reader of its report needs
+/// (quirks of the data handled on import). Live runs have the default: source `live`,
+/// nothing else.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunOrigin {
+    pub source: RunSource,
+    /// A user's name for the run (`--label`); `import paper` labels runs
+    /// `paper/<framework>/<machine>/<device folder>`. Reports and `--slowdown` accept it in
+    /// place of a run id.
+    pub label: Option<String>,
+    /// The machine the results were measured on, e.g. the paper's `t4_vm`.
+    pub machine: Option<String>,
+    /// Lines printed under the run's report, e.g. "no pytest report: outcomes unknown".
+    pub notes: Vec<String>,
+}
+
+/// A whole run as an importer produces it, written by [`crate::store::Store::import_runs`]
+/// in one transaction with the others of the same import.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunData {
+    pub info: RunInfo,
+    pub origin: RunOrigin,
+    pub functions: Vec<FunctionRow>,
+    /// In the order they are to be reported.
+    pub cases: Vec<CaseRow>,
+    pub devices: Vec<DeviceInfo>,
+    /// At most one per (case, device).
+    pub results: Vec<CaseResult>,
+}
+
 /// A stored run with its id and state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub id: i64,
     pub info: RunInfo,
+    /// Where the results came from; the default for live runs.
+    pub origin: RunOrigin,
     /// `running`, `finished` or `interrupted`.
     pub state: String,
     pub finished_at: Option<String>,

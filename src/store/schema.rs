@@ -45,7 +45,10 @@ impl Migration {
 pub const APPLICATION: &str = "mlport";
 
 /// Every migration, oldest first. Append only: never edit one that has shipped.
-pub const MIGRATIONS: &[Migration] = &[Migration { version: 1, name: "initial schema", sql: V1 }];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "initial schema", sql: V1 },
+    Migration { version: 2, name: "run origin: source, label, machine, notes", sql: V2 },
+];
 
 /// The newest schema version this binary knows.
 pub fn latest_version() -> i64 {
@@ -149,6 +152,17 @@ CREATE TABLE samples (
     ns         BIGINT NOT NULL,
     PRIMARY KEY (result_id, idx)
 );
+";
+
+/// Version 2: where a run came from (live, `mlport pytest`, an imported pytest-json-report
+/// or the paper's data), a user's label, the machine the data was measured on, and notes
+/// (JSON list of strings) for its report. Existing runs become `live`.
+const V2: &str = "
+ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'live';
+ALTER TABLE runs ADD COLUMN label TEXT;
+ALTER TABLE runs ADD COLUMN machine TEXT;
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX runs_label ON runs (label);
 ";
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ use rusqlite::{CachedStatement, Connection, OptionalExtension, Row, TransactionB
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::records::{CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunInfo, RunSummary};
+use super::records::{
+    CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSummary,
+};
 use super::schema::{self, Dialect};
 use crate::model::{Device, Framework};
 
@@ -209,74 +211,52 @@ impl Store {
         cases: &[CaseRow],
     ) -> Result<i64, StoreError> {
         let ctx = Ctx(&self.path);
-        let cols = RunCols::new(ctx, info)?;
         let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
-        let run: i64 = prepare(
-            &tx,
-            "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
-             python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
-             mlport_version, state) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'running') RETURNING id",
-        )
-        .and_then(|mut s| s.query_row(cols.params(info).as_slice(), |r| r.get(0)))
-        .map_err(|e| ctx.db(e))?;
-
-        let mut function_ids: HashMap<(Framework, &str), i64> = HashMap::new();
-        {
-            let mut insert = prepare(
-                &tx,
-                "INSERT INTO functions (run_id, framework, name, paper, decile, top20, op, moved, note) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            )
-            .map_err(|e| ctx.db(e))?;
-            for f in functions {
-                if function_ids.contains_key(&(f.framework, f.name.as_str())) {
-                    return Err(ctx.invalid(format!("function {} ({}) is listed twice", f.name, f.framework)));
-                }
-                let id: i64 = insert
-                    .query_row(
-                        params![run, f.framework.as_str(), f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note],
-                        |r| r.get(0),
-                    )
-                    .map_err(|e| ctx.db(e))?;
-                function_ids.insert((f.framework, f.name.as_str()), id);
-            }
-        }
-        {
-            let mut insert = prepare(
-                &tx,
-                "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .map_err(|e| ctx.db(e))?;
-            let mut keys = HashSet::new();
-            for (ordinal, c) in cases.iter().enumerate() {
-                let function = function_ids.get(&(c.framework, c.function.as_str())).ok_or_else(|| {
-                    ctx.invalid(format!(
-                        "case `{}` names function {} ({}), which is not planned",
-                        c.key, c.function, c.framework
-                    ))
-                })?;
-                if !keys.insert(c.key.as_str()) {
-                    return Err(ctx.invalid(format!("case `{}` is listed twice", c.key)));
-                }
-                let ordinal = ctx.int(ordinal as u64, "case ordinal")?;
-                insert
-                    .execute(params![
-                        run,
-                        function,
-                        c.key,
-                        c.case_id,
-                        c.dtype,
-                        c.seed.to_string(),
-                        ctx.json(&c.spec, "case spec")?,
-                        ordinal
-                    ])
-                    .map_err(|e| ctx.db(e))?;
-            }
-        }
+        let (run, _) = insert_plan(&tx, ctx, info, &RunOrigin::default(), functions, cases)?;
         tx.commit().map_err(|e| ctx.db(e))?;
         Ok(run)
+    }
+
+    /// Writes whole runs (environment, origin, functions, cases, devices, results with
+    /// their samples) in ONE transaction: either every run is stored, finished, or nothing
+    /// is. Returns the new run ids in the order given.
+    ///
+    /// Errors: those of [`Store::create_run`], and [`StoreError::Invalid`] for a result
+    /// naming a case its run does not plan, two results for one (case, device), or a
+    /// duration beyond `i64` ns. Nothing is written on any error.
+    pub fn import_runs(&mut self, runs: &[RunData]) -> Result<Vec<i64>, StoreError> {
+        let ctx = Ctx(&self.path);
+        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let mut ids = Vec::with_capacity(runs.len());
+        for data in runs {
+            let (run, case_ids) = insert_plan(&tx, ctx, &data.info, &data.origin, &data.functions, &data.cases)?;
+            let mut devices = prepare(
+                &tx,
+                "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .map_err(|e| ctx.db(e))?;
+            for d in &data.devices {
+                devices
+                    .execute(params![run, d.framework.as_str(), d.device.as_str(), d.available, d.detail])
+                    .map_err(|e| ctx.db(e))?;
+            }
+            let mut seen = HashSet::new();
+            for r in &data.results {
+                let case = *case_ids.get(r.case_key.as_str()).ok_or_else(|| {
+                    ctx.invalid(format!("a result names case `{}`, which the imported run does not plan", r.case_key))
+                })?;
+                if !seen.insert((case, r.device.as_str())) {
+                    return Err(ctx.invalid(format!("case `{}` has two results on {}", r.case_key, r.device)));
+                }
+                insert_result(&tx, ctx, run, case, r)?;
+            }
+            prepare(&tx, "UPDATE runs SET state = 'finished', finished_at = $1 WHERE id = $2")
+                .and_then(|mut s| s.execute(params![now(), run]))
+                .map_err(|e| ctx.db(e))?;
+            ids.push(run);
+        }
+        tx.commit().map_err(|e| ctx.db(e))?;
+        Ok(ids)
     }
 
     /// Replaces a run's environment description (framework versions become known only
@@ -331,61 +311,14 @@ impl Store {
     /// not planned in this run, [`StoreError::Invalid`] for a duration beyond `i64` ns.
     pub fn record_result(&mut self, run: i64, r: &CaseResult) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
-        let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
-        let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
-        let outputs = ctx.json(&r.outputs, "outputs")?;
+        check_result(ctx, r)?;
         self.ensure_run(run)?;
         let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
         let case: i64 = prepare(&tx, "SELECT id FROM cases WHERE run_id = $1 AND key = $2")
             .and_then(|mut s| s.query_row(params![run, r.case_key], |row| row.get(0)).optional())
             .map_err(|e| ctx.db(e))?
             .ok_or_else(|| StoreError::UnknownCase { path: self.path.clone(), run, key: r.case_key.clone() })?;
-        let result: i64 = prepare(
-            &tx,
-            "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, traceback, \
-             phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-             ON CONFLICT (case_id, device) DO UPDATE SET \
-             outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
-             message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
-             signal = excluded.signal, stderr_tail = excluded.stderr_tail, \
-             first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
-             outputs = excluded.outputs, finished_at = excluded.finished_at \
-             RETURNING id",
-        )
-        .and_then(|mut s| {
-            s.query_row(
-                params![
-                    run,
-                    case,
-                    r.device.as_str(),
-                    r.outcome.as_str(),
-                    r.reason.map(|x| x.as_str()),
-                    r.error_type,
-                    r.message,
-                    r.traceback,
-                    r.phase,
-                    r.signal,
-                    r.stderr_tail,
-                    first_call,
-                    r.wall_ms,
-                    outputs,
-                    r.finished_at
-                ],
-                |row| row.get(0),
-            )
-        })
-        .map_err(|e| ctx.db(e))?;
-        prepare(&tx, "DELETE FROM samples WHERE result_id = $1")
-            .and_then(|mut s| s.execute([result]))
-            .map_err(|e| ctx.db(e))?;
-        {
-            let mut insert =
-                prepare(&tx, "INSERT INTO samples (result_id, idx, ns) VALUES ($1, $2, $3)").map_err(|e| ctx.db(e))?;
-            for (idx, ns) in samples.iter().enumerate() {
-                insert.execute(params![result, idx as i64, ns]).map_err(|e| ctx.db(e))?;
-            }
-        }
+        insert_result(&tx, ctx, run, case, r)?;
         tx.commit().map_err(|e| ctx.db(e))
     }
 
@@ -427,6 +360,13 @@ impl Store {
         let ctx = Ctx(&self.path);
         let sql = format!("{RUN_SELECT} ORDER BY r.id DESC LIMIT 1");
         prepare(&self.conn, &sql).and_then(|mut s| s.query_row([], run_from_row).optional()).map_err(|e| ctx.db(e))
+    }
+
+    /// The newest run labelled `label` (see [`RunOrigin::label`]), `None` when no run is.
+    pub fn run_by_label(&self, label: &str) -> Result<Option<RunSummary>, StoreError> {
+        let ctx = Ctx(&self.path);
+        let sql = format!("{RUN_SELECT} WHERE r.label = $1 ORDER BY r.id DESC LIMIT 1");
+        prepare(&self.conn, &sql).and_then(|mut s| s.query_row([label], run_from_row).optional()).map_err(|e| ctx.db(e))
     }
 
     /// The run's planned functions, in the order given to [`Store::create_run`].
@@ -558,6 +498,149 @@ impl Store {
     }
 }
 
+/// Inserts a run (state `running`) with its origin, functions and cases inside `tx`.
+/// Returns the run id and each case key's id.
+fn insert_plan<'k>(
+    tx: &Connection,
+    ctx: Ctx<'_>,
+    info: &RunInfo,
+    origin: &RunOrigin,
+    functions: &[FunctionRow],
+    cases: &'k [CaseRow],
+) -> Result<(i64, HashMap<&'k str, i64>), StoreError> {
+    let cols = RunCols::new(ctx, info)?;
+    let mut values = cols.params(info);
+    let source = origin.source.as_str();
+    let notes = ctx.json(&origin.notes, "run notes")?;
+    values.extend([&source as &dyn rusqlite::ToSql, &origin.label, &origin.machine, &notes]);
+    let run: i64 = prepare(
+        tx,
+        "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
+         python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
+         mlport_version, source, label, machine, notes, state) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 'running') \
+         RETURNING id",
+    )
+    .and_then(|mut s| s.query_row(values.as_slice(), |r| r.get(0)))
+    .map_err(|e| ctx.db(e))?;
+
+    let mut function_ids: HashMap<(Framework, &str), i64> = HashMap::new();
+    {
+        let mut insert = prepare(
+            tx,
+            "INSERT INTO functions (run_id, framework, name, paper, decile, top20, op, moved, note) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        )
+        .map_err(|e| ctx.db(e))?;
+        for f in functions {
+            if function_ids.contains_key(&(f.framework, f.name.as_str())) {
+                return Err(ctx.invalid(format!("function {} ({}) is listed twice", f.name, f.framework)));
+            }
+            let id: i64 = insert
+                .query_row(
+                    params![run, f.framework.as_str(), f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note],
+                    |r| r.get(0),
+                )
+                .map_err(|e| ctx.db(e))?;
+            function_ids.insert((f.framework, f.name.as_str()), id);
+        }
+    }
+    let mut case_ids: HashMap<&str, i64> = HashMap::with_capacity(cases.len());
+    let mut insert = prepare(
+        tx,
+        "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    )
+    .map_err(|e| ctx.db(e))?;
+    for (ordinal, c) in cases.iter().enumerate() {
+        let function = function_ids.get(&(c.framework, c.function.as_str())).ok_or_else(|| {
+            ctx.invalid(format!(
+                "case `{}` names function {} ({}), which is not planned",
+                c.key, c.function, c.framework
+            ))
+        })?;
+        if case_ids.contains_key(c.key.as_str()) {
+            return Err(ctx.invalid(format!("case `{}` is listed twice", c.key)));
+        }
+        let ordinal = ctx.int(ordinal as u64, "case ordinal")?;
+        let id: i64 = insert
+            .query_row(
+                params![
+                    run,
+                    function,
+                    c.key,
+                    c.case_id,
+                    c.dtype,
+                    c.seed.to_string(),
+                    ctx.json(&c.spec, "case spec")?,
+                    ordinal
+                ],
+                |r| r.get(0),
+            )
+            .map_err(|e| ctx.db(e))?;
+        case_ids.insert(c.key.as_str(), id);
+    }
+    Ok((run, case_ids))
+}
+
+/// Checks that a result's durations fit the store's signed 64-bit nanoseconds.
+fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
+    r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+    r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
+}
+
+/// Inserts (or replaces) one result and its samples for the case with id `case`.
+fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResult) -> Result<(), StoreError> {
+    let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+    let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
+    let outputs = ctx.json(&r.outputs, "outputs")?;
+    let result: i64 = prepare(
+        tx,
+        "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, traceback, \
+         phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         ON CONFLICT (case_id, device) DO UPDATE SET \
+         outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
+         message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
+         signal = excluded.signal, stderr_tail = excluded.stderr_tail, \
+         first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
+         outputs = excluded.outputs, finished_at = excluded.finished_at \
+         RETURNING id",
+    )
+    .and_then(|mut s| {
+        s.query_row(
+            params![
+                run,
+                case,
+                r.device.as_str(),
+                r.outcome.as_str(),
+                r.reason.map(|x| x.as_str()),
+                r.error_type,
+                r.message,
+                r.traceback,
+                r.phase,
+                r.signal,
+                r.stderr_tail,
+                first_call,
+                r.wall_ms,
+                outputs,
+                r.finished_at
+            ],
+            |row| row.get(0),
+        )
+    })
+    .map_err(|e| ctx.db(e))?;
+    prepare(tx, "DELETE FROM samples WHERE result_id = $1")
+        .and_then(|mut s| s.execute([result]))
+        .map_err(|e| ctx.db(e))?;
+    let mut insert =
+        prepare(tx, "INSERT INTO samples (result_id, idx, ns) VALUES ($1, $2, $3)").map_err(|e| ctx.db(e))?;
+    for (idx, ns) in samples.iter().enumerate() {
+        insert.execute(params![result, idx as i64, ns]).map_err(|e| ctx.db(e))?;
+    }
+    Ok(())
+}
+
 /// The run columns that need encoding, computed once per write.
 struct RunCols {
     cpu_cores: i64,
@@ -606,7 +689,8 @@ const RUN_SELECT: &str = "SELECT r.id, r.started_at, r.host, r.os, r.cpu_model, 
     r.python_version, r.python_executable, r.frameworks, r.catalogue_version, r.command_line, r.seed, \
     r.reference_device, r.mlport_version, r.state, r.finished_at, \
     (SELECT COUNT(*) FROM cases c WHERE c.run_id = r.id), \
-    (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id) \
+    (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id), \
+    r.source, r.label, r.machine, r.notes \
     FROM runs r";
 
 fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
@@ -627,6 +711,12 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
             seed: parse(row, 12)?,
             reference_device: parse(row, 13)?,
             mlport_version: row.get(14)?,
+        },
+        origin: RunOrigin {
+            source: parse(row, 19)?,
+            label: row.get(20)?,
+            machine: row.get(21)?,
+            notes: json(row, 22)?,
         },
         state: row.get(15)?,
         finished_at: row.get(16)?,
@@ -744,7 +834,7 @@ mod tests {
 
     use super::*;
     use crate::model::{Outcome, Reason};
-    use crate::store::records::FrameworkInfo;
+    use crate::store::records::{FrameworkInfo, RunSource};
 
     fn dev(s: &str) -> Device {
         s.parse().unwrap()
@@ -1109,6 +1199,115 @@ mod tests {
         assert!(matches!(err, StoreError::TooNew { found, .. } if found == newer));
         let text = err.to_string();
         assert!(text.starts_with(&path.display().to_string()) && text.contains(&format!("version {newer}")), "{text}");
+    }
+
+    fn imported(label: &str) -> RunData {
+        let keys: Vec<String> = cases().into_iter().map(|c| c.key).collect();
+        let mut pass = bare_result(&keys[0], "tpu:0");
+        pass.samples_ns = vec![3, 1, 2];
+        pass.first_call_ns = Some(99);
+        RunData {
+            info: info(),
+            origin: RunOrigin {
+                source: RunSource::ImportPaper,
+                label: Some(label.into()),
+                machine: Some("tpu_vm".into()),
+                notes: vec!["no pytest report for cpu".into()],
+            },
+            functions: functions(),
+            cases: cases(),
+            devices: vec![DeviceInfo {
+                framework: Framework::Torch,
+                device: dev("tpu:0"),
+                available: true,
+                detail: "TPU v3".into(),
+            }],
+            results: vec![bare_result(&keys[0], "cpu"), pass, full_result(&keys[2], "cpu")],
+        }
+    }
+
+    #[test]
+    fn imported_runs_round_trip_finished_with_their_origin() {
+        let (_dir, mut store) = new_store();
+        let live = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let ids = store.import_runs(&[imported("paper/torch/tpu_vm/tpu"), imported("mine")]).unwrap();
+        assert_eq!(ids.len(), 2);
+        let run = store.run(ids[0]).unwrap();
+        assert_eq!(run.origin, imported("paper/torch/tpu_vm/tpu").origin);
+        assert_eq!((run.state.as_str(), run.cases_planned, run.results), ("finished", 3, 3));
+        assert!(run.finished_at.is_some());
+        assert_eq!(store.run(live).unwrap().origin, RunOrigin::default());
+        assert_eq!(store.devices(ids[1]).unwrap(), imported("x").devices);
+        let results: Vec<CaseResult> = store.results(ids[0]).unwrap().into_iter().map(|r| r.result).collect();
+        let mut want = imported("x").results;
+        want.sort_by(|a, b| (&a.case_key, &a.device).cmp(&(&b.case_key, &b.device)));
+        let mut got = results.clone();
+        got.sort_by(|a, b| (&a.case_key, &a.device).cmp(&(&b.case_key, &b.device)));
+        assert_eq!(got, want);
+        assert_eq!(store.run_by_label("mine").unwrap().map(|r| r.id), Some(ids[1]));
+        assert_eq!(store.run_by_label("nobody").unwrap(), None);
+        // The newest run wins a label used twice.
+        let again = store.import_runs(&[imported("mine")]).unwrap();
+        assert_eq!(store.run_by_label("mine").unwrap().map(|r| r.id), Some(again[0]));
+    }
+
+    #[test]
+    fn an_import_is_all_or_nothing() {
+        let (_dir, mut store) = new_store();
+        let good = imported("good");
+        let mut orphan = imported("bad");
+        orphan.results.push(bare_result("torch/nope/basic/float32", "cpu"));
+        let err = store.import_runs(&[good.clone(), orphan]).unwrap_err();
+        assert!(err.to_string().contains("`torch/nope/basic/float32`, which the imported run does not plan"), "{err}");
+        let mut twice = imported("bad");
+        twice.results.push(twice.results[0].clone());
+        let err = store.import_runs(&[good.clone(), twice]).unwrap_err();
+        assert!(err.to_string().contains("has two results on cpu"), "{err}");
+        let mut huge = imported("bad");
+        huge.results[1].samples_ns.push(u64::MAX);
+        assert!(matches!(store.import_runs(&[good, huge]), Err(StoreError::Invalid { .. })));
+        assert!(store.runs().unwrap().is_empty(), "nothing of a failed import is kept");
+        let samples: i64 = store.conn.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)).unwrap();
+        assert_eq!(samples, 0);
+    }
+
+    #[test]
+    fn a_version_1_store_upgrades_and_keeps_its_runs_as_live() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&schema::MIGRATIONS[0].sql(Dialect::Sqlite)).unwrap();
+            conn.execute(
+                "INSERT INTO schema_version (version, name, applied_at) VALUES (1, 'initial schema', 'then')",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
+                 python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
+                 mlport_version, state) VALUES ('2026-01-01T00:00:00Z', 'old-box', 'Linux', 'cpu', 2, '[]', \
+                 '3.11', '/py', '{}', '{}', 'mlport run', '7', 'cpu', '0.0.9', 'finished')",
+                [],
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        let versions: Vec<i64> = store
+            .conn
+            .prepare("SELECT version FROM schema_version ORDER BY version")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(versions, vec![1, 2]);
+        let old = store.latest_run().unwrap().unwrap();
+        assert_eq!((old.info.host.as_str(), old.info.seed, old.state.as_str()), ("old-box", 7, "finished"));
+        assert_eq!(old.origin, RunOrigin::default());
+        // And the upgraded store takes imports.
+        let ids = store.import_runs(&[imported("after upgrade")]).unwrap();
+        assert_eq!(store.run(ids[0]).unwrap().origin.source, RunSource::ImportPaper);
     }
 
     #[test]
