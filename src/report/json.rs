@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::render::not_portable;
 use super::summary::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
 use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::store::RunSource;
 
 /// The `format` of the summary document.
 pub const FORMAT: &str = "mlport.portability";
@@ -42,6 +43,15 @@ struct Run<'a> {
     catalogue_version: &'a BTreeMap<Framework, String>,
     seed: u64,
     mlport_version: &'a str,
+    /// Absent for live runs (the format's first version had no sources).
+    #[serde(skip_serializing_if = "RunSource::is_live")]
+    source: RunSource,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machine: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -172,6 +182,10 @@ fn document<'a, T>(report: &'a PortabilityReport, format: &'static str, body: T)
             catalogue_version: &r.catalogue_version,
             seed: r.seed,
             mlport_version: &r.mlport_version,
+            source: r.source,
+            label: r.label.as_deref(),
+            machine: r.machine.as_deref(),
+            notes: &r.notes,
         },
         reference_device: &report.reference,
         attributable: report.attributable,

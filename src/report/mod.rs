@@ -11,5 +11,6 @@ mod table;
 pub use json::{FORMAT as JSON_FORMAT, FUNCTIONS_FORMAT as JSON_FUNCTIONS_FORMAT, VERSION as JSON_VERSION};
 pub use render::{Format, render, render_functions};
 pub use summary::{
-    FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader, TargetSummary, build, rule_text,
+    Attribution, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader, TargetSummary, build,
+    rule_text, rule_text_for,
 };

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::summary::{FunctionSummary, PortabilityReport, TargetSummary};
+use super::summary::{Attribution, FunctionSummary, PortabilityReport, TargetSummary};
 use super::{json, markdown, table};
 use crate::model::{FunctionStatus, Reason};
+use crate::store::RunSource;
 
 /// An output format for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,19 +66,29 @@ pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
 /// The report's title line.
 pub(super) fn title(report: &PortabilityReport) -> String {
     let r = &report.run;
+    if r.source == RunSource::Live && r.label.is_none() {
+        return format!(
+            "mlport portability report — run {} on {}, started {} ({}), mlport {}",
+            r.id, r.host, r.started_at, r.state, r.mlport_version
+        );
+    }
+    let label = r.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default();
+    let machine = r.machine.as_deref().unwrap_or(&r.host);
     format!(
-        "mlport portability report — run {} on {}, started {} ({}), mlport {}",
-        r.id, r.host, r.started_at, r.state, r.mlport_version
+        "mlport portability report — run {}{label} ({}) on {machine}, started {} ({}), mlport {}",
+        r.id, r.source, r.started_at, r.state, r.mlport_version
     )
 }
 
 /// Python, framework and catalogue versions, seed and reference device on one line.
 pub(super) fn versions(report: &PortabilityReport) -> String {
     let r = &report.run;
-    let mut parts = vec![format!("python {}", r.python_version)];
+    let python = if r.python_version.is_empty() { "unknown" } else { &r.python_version };
+    let mut parts = vec![format!("python {python}")];
     parts.extend(r.frameworks.iter().map(|(f, v)| match v {
         Some(v) => format!("{f} {v}"),
-        None => format!("{f} not importable"),
+        None if report.not_usable.contains_key(f) || r.source == RunSource::Live => format!("{f} not importable"),
+        None => format!("{f} version unknown"),
     }));
     if !r.catalogue_version.is_empty() {
         let cat: Vec<String> = r.catalogue_version.iter().map(|(f, v)| format!("{f} {v}")).collect();
@@ -164,14 +175,11 @@ pub(super) fn latency(ns: f64) -> String {
 /// usable, then per target the failing
 /// cases not attributable to the device and the skipped cases.
 pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
-    let mut lines: Vec<String> = report
-        .unavailable
-        .iter()
-        .map(|d| {
-            let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
-            format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
-        })
-        .collect();
+    let mut lines: Vec<String> = report.run.notes.clone();
+    lines.extend(report.unavailable.iter().map(|d| {
+        let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
+        format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
+    }));
     for (fw, error) in &report.not_usable {
         let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
         lines.push(format!("{fw}: not usable ({first}) — its functions did not run"));
@@ -179,8 +187,12 @@ pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
     for t in &report.targets {
         let mut parts = Vec::new();
         if t.cases_not_attributable > 0 {
+            let why = match report.attribution {
+                Attribution::ReferencePassed => "did not pass on",
+                Attribution::ReferenceNotFailed => "failed on",
+            };
             parts.push(format!(
-                "{} not attributable (did not pass on {})",
+                "{} not attributable ({why} {})",
                 plural(t.cases_not_attributable, "failing case"),
                 report.reference
             ));

@@ -6,7 +6,27 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{Device, Framework, FunctionStatus, Outcome, Reason};
-use crate::store::{DeviceInfo, ResultRow, RunSummary};
+use crate::store::{DeviceInfo, ResultRow, RunSource, RunSummary};
+
+/// Which failures on a non-reference device are the device's fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attribution {
+    /// Live runs (DESIGN.md): a failing case counts only if the same case passed on the
+    /// reference device; a case the reference did not pass (or did not run) is excused.
+    ReferencePassed,
+    /// Test suites (imported or run by `mlport pytest`), the paper's rule: a failing test
+    /// is excused only when its reference copy (PyTorch's `..._cpu` twin) failed too. A
+    /// device test with no reference copy, or whose copy was skipped, counts: nothing
+    /// shows that the failure is not the device's.
+    ReferenceNotFailed,
+}
+
+impl Attribution {
+    /// The rule for runs from `source`.
+    pub fn for_source(source: RunSource) -> Attribution {
+        if source.is_test_suite() { Attribution::ReferenceNotFailed } else { Attribution::ReferencePassed }
+    }
+}
 
 /// How to count failures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +60,13 @@ pub struct RunHeader {
     pub catalogue_version: BTreeMap<Framework, String>,
     pub seed: u64,
     pub mlport_version: String,
+    /// Where the results came from (`live` for `mlport run`).
+    pub source: RunSource,
+    pub label: Option<String>,
+    /// The machine the data was measured on, when it is not `host`.
+    pub machine: Option<String>,
+    /// Notes stored with the run (e.g. quirks of imported data), printed with the report.
+    pub notes: Vec<String>,
 }
 
 /// One function's counted cases on one target.
@@ -51,7 +78,7 @@ pub struct FunctionSummary {
     pub status: Option<FunctionStatus>,
     pub passed: usize,
     pub failed: usize,
-    /// Failing cases excluded because they did not pass on the reference device.
+    /// Failing cases excused by the [`Attribution`] rule (not the device's fault).
     pub not_attributable: usize,
     /// Counted failing cases by reason.
     pub reasons: BTreeMap<Reason, usize>,
@@ -105,6 +132,8 @@ pub struct PortabilityReport {
     pub reference: Device,
     /// Whether failures were counted device-attributably.
     pub attributable: bool,
+    /// How failures were attributed (chosen by the run's source).
+    pub attribution: Attribution,
     /// Ordered by framework (numpy, torch, jax, tensorflow), then the reference
     /// device first, then the other devices by name.
     pub targets: Vec<TargetSummary>,
@@ -118,18 +147,30 @@ pub struct PortabilityReport {
     pub rule: String,
 }
 
-/// The counting rule in one or two sentences.
+/// The counting rule of live runs in one or two sentences.
 pub fn rule_text(reference: &Device, attributable: bool) -> String {
+    rule_text_for(reference, attributable, Attribution::ReferencePassed)
+}
+
+/// The counting rule under `attribution` in a few sentences: the footer of every report.
+pub fn rule_text_for(reference: &Device, attributable: bool, attribution: Attribution) -> String {
     let base = "A function succeeds when all its counted cases pass, is partial when some fail and a complete \
                 failure when all fail; fail, timeout and crash count as failures, while skips and harness errors \
                 never count.";
-    if attributable {
-        format!(
+    match (attributable, attribution) {
+        (false, _) => {
+            format!("{base} Every failure counts on every device (no attribution to the reference {reference}).")
+        }
+        (true, Attribution::ReferencePassed) => format!(
             "{base} Failures are device-attributable: on devices other than the reference {reference}, a failure \
              counts only if the same case passed on {reference}; others are reported as not attributable."
-        )
-    } else {
-        format!("{base} Every failure counts on every device (no attribution to the reference {reference}).")
+        ),
+        (true, Attribution::ReferenceNotFailed) => format!(
+            "{base} A function is a test file and a case is a test. Failures are device-attributable: on devices \
+             other than the reference {reference}, a failing test counts unless its {reference} copy in the same \
+             run (PyTorch's `_{reference}` twin of a device test) failed too; a test with no {reference} copy, or \
+             whose copy was skipped, counts. Excused failures are reported as not attributable."
+        ),
     }
 }
 
@@ -152,11 +193,26 @@ pub fn build(
     opts: &ReportOptions,
 ) -> PortabilityReport {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
-    let passed_on_reference: HashSet<&str> = results
+    let attribution = Attribution::for_source(run.origin.source);
+    // Under ReferencePassed the set holds the cases that passed on the reference; under
+    // ReferenceNotFailed, those that failed there.
+    let on_reference: HashSet<&str> = results
         .iter()
-        .filter(|r| r.result.device == reference && r.result.outcome == Outcome::Pass)
+        .filter(|r| {
+            r.result.device == reference
+                && match attribution {
+                    Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
+                    Attribution::ReferenceNotFailed => {
+                        matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash)
+                    }
+                }
+        })
         .map(|r| r.result.case_key.as_str())
         .collect();
+    let excused = |key: &str| match attribution {
+        Attribution::ReferencePassed => !on_reference.contains(key),
+        Attribution::ReferenceNotFailed => on_reference.contains(key),
+    };
 
     let mut targets: BTreeMap<(Framework, bool, &Device), Target<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
@@ -173,10 +229,7 @@ pub fn build(
                 });
                 if reason == Reason::HarnessError {
                     Counted::Harness
-                } else if opts.attributable
-                    && r.device != reference
-                    && !passed_on_reference.contains(r.case_key.as_str())
-                {
+                } else if opts.attributable && r.device != reference && excused(r.case_key.as_str()) {
                     Counted::NotAttributable
                 } else {
                     Counted::Fail(reason)
@@ -210,6 +263,10 @@ pub fn build(
             catalogue_version: run.info.catalogue_version.clone(),
             seed: run.info.seed,
             mlport_version: run.info.mlport_version.clone(),
+            source: run.origin.source,
+            label: run.origin.label.clone(),
+            machine: run.origin.machine.clone(),
+            notes: run.origin.notes.clone(),
         },
         targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
         harness_errors,
@@ -220,8 +277,9 @@ pub fn build(
             .iter()
             .filter_map(|(f, i)| i.import_error.as_ref().map(|e| (*f, e.clone())))
             .collect(),
-        rule: rule_text(&reference, opts.attributable),
+        rule: rule_text_for(&reference, opts.attributable, attribution),
         attributable: opts.attributable,
+        attribution,
         reference,
     }
 }
@@ -518,6 +576,27 @@ pub(crate) mod tests {
         );
         // Passing cases with samples: a/c2 (7 ns) and c/c2 (median 2000 ns); d/c2 has none.
         assert_eq!(cuda.median_latency_ns, Some(1003.5));
+    }
+
+    #[test]
+    fn test_suites_excuse_a_failure_only_when_the_reference_copy_failed_too() {
+        let mut run = run_summary();
+        run.origin.source = RunSource::ImportPytestJson;
+        let report = build(&run, &devices(), &results(), &ReportOptions::default());
+        assert_eq!(report.attribution, Attribution::ReferenceNotFailed);
+        let cuda = target(&report, Framework::Torch, "cuda:0");
+        // a: c1 fails, its cpu copy passed → counts; b: c2 failed on cpu too → excused;
+        // c: c1's cpu copy timed out (a failure) → excused; d: c1's cpu copy was skipped → counts.
+        assert_eq!(status(cuda, "a"), Some(FunctionStatus::Partial));
+        assert_eq!(status(cuda, "b"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!(status(cuda, "c"), Some(FunctionStatus::Success));
+        assert_eq!(status(cuda, "d"), Some(FunctionStatus::Partial));
+        assert_eq!((cuda.functions_run, cuda.success, cuda.partial, cuda.complete_failure), (4, 1, 2, 1));
+        assert_eq!((cuda.cases_failed, cuda.cases_not_attributable), (3, 2));
+        assert!(report.rule.contains("unless its cpu copy"), "{}", report.rule);
+        // The reference device itself counts every failure, as for live runs.
+        let cpu = target(&report, Framework::Torch, "cpu");
+        assert_eq!((cpu.success, cpu.partial, cpu.complete_failure), (1, 1, 1));
     }
 
     #[test]

@@ -160,6 +160,11 @@ impl RunSource {
         }
     }
 
+    /// True for `live`.
+    pub fn is_live(&self) -> bool {
+        *self == RunSource::Live
+    }
+
     /// True for runs whose cases are tests of a pytest suite (imported or run by `mlport pytest`).
     pub fn is_test_suite(self) -> bool {
         !matches!(self, RunSource::Live)
