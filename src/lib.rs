@@ -3,11 +3,13 @@
 //! Implications for ML Progress" (Mince et al., NeurIPS 2023, arXiv 2309.07181).
 //!
 //! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
-//! [`store`] → [`report`].
+//! [`store`] → [`report`]; [`import`] brings pytest suites' results and the paper's raw data
+//! into the same store.
 
 pub mod app;
 pub mod catalogue;
 pub mod cli;
+pub mod import;
 pub mod model;
 pub mod outcome;
 pub mod plan;

@@ -320,10 +320,13 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
 /// arguments from the 'XLA' backend` (or `'MPS'`), `The operator 'aten::_linalg_eigh.eigenvalues'
 /// is not currently implemented for the MPS device`; JAX's `MLIR translation rule for primitive
 /// 'x' not found for platform cpu`, `NOT_FOUND: No FFI handler registered for cuhybrid_eig_real
-/// on a platform Host`, Pallas' `Only interpret mode is supported on CPU backend.`
+/// on a platform Host`, Pallas' `Only interpret mode is supported on CPU backend.`, torch_xla's
+/// `RuntimeError: Error while lowering: [] aten::isnan` (no XLA lowering for the op; from the
+/// paper's PyTorch TPU report).
 fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "not currently implemented for the",
+        "error while lowering",
         "not found for platform",
         "no ffi handler registered",
         "only interpret mode is supported",
@@ -867,6 +870,8 @@ mod tests {
         assert_eq!(call(Torch, "RuntimeError", msg), Reason::NotImplemented);
         let msg = "MLIR translation rule for primitive 'cholesky_update' not found for platform tpu";
         assert_eq!(call(Jax, "NotImplementedError", msg), Reason::NotImplemented);
+        // torch_xla on TPU v3, from the paper's published report (arXiv 2309.07181 data).
+        assert_eq!(call(Torch, "RuntimeError", "Error while lowering: [] aten::isnan"), Reason::NotImplemented);
     }
 
     #[test]

@@ -1,0 +1,673 @@
+//! Turns one run of a pytest suite on one device — a pytest-json-report, timing files of
+//! repeated sessions, or both — into an mlport run: a test file is a function, a test is a
+//! case, a failure's crash message goes through the failure taxonomy of live runs
+//! ([`crate::outcome::classify`]).
+//!
+//! Reference copies: PyTorch's device-generic tests are instantiated once per device type
+//! (`TestFooCPU::test_x_cpu_float32` beside `TestFooXLA::test_x_xla_float32`), so a device
+//! run also holds each test's CPU copy. A test whose class ends in `CPU` and whose name
+//! carries the `_cpu` token is recorded on the reference device (cpu) as the same case as its
+//! device twin; the report's attribution rule then excuses a device failure whose CPU copy
+//! failed too. Device tokens per device: cpu `CPU`/`_cpu`, cuda `CUDA`/`_cuda`, tpu
+//! `XLA`/`_xla` (torch_xla), mps `MPS`/`_mps`, xpu `XPU`/`_xpu`; the token is the last one
+//! in the name, followed by nothing or by dtype parameters (`_float32`).
+//!
+//! Case keys: `<file>::<Class>::<test>` from a report (class and name with the device token
+//! replaced by `{device}`), `<file>::<test>` for tests known only from timing files (whose
+//! keys have no class). The case id is the normalised test name, so runs from different
+//! sources match case by case in slowdown analyses.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::json;
+
+use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
+use super::timings::{self, Merged, TimingEntry, TimingFile};
+use crate::model::{Device, Framework, Outcome, Reason};
+use crate::outcome::{ErrorReport, classify};
+use crate::store::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
+
+/// The placeholder that replaces a device token in normalised test names.
+pub const DEVICE_TOKEN: &str = "{device}";
+
+/// Gives the function a test file stands for, from the file's stem without its `test_`
+/// prefix or `_test` suffix (`Adamax_test.py` → `Adamax`) and the file path.
+pub type Namer<'a> = &'a dyn Fn(&str, &str) -> FunctionRow;
+
+/// Decides a failure's reason before the taxonomy does (e.g. the paper's own timer bug),
+/// from the crash message `Type: message`.
+pub type ReasonHook<'a> = &'a dyn Fn(&str) -> Option<Reason>;
+
+/// One run of a suite on one device, as the importer sees it.
+pub struct Suite<'a> {
+    pub framework: Framework,
+    /// The device the suite ran on.
+    pub device: Device,
+    /// The session's report; `None` for a run known only from timing files.
+    pub report: Option<&'a PytestReport>,
+    /// Timing files of the session(s), one per repeat, in order.
+    pub timings: &'a [TimingFile],
+    pub namer: Namer<'a>,
+    pub reason_hook: Option<ReasonHook<'a>>,
+}
+
+/// Which device a test ran for within the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Role {
+    Device,
+    Reference,
+}
+
+/// A test's place in the run: its case and the device its result belongs to.
+struct Placed {
+    key: String,
+    case_id: String,
+    file: String,
+    role: Role,
+}
+
+/// The class-name suffix and lowercase name token PyTorch's device-type tests use for `device`.
+pub fn device_suffix(device: &Device) -> &'static str {
+    match device.as_str().split(':').next().unwrap_or("") {
+        "cuda" => "CUDA",
+        "tpu" => "XLA",
+        "mps" => "MPS",
+        "xpu" => "XPU",
+        _ => "CPU",
+    }
+}
+
+/// `name` with its last `_<token>` (followed by nothing or `_...`) replaced by
+/// `_{device}`; `None` when the token is absent.
+pub fn normalise_name(name: &str, token: &str) -> Option<String> {
+    let needle = format!("_{token}");
+    let mut search = name.len();
+    while let Some(i) = name[..search].rfind(&needle) {
+        let end = i + needle.len();
+        if end == name.len() || name[end..].starts_with('_') || name[end..].starts_with('[') {
+            return Some(format!("{}_{DEVICE_TOKEN}{}", &name[..i], &name[end..]));
+        }
+        search = i;
+    }
+    None
+}
+
+/// The stem naming a test file's function: `src/x/Adamax_test.py` → `Adamax`,
+/// `tests/test_matmul.py` → `matmul`.
+pub fn function_stem(file: &str) -> &str {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    let stem = base.strip_suffix(".py").unwrap_or(base);
+    stem.strip_suffix("_test").or_else(|| stem.strip_prefix("test_")).filter(|s| !s.is_empty()).unwrap_or(stem)
+}
+
+fn basename(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+impl Suite<'_> {
+    fn tokens(&self) -> Option<(&'static str, String)> {
+        let suffix = device_suffix(&self.device);
+        (suffix != "CPU").then(|| (suffix, suffix.to_ascii_lowercase()))
+    }
+
+    /// Places a report test: a CPU copy, a device copy (both normalised) or a plain test.
+    fn place_test(&self, t: &PytestTest) -> Placed {
+        let file = t.file().to_string();
+        let name = t.name();
+        let class = t.class();
+        let plain = || {
+            let key = match class {
+                Some(c) => format!("{file}::{c}::{name}"),
+                None => format!("{file}::{name}"),
+            };
+            Placed { key, case_id: name.to_string(), file: file.clone(), role: Role::Device }
+        };
+        let Some((suffix, token)) = self.tokens() else { return plain() };
+        let Some(class) = class else { return plain() };
+        for (sfx, tok, role) in [("CPU", "cpu", Role::Reference), (suffix, token.as_str(), Role::Device)] {
+            if let (Some(base), Some(norm)) =
+                (class.strip_suffix(sfx).filter(|b| !b.is_empty()), normalise_name(name, tok))
+            {
+                return Placed { key: format!("{file}::{base}::{norm}"), case_id: norm, file: file.clone(), role };
+            }
+        }
+        plain()
+    }
+
+    /// Places tests known only by timing key (no class): a `_cpu` test is the reference copy
+    /// when the same file has its device twin; a device-token test is normalised.
+    fn place_keys<'e>(&self, entries: &[&'e TimingEntry]) -> Vec<(&'e TimingEntry, Placed)> {
+        let twins: HashSet<(&str, String)> = match self.tokens() {
+            Some((_, token)) => {
+                entries.iter().filter_map(|e| normalise_name(e.test(), &token).map(|n| (e.file(), n))).collect()
+            }
+            None => HashSet::new(),
+        };
+        entries
+            .iter()
+            .map(|e| {
+                let (file, name) = (e.file().to_string(), e.test());
+                let mut placed = Placed {
+                    key: format!("{file}::{name}"),
+                    case_id: name.to_string(),
+                    file: file.clone(),
+                    role: Role::Device,
+                };
+                if let Some((_, token)) = self.tokens() {
+                    if let Some(norm) = normalise_name(name, "cpu").filter(|n| twins.contains(&(e.file(), n.clone()))) {
+                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Reference };
+                    } else if let Some(norm) = normalise_name(name, &token) {
+                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Device };
+                    }
+                }
+                (*e, placed)
+            })
+            .collect()
+    }
+
+    fn role_device(&self, role: Role) -> Device {
+        match role {
+            Role::Device => self.device.clone(),
+            Role::Reference => Device::cpu(),
+        }
+    }
+
+    /// The failure of a failed (or errored) test: outcome, reason, type, message, traceback, stage.
+    fn failure(&self, t: &PytestTest) -> Failure {
+        let stage = t.failed_stage().or_else(|| t.setup.as_ref().map(|s| ("setup", s)));
+        let (stage_name, crash, longrepr) = match stage {
+            Some((n, s)) => (n, s.crash.as_ref().map(|c| c.message.clone()), s.longrepr_text()),
+            None => ("call", None, None),
+        };
+        let text = crash
+            .or_else(|| longrepr.as_deref().and_then(last_error_line))
+            .unwrap_or_else(|| format!("pytest reported `{}` without a message", outcome_word(t.outcome)));
+        let (error_type, message) = split_exception(&text);
+        let mut outcome = Outcome::Fail;
+        let reason = if let Some(r) = self.reason_hook.and_then(|hook| hook(&text)) {
+            r
+        } else if error_type.as_deref() == Some("Failed") && message.starts_with("Timeout") {
+            // pytest-timeout: `Failed: Timeout >1020.0s`.
+            outcome = Outcome::Timeout;
+            Reason::Timeout
+        } else if is_mismatch(error_type.as_deref(), &message) {
+            Reason::WrongResult
+        } else {
+            let phase = if stage_name == "call" { "first_call" } else { stage_name };
+            let report = ErrorReport {
+                error_type: error_type.as_deref().unwrap_or(""),
+                message: &message,
+                phase,
+                harness: false,
+            };
+            match classify(self.framework, &report) {
+                // In a live run a missing device is mlport's bug; in a suite, a test that needs a
+                // device this machine lacks (a CUDA-only test on a TPU) is a function that does
+                // not run here.
+                Reason::HarnessError => Reason::NotImplemented,
+                r => r,
+            }
+        };
+        Failure { outcome, reason, error_type, message, traceback: longrepr, stage: stage_name }
+    }
+
+    /// Builds the run: functions and cases in the report's order (then timing-only tests in
+    /// timing-file order), one result per (case, device), the devices seen, and notes.
+    pub fn convert(&self, info: RunInfo, mut origin: RunOrigin) -> RunData {
+        let finished_at = info.started_at.clone();
+        // Every session's entry per timing key, sessions in order.
+        let mut by_key: HashMap<&str, Vec<&TimingEntry>> = HashMap::new();
+        let mut key_order: Vec<&TimingEntry> = Vec::new();
+        for f in self.timings {
+            for e in &f.entries {
+                let v = by_key.entry(e.key.as_str()).or_default();
+                if v.is_empty() {
+                    key_order.push(e);
+                }
+                v.push(e);
+            }
+        }
+
+        let mut b = Builder::default();
+        let mut used_keys: HashSet<String> = HashSet::new();
+        if let Some(report) = self.report {
+            // A timing key belongs to the last test with that file and name: the timing file
+            // kept the last one when two classes share a test name.
+            let mut owner: HashMap<String, usize> = HashMap::new();
+            for (i, t) in report.tests.iter().enumerate() {
+                owner.insert(format!("{}:{}", basename(t.file()), t.name()), i);
+            }
+            let collided = report.tests.len() - owner.len();
+            for (i, t) in report.tests.iter().enumerate() {
+                let placed = self.place_test(t);
+                let tkey = format!("{}:{}", basename(t.file()), t.name());
+                let merged = if owner.get(&tkey) == Some(&i) {
+                    used_keys.insert(tkey.clone());
+                    by_key.get(tkey.as_str()).map(|v| timings::merge(v)).unwrap_or_default()
+                } else {
+                    Merged::default()
+                };
+                let mut r = self.result_of(t, &placed, merged, &finished_at);
+                r.case_key = placed.key.clone();
+                b.add(self, &placed, json!({"nodeid": t.nodeid}), r);
+            }
+            if collided > 0 && !self.timings.is_empty() {
+                origin.notes.push(format!(
+                    "{collided} tests share a file and test name with another class's test; the timing file kept \
+                     one entry per name, attributed to the last of them"
+                ));
+            }
+            if let Some(note) = summary_disagreement(report) {
+                origin.notes.push(note);
+            }
+        }
+        let unmatched: Vec<&TimingEntry> = key_order.into_iter().filter(|e| !used_keys.contains(&e.key)).collect();
+        if !unmatched.is_empty() {
+            let why = if self.report.is_some() {
+                "timed, but absent from the pytest report: outcome unknown"
+            } else {
+                "no pytest report for this run: outcome unknown (timings only)"
+            };
+            if self.report.is_some() {
+                origin.notes.push(format!(
+                    "{} timed tests are absent from the pytest report (outcome unknown, timings kept)",
+                    unmatched.len()
+                ));
+            }
+            for (e, placed) in self.place_keys(&unmatched) {
+                let merged = timings::merge(&by_key[e.key.as_str()]);
+                let r = CaseResult {
+                    case_key: placed.key.clone(),
+                    device: self.role_device(placed.role),
+                    outcome: Outcome::Skip,
+                    reason: None,
+                    error_type: None,
+                    message: Some(why.into()),
+                    traceback: None,
+                    phase: None,
+                    signal: None,
+                    stderr_tail: None,
+                    wall_ms: merged.test_time_s.map_or(0.0, |s| s * 1e3),
+                    first_call_ns: merged.first_call_ns,
+                    samples_ns: merged.samples_ns,
+                    outputs: serde_json::Value::Null,
+                    finished_at: finished_at.clone(),
+                };
+                b.add(self, &placed, json!({"timing_key": e.key}), r);
+            }
+        }
+        if b.replaced > 0 {
+            origin.notes.push(format!("{} tests appear twice in the report; the later one is kept", b.replaced));
+        }
+        let mut devices = vec![DeviceInfo {
+            framework: self.framework,
+            device: self.device.clone(),
+            available: true,
+            detail: String::new(),
+        }];
+        if b.results.keys().any(|(_, d)| *d != self.device) {
+            devices.insert(
+                0,
+                DeviceInfo {
+                    framework: self.framework,
+                    device: Device::cpu(),
+                    available: true,
+                    detail: "reference copies of the tests".into(),
+                },
+            );
+        }
+        let results = b.order.iter().filter_map(|k| b.results.remove(k)).collect();
+        RunData { info, origin, functions: b.functions, cases: b.cases, devices, results }
+    }
+
+    fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {
+        let wall_ms = merged.test_time_s.or_else(|| t.call.as_ref().and_then(|c| c.duration)).map_or(0.0, |s| s * 1e3);
+        let mut r = CaseResult {
+            case_key: placed.key.clone(),
+            device: self.role_device(placed.role),
+            outcome: Outcome::Pass,
+            reason: None,
+            error_type: None,
+            message: None,
+            traceback: None,
+            phase: None,
+            signal: None,
+            stderr_tail: None,
+            first_call_ns: merged.first_call_ns,
+            samples_ns: merged.samples_ns,
+            outputs: serde_json::Value::Null,
+            wall_ms,
+            finished_at: finished_at.to_string(),
+        };
+        match t.outcome {
+            TestOutcome::Passed | TestOutcome::Xpassed => {}
+            TestOutcome::Skipped | TestOutcome::Xfailed => {
+                r.outcome = Outcome::Skip;
+                r.message = Some(if t.outcome == TestOutcome::Xfailed {
+                    "expected to fail (xfail)".into()
+                } else {
+                    t.skipped_stage()
+                        .and_then(|s| s.longrepr_text())
+                        .map_or_else(|| "skipped".into(), |l| skip_reason(&l))
+                });
+            }
+            TestOutcome::Failed | TestOutcome::Error => {
+                let f = self.failure(t);
+                r.outcome = f.outcome;
+                r.reason = Some(f.reason);
+                r.error_type = f.error_type;
+                r.message = Some(f.message);
+                r.traceback = f.traceback;
+                r.phase = Some(f.stage.to_string());
+            }
+        }
+        r
+    }
+}
+
+struct Failure {
+    outcome: Outcome,
+    reason: Reason,
+    error_type: Option<String>,
+    message: String,
+    traceback: Option<String>,
+    stage: &'static str,
+}
+
+/// Accumulates functions, cases and results in first-seen order.
+#[derive(Default)]
+struct Builder {
+    functions: Vec<FunctionRow>,
+    function_names: HashSet<String>,
+    cases: Vec<CaseRow>,
+    case_keys: HashSet<String>,
+    results: HashMap<(String, Device), CaseResult>,
+    order: Vec<(String, Device)>,
+    replaced: usize,
+}
+
+impl Builder {
+    fn add(&mut self, suite: &Suite<'_>, placed: &Placed, spec: serde_json::Value, result: CaseResult) {
+        let stem = function_stem(&placed.file);
+        let function = (suite.namer)(stem, &placed.file);
+        if self.function_names.insert(function.name.clone()) {
+            self.functions.push(function.clone());
+        }
+        if self.case_keys.insert(placed.key.clone()) {
+            self.cases.push(CaseRow {
+                key: placed.key.clone(),
+                framework: suite.framework,
+                function: function.name,
+                case_id: placed.case_id.clone(),
+                dtype: String::new(),
+                seed: 0,
+                spec,
+            });
+        }
+        let k = (placed.key.clone(), result.device.clone());
+        if self.results.insert(k.clone(), result).is_some() {
+            self.replaced += 1;
+        } else {
+            self.order.push(k);
+        }
+    }
+}
+
+/// A note when the report's summary counts disagree with its own test list.
+fn summary_disagreement(report: &PytestReport) -> Option<String> {
+    let mut listed: BTreeMap<&str, u64> = BTreeMap::new();
+    for t in &report.tests {
+        *listed.entry(outcome_word(t.outcome)).or_default() += 1;
+    }
+    let mut diffs = Vec::new();
+    for (word, n) in &report.summary {
+        let Some(said) = n.as_u64() else { continue };
+        let has = match word.as_str() {
+            "total" => report.tests.len() as u64,
+            "collected" | "deselected" => continue,
+            w => listed.get(w).copied().unwrap_or(0),
+        };
+        if said != has {
+            diffs.push(format!("{word} {said} (list: {has})"));
+        }
+    }
+    (!diffs.is_empty())
+        .then(|| format!("the report's summary disagrees with its test list — {}; the list is used", diffs.join(", ")))
+}
+
+fn outcome_word(o: TestOutcome) -> &'static str {
+    match o {
+        TestOutcome::Passed => "passed",
+        TestOutcome::Failed => "failed",
+        TestOutcome::Skipped => "skipped",
+        TestOutcome::Error => "error",
+        TestOutcome::Xfailed => "xfailed",
+        TestOutcome::Xpassed => "xpassed",
+    }
+}
+
+/// The last `E   ...` line of a longrepr (pytest's exception line), without the `E`.
+fn last_error_line(longrepr: &str) -> Option<String> {
+    longrepr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("E ").map(|rest| rest.trim().to_string()))
+        .filter(|l| !l.is_empty())
+        .or_else(|| longrepr.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()))
+}
+
+/// Splits `pkg.Type: message` into its qualified type and message; a text whose prefix is
+/// not a dotted identifier has no type.
+pub fn split_exception(text: &str) -> (Option<String>, String) {
+    if let Some((ty, msg)) = text.split_once(':') {
+        let ident = |s: &str| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if !ty.is_empty() && ty.split('.').all(ident) {
+            return (Some(ty.to_string()), msg.trim_start().to_string());
+        }
+    }
+    (None, text.to_string())
+}
+
+/// A test assertion that compared numbers and found them apart ⇒ `wrong_result`:
+/// `AssertionError: Tensor-likes are not close!`, `Scalars are not equal!`,
+/// `0.99609375 not less than 0.005` (TensorFlow's assertLess on an error), NumPy's
+/// `Arrays are not almost equal`, PyTorch's `GradcheckError: Jacobian mismatch`.
+fn is_mismatch(error_type: Option<&str>, message: &str) -> bool {
+    let ty = error_type.map(|t| t.rsplit('.').next().unwrap_or(t));
+    let m = message.to_ascii_lowercase();
+    match ty {
+        Some("AssertionError") => [
+            "not close",
+            "are not equal",
+            "not almost equal",
+            "mismatched elements",
+            "not less than",
+            "not greater than",
+            "not equal to tolerance",
+            "not equivalent",
+            "arrays are not",
+        ]
+        .iter()
+        .any(|p| m.contains(p)),
+        Some("GradcheckError") => m.contains("mismatch"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::import::{pytest_json, timings};
+
+    #[test]
+    fn device_tokens_are_the_last_ones() {
+        assert_eq!(normalise_name("test_adamax_xla", "xla").as_deref(), Some("test_adamax_{device}"));
+        assert_eq!(
+            normalise_name("test_batchnorm_nhwc_cuda_cuda", "cuda").as_deref(),
+            Some("test_batchnorm_nhwc_cuda_{device}")
+        );
+        assert_eq!(normalise_name("test_nhwc_cuda_cpu", "cuda").as_deref(), Some("test_nhwc_{device}_cpu"));
+        assert_eq!(normalise_name("test_conv_cpu_float16", "cpu").as_deref(), Some("test_conv_{device}_float16"));
+        assert_eq!(normalise_name("test_xlarge", "xla"), None);
+        assert_eq!(normalise_name("test_x", "xla"), None);
+        assert_eq!(function_stem("src/pytorch_tests_reduced/Adamax_test.py"), "Adamax");
+        assert_eq!(function_stem("tests/test_matmul.py"), "matmul");
+        assert_eq!(function_stem("conftest.py"), "conftest");
+        assert_eq!(device_suffix(&"tpu:0".parse().unwrap()), "XLA");
+    }
+
+    #[test]
+    fn exceptions_split_into_type_and_message() {
+        assert_eq!(split_exception("RuntimeError: a: b"), (Some("RuntimeError".into()), "a: b".into()));
+        assert_eq!(
+            split_exception("torch.autograd.gradcheck.GradcheckError: Jacobian mismatch"),
+            (Some("torch.autograd.gradcheck.GradcheckError".into()), "Jacobian mismatch".into())
+        );
+        assert_eq!(split_exception("assert 1 == 2"), (None, "assert 1 == 2".into()));
+        assert_eq!(split_exception("AssertionError: "), (Some("AssertionError".into()), "".into()));
+    }
+
+    fn namer(stem: &str, _file: &str) -> FunctionRow {
+        FunctionRow {
+            framework: Framework::Torch,
+            name: format!("torch.{stem}"),
+            paper: None,
+            decile: None,
+            top20: false,
+            op: None,
+            moved: None,
+            note: None,
+        }
+    }
+
+    const REPORT: &str = r#"{"created": 0, "summary": {"passed": 3, "failed": 4, "skipped": 1, "total": 9},
+      "environment": {"Python": "3.8.10"}, "tests": [
+      {"nodeid": "s/log1p_test.py::TestLogCPU::test_log1p_cpu_float32", "outcome": "passed", "call": {"duration": 0.5, "outcome": "passed"}},
+      {"nodeid": "s/log1p_test.py::TestLogXLA::test_log1p_xla_float32", "outcome": "failed",
+       "call": {"duration": 0.1, "outcome": "failed", "crash": {"message": "RuntimeError: Error while lowering: [] aten::isnan"}}},
+      {"nodeid": "s/log1p_test.py::TestLogCPU::test_grad_cpu", "outcome": "failed",
+       "call": {"outcome": "failed", "crash": {"message": "NameError: name 'stats' is not defined"}}},
+      {"nodeid": "s/log1p_test.py::TestLogXLA::test_grad_xla", "outcome": "failed",
+       "call": {"outcome": "failed", "crash": {"message": "NameError: name 'stats' is not defined"}}},
+      {"nodeid": "s/sync_test.py::TestCuda::test_copy_streams", "outcome": "failed",
+       "call": {"outcome": "failed", "crash": {"message": "RuntimeError: Found no NVIDIA driver on your system."}}},
+      {"nodeid": "s/mm_test.py::TestMMXLA::test_mm_xla", "outcome": "failed",
+       "call": {"outcome": "failed", "crash": {"message": "AssertionError: Tensor-likes are not close!"}}},
+      {"nodeid": "s/mm_test.py::TestMMXLA::test_slow_xla", "outcome": "failed",
+       "call": {"outcome": "failed", "crash": {"message": "Failed: Timeout >1020.0s"}}},
+      {"nodeid": "s/mm_test.py::TestMMCPU::test_cuda_only_cpu", "outcome": "skipped",
+       "setup": {"outcome": "skipped", "longrepr": "('/x/mm_test.py', 3, 'Skipped: Only runs on cuda')"}}
+    ]}"#;
+
+    const TIMINGS: &str = r#"{"log1p_test.py:test_log1p_cpu_float32": {"operations": [0.002, 0.000001, 0.000003], "test_time": 0.5},
+      "log1p_test.py:test_log1p_xla_float32": {"operations": [0.9], "test_time": 1.5},
+      "extra_test.py:test_e_cpu": {"operations": [0.1, 0.2], "test_time": 0.4},
+      "extra_test.py:test_e_xla": {"operations": [0.1, 0.3], "test_time": 0.4}}"#;
+
+    #[test]
+    fn a_device_run_with_cpu_copies_becomes_one_run_with_a_reference() {
+        let report = pytest_json::parse(Path::new("r.json"), REPORT.as_bytes()).unwrap();
+        let t = timings::parse(Path::new("t.json"), TIMINGS.as_bytes()).unwrap();
+        let suite = Suite {
+            framework: Framework::Torch,
+            device: "tpu:0".parse().unwrap(),
+            report: Some(&report),
+            timings: std::slice::from_ref(&t),
+            namer: &namer,
+            reason_hook: None,
+        };
+        let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
+        let names: Vec<&str> = run.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["torch.log1p", "torch.sync", "torch.mm", "torch.extra"]);
+        let keys: Vec<&str> = run.cases.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "s/log1p_test.py::TestLog::test_log1p_{device}_float32",
+                "s/log1p_test.py::TestLog::test_grad_{device}",
+                "s/sync_test.py::TestCuda::test_copy_streams",
+                "s/mm_test.py::TestMM::test_mm_{device}",
+                "s/mm_test.py::TestMM::test_slow_{device}",
+                "s/mm_test.py::TestMM::test_cuda_only_{device}",
+                "extra_test.py::test_e_{device}",
+            ]
+        );
+        assert_eq!(run.cases[0].case_id, "test_log1p_{device}_float32");
+        let got: Vec<(&str, &str, Outcome, Option<Reason>)> = run
+            .results
+            .iter()
+            .map(|r| (r.case_key.rsplit("::").next().unwrap(), r.device.as_str(), r.outcome, r.reason))
+            .collect();
+        use Outcome::*;
+        use Reason::*;
+        assert_eq!(
+            got,
+            [
+                ("test_log1p_{device}_float32", "cpu", Pass, None),
+                ("test_log1p_{device}_float32", "tpu:0", Fail, Some(NotImplemented)),
+                ("test_grad_{device}", "cpu", Fail, Some(Other)),
+                ("test_grad_{device}", "tpu:0", Fail, Some(Other)),
+                ("test_copy_streams", "tpu:0", Fail, Some(NotImplemented)),
+                ("test_mm_{device}", "tpu:0", Fail, Some(WrongResult)),
+                ("test_slow_{device}", "tpu:0", Outcome::Timeout, Some(Reason::Timeout)),
+                ("test_cuda_only_{device}", "cpu", Skip, None),
+                ("test_e_{device}", "cpu", Skip, None),
+                ("test_e_{device}", "tpu:0", Skip, None),
+            ]
+        );
+        let cpu = &run.results[0];
+        assert_eq!(
+            (cpu.first_call_ns, cpu.samples_ns.as_slice(), cpu.wall_ms),
+            (Some(2_000_000), &[1_000, 3_000][..], 500.0)
+        );
+        let xla = &run.results[1];
+        assert_eq!((xla.first_call_ns, xla.samples_ns.len()), (Some(900_000_000), 0));
+        assert_eq!(xla.error_type.as_deref(), Some("RuntimeError"));
+        assert_eq!(run.results[7].message.as_deref(), Some("Only runs on cuda"));
+        assert_eq!(run.results[9].samples_ns, vec![300_000_000]);
+        let devices: Vec<&str> = run.devices.iter().map(|d| d.device.as_str()).collect();
+        assert_eq!(devices, ["cpu", "tpu:0"]);
+        assert!(
+            run.origin.notes.iter().any(|n| n.contains("summary disagrees") && n.contains("passed 3 (list: 1)")),
+            "{:?}",
+            run.origin.notes
+        );
+        assert!(run.origin.notes.iter().any(|n| n.starts_with("2 timed tests are absent")), "{:?}", run.origin.notes);
+    }
+
+    #[test]
+    fn a_timings_only_run_pairs_cpu_copies_with_their_device_twins() {
+        let t = timings::parse(
+            Path::new("t.json"),
+            br#"{"a_test.py:test_x_cpu": {"operations": [1e-3], "test_time": 1.0},
+                 "a_test.py:test_x_cuda": {"operations": [1e-3, 2e-3], "test_time": 1.0},
+                 "a_test.py:test_only_cpu": {"operations": [], "test_time": 1.0}}"#,
+        )
+        .unwrap();
+        let suite = Suite {
+            framework: Framework::Torch,
+            device: "cuda:0".parse().unwrap(),
+            report: None,
+            timings: std::slice::from_ref(&t),
+            namer: &namer,
+            reason_hook: None,
+        };
+        let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
+        let got: Vec<(&str, &str)> = run.results.iter().map(|r| (r.case_key.as_str(), r.device.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("a_test.py::test_x_{device}", "cpu"),
+                ("a_test.py::test_x_{device}", "cuda:0"),
+                ("a_test.py::test_only_cpu", "cuda:0")
+            ]
+        );
+        assert!(run.results.iter().all(|r| r.outcome == Outcome::Skip));
+        assert!(run.results[0].message.as_deref().unwrap().contains("timings only"));
+    }
+}
