@@ -2,7 +2,7 @@
 //! issues and notebooks.
 
 use super::render::{
-    FUNCTION_COLUMNS, HARNESS_HEADING, SUMMARY_COLUMNS, function_cells, not_portable, notes, summary_cells,
+    FUNCTION_COLUMNS, SUMMARY_COLUMNS, function_cells, harness_heading, not_portable, notes, summary_cells,
     target_heading, title, versions,
 };
 use super::summary::PortabilityReport;
@@ -24,7 +24,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     }
     if !report.harness_errors.is_empty() {
         lines.push(String::new());
-        lines.push(format!("## {HARNESS_HEADING}"));
+        lines.push(format!("## {}", harness_heading(report)));
         lines.push(String::new());
         lines.push(row(&["case", "device", "message"]));
         lines.push(rule_row(&[false, false, false]));

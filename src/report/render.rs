@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::summary::{Attribution, FunctionSummary, PortabilityReport, TargetSummary};
-use super::{json, markdown, table};
+use super::{json, markdown, overview, table};
 use crate::model::{FunctionStatus, Reason};
 use crate::store::RunSource;
 
@@ -19,6 +19,8 @@ pub enum Format {
     Markdown,
     /// Versioned JSON (`{"format": "mlport.portability", "version": 1, ...}`).
     Json,
+    /// CSV (RFC 4180) for spreadsheets and DuckDB: the overview's rows, or per function.
+    Csv,
 }
 
 impl FromStr for Format {
@@ -28,7 +30,8 @@ impl FromStr for Format {
             "table" => Ok(Format::Table),
             "markdown" | "md" => Ok(Format::Markdown),
             "json" => Ok(Format::Json),
-            _ => Err(format!("unknown report format `{s}` (expected table, markdown or json)")),
+            "csv" => Ok(Format::Csv),
+            _ => Err(format!("unknown report format `{s}` (expected table, markdown, json or csv)")),
         }
     }
 }
@@ -39,6 +42,7 @@ impl fmt::Display for Format {
             Format::Table => "table",
             Format::Markdown => "markdown",
             Format::Json => "json",
+            Format::Csv => "csv",
         })
     }
 }
@@ -50,6 +54,7 @@ pub fn render(report: &PortabilityReport, format: Format) -> String {
         Format::Table => table::report(report),
         Format::Markdown => markdown::report(report),
         Format::Json => json::report(report),
+        Format::Csv => overview::render(std::slice::from_ref(report), Format::Csv),
     }
 }
 
@@ -60,6 +65,7 @@ pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
         Format::Table => table::functions(report),
         Format::Markdown => markdown::functions(report),
         Format::Json => json::functions(report),
+        Format::Csv => overview::functions_csv(report),
     }
 }
 
@@ -151,7 +157,7 @@ pub(super) fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
 }
 
 /// A duration in ns in human units with three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`.
-pub(super) fn latency(ns: f64) -> String {
+pub fn latency(ns: f64) -> String {
     let (value, unit) = if ns < 1e3 {
         return format!("{ns:.0} ns");
     } else if ns < 1e6 {
@@ -223,8 +229,15 @@ pub(super) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionS
     t.functions.iter().filter(|f| matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)))
 }
 
-/// The heading over the harness error list.
-pub(super) const HARNESS_HEADING: &str = "Harness errors (mlport's own bugs, never counted against a framework)";
+/// The heading over the harness error list: mlport's own bugs for live runs, the test
+/// harness's (e.g. the paper's timer) for test suites.
+pub(super) fn harness_heading(report: &PortabilityReport) -> &'static str {
+    if report.run.source.is_test_suite() {
+        "Harness errors (bugs of the test harness, never counted against a framework)"
+    } else {
+        "Harness errors (mlport's own bugs, never counted against a framework)"
+    }
+}
 
 /// `1 case`, `3 cases`.
 fn plural(n: usize, noun: &str) -> String {
@@ -269,6 +282,28 @@ mod tests {
     }
 
     #[test]
+    fn imported_run_table_snapshot() {
+        let mut run = run_summary();
+        run.origin = crate::store::RunOrigin {
+            source: RunSource::ImportPaper,
+            label: Some("paper/torch/tpu_vm/tpu".into()),
+            machine: Some("tpu_vm".into()),
+            notes: vec![
+                "imported from the paper's data: 3 sessions merged (tpu_1.json, tpu_2.json, tpu_3.json)".into(),
+            ],
+        };
+        run.info.python_version = String::new();
+        run.info.frameworks.get_mut(&crate::model::Framework::Torch).unwrap().version = None;
+        let report = build(&run, &devices(), &results(), &ReportOptions::default());
+        let text = render(&report, Format::Table);
+        assert!(text.contains("torch version unknown") && text.contains("python unknown"), "{text}");
+        assert!(text.contains("not attributable (failed on cpu)"), "{text}");
+        insta::assert_snapshot!("table_imported", text);
+        let json = render(&report, Format::Json);
+        assert!(json.contains("\"source\": \"import:paper\"") && json.contains("\"machine\": \"tpu_vm\""), "{json}");
+    }
+
+    #[test]
     fn every_format_ends_with_the_rule() {
         let report = report();
         for format in [Format::Table, Format::Markdown, Format::Json] {
@@ -308,7 +343,7 @@ mod tests {
     #[test]
     fn formats_parse() {
         assert_eq!("md".parse::<Format>(), Ok(Format::Markdown));
-        for f in [Format::Table, Format::Markdown, Format::Json] {
+        for f in [Format::Table, Format::Markdown, Format::Json, Format::Csv] {
             assert_eq!(f.to_string().parse::<Format>(), Ok(f));
         }
         assert!("html".parse::<Format>().is_err());

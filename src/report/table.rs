@@ -4,7 +4,7 @@
 use comfy_table::{CellAlignment, Table, presets};
 
 use super::render::{
-    FUNCTION_COLUMNS, HARNESS_HEADING, SUMMARY_COLUMNS, function_cells, not_portable, notes, summary_cells,
+    FUNCTION_COLUMNS, SUMMARY_COLUMNS, function_cells, harness_heading, not_portable, notes, summary_cells,
     target_heading, title, versions,
 };
 use super::summary::PortabilityReport;
@@ -27,7 +27,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     }
     if !report.harness_errors.is_empty() {
         lines.push(String::new());
-        lines.push(format!("{HARNESS_HEADING}:"));
+        lines.push(format!("{}:", harness_heading(report)));
         for e in &report.harness_errors {
             let first = e.message.lines().next().unwrap_or_default();
             lines.push(format!("  {} on {}: {first}", e.case_key, e.device));

@@ -1,0 +1,313 @@
+//! The portability summary of several runs at once (`mlport report --run all`, and what
+//! `mlport import paper` prints): one row per run × framework × device with the paper's
+//! counts, percentages to two decimals as the paper prints them (35 of 64 = 54.69%), as a
+//! table, Markdown, versioned JSON (`{"format": "mlport.overview", "version": 1}`) or CSV.
+//! Each row is the [`PortabilityReport`] of its run; the counting rules of the runs shown
+//! close every rendering.
+
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, Table, presets};
+use serde::Serialize;
+
+use super::render::{Format, reasons};
+use super::slowdown::csv_row;
+use super::summary::{PortabilityReport, TargetSummary};
+use crate::model::{Device, Framework, Reason};
+use crate::store::RunSource;
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.overview";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+const COLUMNS: [&str; 10] = [
+    "run",
+    "label",
+    "machine",
+    "framework",
+    "device",
+    "functions",
+    "success",
+    "partial",
+    "complete failure",
+    "failure reasons",
+];
+
+/// `n (54.69%)` of a target's functions run; `—` when none ran.
+fn share(t: &TargetSummary, n: usize) -> String {
+    match t.percent(n) {
+        Some(p) => format!("{n} ({p:.2}%)"),
+        None => "—".into(),
+    }
+}
+
+fn machine(r: &PortabilityReport) -> &str {
+    r.run.machine.as_deref().unwrap_or(&r.run.host)
+}
+
+fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 10] {
+    [
+        r.run.id.to_string(),
+        r.run.label.clone().unwrap_or_else(|| "—".into()),
+        machine(r).to_string(),
+        t.framework.to_string(),
+        t.device.to_string(),
+        t.functions_run.to_string(),
+        share(t, t.success),
+        share(t, t.partial),
+        share(t, t.complete_failure),
+        if t.functions_run == 0 && t.cases_skipped > 0 {
+            "(no outcomes: timings only)".into()
+        } else {
+            reasons(&t.reasons)
+        },
+    ]
+}
+
+/// The distinct rules of the runs shown, each once, named by the runs they apply to.
+fn rules(reports: &[PortabilityReport]) -> Vec<String> {
+    let mut out: Vec<(bool, String)> = Vec::new();
+    for r in reports {
+        let suite = r.run.source.is_test_suite();
+        if !out.iter().any(|(s, text)| *s == suite && *text == r.rule) {
+            out.push((suite, r.rule.clone()));
+        }
+    }
+    let both = out.iter().any(|(s, _)| *s) && out.iter().any(|(s, _)| !*s);
+    out.into_iter()
+        .map(|(suite, text)| match (both, suite) {
+            (false, _) => format!("Rule: {text}"),
+            (true, true) => format!("Rule (test suites: imported and `mlport pytest` runs): {text}"),
+            (true, false) => format!("Rule (live runs): {text}"),
+        })
+        .collect()
+}
+
+/// Renders the overview of `reports` (one per run, in the order given). Ends with a newline.
+pub fn render(reports: &[PortabilityReport], format: Format) -> String {
+    match format {
+        Format::Table => table(reports),
+        Format::Markdown => markdown(reports),
+        Format::Json => json(reports),
+        Format::Csv => csv(reports),
+    }
+}
+
+fn table(reports: &[PortabilityReport]) -> String {
+    let mut out =
+        format!("mlport portability overview — {} run{}\n\n", reports.len(), if reports.len() == 1 { "" } else { "s" });
+    let rows: Vec<[String; 10]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
+    if rows.is_empty() {
+        out.push_str("No results to report.\n");
+    } else {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED).set_header(COLUMNS.to_vec());
+        for i in [0, 5, 6, 7, 8] {
+            if let Some(c) = t.column_mut(i) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        for row in rows {
+            t.add_row(row);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    out.push('\n');
+    for rule in rules(reports) {
+        let _ = writeln!(out, "{rule}");
+    }
+    out
+}
+
+fn markdown(reports: &[PortabilityReport]) -> String {
+    let mut out = format!("# mlport portability overview — {} runs\n\n", reports.len());
+    out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
+    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n");
+    for r in reports {
+        for t in &r.targets {
+            let c: Vec<String> = cells(r, t).iter().map(|c| c.replace('|', "\\|")).collect();
+            let _ = writeln!(out, "| {} |", c.join(" | "));
+        }
+    }
+    out.push('\n');
+    for rule in rules(reports) {
+        let _ = writeln!(out, "{}\n", rule.replacen("Rule", "**Rule**", 1));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+fn csv(reports: &[PortabilityReport]) -> String {
+    let mut out = csv_row(&[
+        "run",
+        "label",
+        "source",
+        "machine",
+        "framework",
+        "device",
+        "functions",
+        "success",
+        "partial",
+        "complete_failure",
+        "success_percent",
+        "partial_percent",
+        "complete_failure_percent",
+        "cases_passed",
+        "cases_failed",
+        "cases_not_attributable",
+        "cases_skipped",
+        "median_latency_ns",
+    ]);
+    let pct = |t: &TargetSummary, n| t.percent(n).map(|p| format!("{p}")).unwrap_or_default();
+    for r in reports {
+        for t in &r.targets {
+            out.push_str(&csv_row(&[
+                r.run.id.to_string(),
+                r.run.label.clone().unwrap_or_default(),
+                r.run.source.to_string(),
+                machine(r).to_string(),
+                t.framework.to_string(),
+                t.device.to_string(),
+                t.functions_run.to_string(),
+                t.success.to_string(),
+                t.partial.to_string(),
+                t.complete_failure.to_string(),
+                pct(t, t.success),
+                pct(t, t.partial),
+                pct(t, t.complete_failure),
+                t.cases_passed.to_string(),
+                t.cases_failed.to_string(),
+                t.cases_not_attributable.to_string(),
+                t.cases_skipped.to_string(),
+                t.median_latency_ns.map(|v| format!("{v}")).unwrap_or_default(),
+            ]));
+        }
+    }
+    out
+}
+
+fn json(reports: &[PortabilityReport]) -> String {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        run: i64,
+        label: Option<&'a str>,
+        source: RunSource,
+        machine: &'a str,
+        framework: Framework,
+        device: &'a Device,
+        functions_run: usize,
+        success: usize,
+        partial: usize,
+        complete_failure: usize,
+        success_percent: Option<f64>,
+        partial_percent: Option<f64>,
+        complete_failure_percent: Option<f64>,
+        reasons: &'a std::collections::BTreeMap<Reason, usize>,
+        median_latency_ns: Option<f64>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        format: &'static str,
+        version: u32,
+        rows: Vec<Row<'a>>,
+        rules: Vec<String>,
+    }
+    let rows = reports
+        .iter()
+        .flat_map(|r| {
+            r.targets.iter().map(move |t| Row {
+                run: r.run.id,
+                label: r.run.label.as_deref(),
+                source: r.run.source,
+                machine: machine(r),
+                framework: t.framework,
+                device: &t.device,
+                functions_run: t.functions_run,
+                success: t.success,
+                partial: t.partial,
+                complete_failure: t.complete_failure,
+                success_percent: t.percent(t.success),
+                partial_percent: t.percent(t.partial),
+                complete_failure_percent: t.percent(t.complete_failure),
+                reasons: &t.reasons,
+                median_latency_ns: t.median_latency_ns,
+            })
+        })
+        .collect();
+    let doc = Doc { format: JSON_FORMAT, version: JSON_VERSION, rows, rules: rules(reports) };
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// Per-function CSV of one report: every function with a result on every target.
+pub fn functions_csv(r: &PortabilityReport) -> String {
+    let mut out = csv_row(&[
+        "run",
+        "framework",
+        "device",
+        "function",
+        "status",
+        "passed",
+        "failed",
+        "not_attributable",
+        "reasons",
+    ]);
+    for t in &r.targets {
+        for f in &t.functions {
+            let reasons: Vec<String> = f.reasons.iter().map(|(r, n)| format!("{r}={n}")).collect();
+            out.push_str(&csv_row(&[
+                r.run.id.to_string(),
+                t.framework.to_string(),
+                t.device.to_string(),
+                f.name.clone(),
+                f.status.map_or("not_run", |s| s.as_str()).to_string(),
+                f.passed.to_string(),
+                f.failed.to_string(),
+                f.not_attributable.to_string(),
+                reasons.join(";"),
+            ]));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::{devices, results, run_summary};
+    use super::super::summary::{ReportOptions, build};
+    use super::*;
+
+    fn reports() -> Vec<PortabilityReport> {
+        let live = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        let mut run = run_summary();
+        run.id = 9;
+        run.origin.source = RunSource::ImportPaper;
+        run.origin.label = Some("paper/torch/tpu_vm/tpu".into());
+        run.origin.machine = Some("tpu_vm".into());
+        let imported = build(&run, &[], &results(), &ReportOptions::default());
+        vec![live, imported]
+    }
+
+    #[test]
+    fn snapshots() {
+        let r = reports();
+        insta::assert_snapshot!("overview_table", render(&r, Format::Table));
+        insta::assert_snapshot!("overview_markdown", render(&r, Format::Markdown));
+        insta::assert_snapshot!("overview_csv", render(&r, Format::Csv));
+        let json = render(&r, Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        insta::assert_snapshot!("overview_json", json);
+        insta::assert_snapshot!("functions_csv", functions_csv(&r[1]));
+    }
+
+    #[test]
+    fn percentages_have_two_decimals_and_rules_are_named() {
+        let text = render(&reports(), Format::Table);
+        assert!(text.contains("1 (33.33%)"), "{text}");
+        assert!(text.contains("Rule (live runs):") && text.contains("Rule (test suites"), "{text}");
+        let one = render(&reports()[..1], Format::Table);
+        assert!(one.contains("\nRule: A function succeeds"), "{one}");
+    }
+}

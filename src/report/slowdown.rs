@@ -1,0 +1,633 @@
+//! Slowdown between two devices (DESIGN.md: slowdown = latency on device B / on device
+//! A; intolerable above a threshold, 10× by default, the paper's mark): per function, the
+//! ratio of the mean and of the median steady-state latency on B to those on A, over the
+//! cases (tests) timed on both; then the distribution of those ratios over functions —
+//! median, geometric mean, share faster on B, share intolerably slower — rendered as a
+//! table, CSV or versioned JSON (`{"format": "mlport.slowdown", "version": 1}`).
+//!
+//! A and B may come from different runs (a T4 run and a TPU run of the paper's data), or be
+//! two devices of one run. Cases are matched by framework, function, case id and dtype, so
+//! imported and live runs of the same suite line up.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, Table, presets};
+use serde::Serialize;
+
+use super::render::latency;
+use crate::model::{Device, Framework, Outcome};
+use crate::store::{ResultRow, RunSummary};
+
+/// What latency is compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Steady-state samples: every timed call after a case's first (which includes
+    /// compilation and warm-up), ns per call.
+    Steady,
+    /// Each passing case's whole duration (a test's body; a live case's wall time).
+    TestTime,
+}
+
+/// How to compare. Defaults: steady state, intolerable above 10×.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowdownOptions {
+    pub measure: Measure,
+    /// A function whose ratio exceeds this is intolerably slower on B.
+    pub threshold: f64,
+}
+
+impl Default for SlowdownOptions {
+    fn default() -> Self {
+        SlowdownOptions { measure: Measure::Steady, threshold: 10.0 }
+    }
+}
+
+/// One side of the comparison: a device in a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Side {
+    pub run: i64,
+    pub label: Option<String>,
+    /// The machine (imports) or host (live runs).
+    pub machine: String,
+    pub device: Device,
+}
+
+impl Side {
+    /// `tpu:0 (run 3 paper/torch/tpu_vm/tpu, tpu_vm)`.
+    pub fn describe(&self) -> String {
+        let label = self.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default();
+        format!("{} (run {}{label}, {})", self.device, self.run, self.machine)
+    }
+
+    /// The side as a run and device: the run's machine (or host) and label.
+    pub fn of(run: &RunSummary, device: &Device) -> Side {
+        Side {
+            run: run.id,
+            label: run.origin.label.clone(),
+            machine: run.origin.machine.clone().unwrap_or_else(|| run.info.host.clone()),
+            device: device.clone(),
+        }
+    }
+}
+
+/// One function compared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionSlowdown {
+    pub framework: Framework,
+    pub name: String,
+    /// Cases timed on both sides.
+    pub cases: usize,
+    pub a_mean_ns: f64,
+    pub b_mean_ns: f64,
+    /// `b_mean_ns / a_mean_ns`.
+    pub mean_ratio: f64,
+    pub a_median_ns: f64,
+    pub b_median_ns: f64,
+    /// `b_median_ns / a_median_ns`.
+    pub median_ratio: f64,
+}
+
+/// A function with results on a side that could not be compared, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotCompared {
+    pub framework: Framework,
+    pub name: String,
+    pub why: String,
+}
+
+/// The ratios of one framework's compared functions, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Distribution {
+    pub functions: usize,
+    pub median: Option<f64>,
+    pub geometric_mean: Option<f64>,
+    /// Functions with a ratio below 1 (faster on B).
+    pub faster: usize,
+    /// Functions with a ratio above the threshold.
+    pub intolerable: usize,
+}
+
+impl Distribution {
+    fn of(ratios: &[f64], threshold: f64) -> Distribution {
+        let mut sorted = ratios.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = (!sorted.is_empty()).then(|| {
+            let mid = sorted.len() / 2;
+            if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 }
+        });
+        let geometric_mean =
+            (!sorted.is_empty()).then(|| (sorted.iter().map(|r| r.ln()).sum::<f64>() / sorted.len() as f64).exp());
+        Distribution {
+            functions: sorted.len(),
+            median,
+            geometric_mean,
+            faster: sorted.iter().filter(|r| **r < 1.0).count(),
+            intolerable: sorted.iter().filter(|r| **r > threshold).count(),
+        }
+    }
+
+    /// `n` as a share (0..=1) of the functions compared.
+    pub fn share(&self, n: usize) -> Option<f64> {
+        (self.functions > 0).then(|| n as f64 / self.functions as f64)
+    }
+}
+
+/// One framework's part of the comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FrameworkSlowdown {
+    pub framework: Framework,
+    /// Distribution of the mean ratios.
+    pub by_mean: Distribution,
+    /// Distribution of the median ratios.
+    pub by_median: Distribution,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowdownReport {
+    pub a: Side,
+    pub b: Side,
+    pub options: SlowdownOptions,
+    /// In A's planned order, then functions only B has.
+    pub functions: Vec<FunctionSlowdown>,
+    pub not_compared: Vec<NotCompared>,
+    pub frameworks: Vec<FrameworkSlowdown>,
+    /// How the numbers were computed: the footer of every rendering.
+    pub rule: String,
+}
+
+/// Values per matched case of one function on one side.
+type Timed = BTreeMap<(String, String), Vec<f64>>;
+
+/// Collects each function's timed cases on `device`, in result order.
+fn collect(
+    results: &[ResultRow],
+    device: &Device,
+    measure: Measure,
+) -> (Vec<(Framework, String)>, HashMap<(Framework, String), Timed>) {
+    let mut order = Vec::new();
+    let mut timed: HashMap<(Framework, String), Timed> = HashMap::new();
+    for row in results.iter().filter(|r| &r.result.device == device) {
+        let f = (row.function.framework, row.function.name.clone());
+        let values: Vec<f64> = match measure {
+            Measure::Steady => row.result.samples_ns.iter().map(|&ns| ns as f64).collect(),
+            Measure::TestTime => {
+                if row.result.outcome == Outcome::Pass && row.result.wall_ms > 0.0 {
+                    vec![row.result.wall_ms * 1e6]
+                } else {
+                    Vec::new()
+                }
+            }
+        };
+        let entry = timed.entry(f.clone()).or_insert_with(|| {
+            order.push(f.clone());
+            Timed::new()
+        });
+        if !values.is_empty() {
+            entry.entry((row.case.case_id.clone(), row.case.dtype.clone())).or_insert(values);
+        }
+    }
+    (order, timed)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
+}
+
+/// Compares device `b` of run `b_run` with device `a` of run `a_run` (the same run twice
+/// for two devices of one run), from each run's rows as [`crate::store::Store::results`]
+/// returns them.
+pub fn slowdown(
+    (a_run, a, a_rows): (&RunSummary, &Device, &[ResultRow]),
+    (b_run, b, b_rows): (&RunSummary, &Device, &[ResultRow]),
+    options: &SlowdownOptions,
+) -> SlowdownReport {
+    let (a_order, a_timed) = collect(a_rows, a, options.measure);
+    let (b_order, b_timed) = collect(b_rows, b, options.measure);
+    let mut functions = Vec::new();
+    let mut not_compared = Vec::new();
+    let mut order = a_order.clone();
+    order.extend(b_order.into_iter().filter(|f| !a_timed.contains_key(f)));
+    for key in order {
+        let (framework, name) = key.clone();
+        let miss = |why: &str| NotCompared { framework, name: name.clone(), why: why.to_string() };
+        let (ta, tb) = match (a_timed.get(&key), b_timed.get(&key)) {
+            (Some(ta), Some(tb)) => (ta, tb),
+            (Some(_), None) => {
+                not_compared.push(miss("no result on B"));
+                continue;
+            }
+            _ => {
+                not_compared.push(miss("no result on A"));
+                continue;
+            }
+        };
+        let (mut va, mut vb) = (Vec::new(), Vec::new());
+        let mut cases = 0;
+        for (case, xa) in ta {
+            if let Some(xb) = tb.get(case) {
+                va.extend_from_slice(xa);
+                vb.extend_from_slice(xb);
+                cases += 1;
+            }
+        }
+        if cases == 0 {
+            let why = match (ta.is_empty(), tb.is_empty()) {
+                (true, true) => "no timing on either side",
+                (true, false) => "no timing on A",
+                (false, true) => "no timing on B",
+                (false, false) => "no case timed on both",
+            };
+            not_compared.push(miss(why));
+            continue;
+        }
+        let (a_mean_ns, b_mean_ns) = (mean(&va), mean(&vb));
+        let (a_median_ns, b_median_ns) = (median(&mut va), median(&mut vb));
+        if a_mean_ns <= 0.0 || a_median_ns <= 0.0 || b_mean_ns <= 0.0 || b_median_ns <= 0.0 {
+            not_compared.push(miss("a zero time: no ratio"));
+            continue;
+        }
+        functions.push(FunctionSlowdown {
+            framework,
+            name,
+            cases,
+            a_mean_ns,
+            b_mean_ns,
+            mean_ratio: b_mean_ns / a_mean_ns,
+            a_median_ns,
+            b_median_ns,
+            median_ratio: b_median_ns / a_median_ns,
+        });
+    }
+    let mut frameworks: Vec<Framework> = functions.iter().map(|f| f.framework).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    let frameworks = frameworks
+        .into_iter()
+        .map(|fw| {
+            let of = |pick: fn(&FunctionSlowdown) -> f64| {
+                let r: Vec<f64> = functions.iter().filter(|f| f.framework == fw).map(pick).collect();
+                Distribution::of(&r, options.threshold)
+            };
+            FrameworkSlowdown { framework: fw, by_mean: of(|f| f.mean_ratio), by_median: of(|f| f.median_ratio) }
+        })
+        .collect();
+    let (sa, sb) = (Side::of(a_run, a), Side::of(b_run, b));
+    SlowdownReport {
+        rule: rule_text(&sa, &sb, options),
+        a: sa,
+        b: sb,
+        options: options.clone(),
+        functions,
+        not_compared,
+        frameworks,
+    }
+}
+
+/// How the comparison was computed, in words.
+pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
+    let what = match options.measure {
+        Measure::Steady => {
+            "steady-state samples (every timed call after the first of each case in each session; the first \
+             includes compilation and warm-up)"
+        }
+        Measure::TestTime => "durations of the cases that passed (a whole test's body per case)",
+    };
+    format!(
+        "Slowdown of B = {} relative to A = {}: per function, over the cases timed on both, the mean (and the \
+         median) of their {what} on B divided by the same on A; above 1 is slower on B. Over functions: the median \
+         and geometric mean of the ratios, the share faster on B (ratio below 1) and the share more than {}× \
+         slower (intolerable). Functions not timed on both sides are listed apart, never guessed.",
+        b.describe(),
+        a.describe(),
+        fmt_threshold(options.threshold)
+    )
+}
+
+fn fmt_threshold(t: f64) -> String {
+    if t.fract() == 0.0 { format!("{t:.0}") } else { format!("{t}") }
+}
+
+/// A ratio for people: `3.21×`, `0.052×`, `1234×`.
+pub fn ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}×")
+    } else if r >= 0.1 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.3}×")
+    }
+}
+
+fn share(d: &Distribution, n: usize) -> String {
+    match d.share(n) {
+        Some(s) => format!("{n} ({:.1}%)", 100.0 * s),
+        None => "—".into(),
+    }
+}
+
+fn new_table(header: &[&str], right: &[usize]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED).set_header(header.to_vec());
+    for &i in right {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// The terminal rendering: per-function table, the distribution per framework, the
+/// functions not compared, then the rule. Ends with a newline.
+pub fn render_table(r: &SlowdownReport) -> String {
+    let mut out = format!("mlport slowdown — B = {} vs A = {}\n\n", r.b.describe(), r.a.describe());
+    if r.functions.is_empty() {
+        out.push_str("No function was timed on both devices.\n");
+        if r.options.measure == Measure::Steady {
+            out.push_str("(Suites without per-call timings can be compared by test durations: --measure test.)\n");
+        }
+    } else {
+        let mut t = new_table(
+            &["framework", "function", "cases", "mean A", "mean B", "mean B/A", "median A", "median B", "median B/A"],
+            &[2, 3, 4, 5, 6, 7, 8],
+        );
+        for f in &r.functions {
+            t.add_row([
+                f.framework.to_string(),
+                f.name.clone(),
+                f.cases.to_string(),
+                latency(f.a_mean_ns),
+                latency(f.b_mean_ns),
+                ratio(f.mean_ratio),
+                latency(f.a_median_ns),
+                latency(f.b_median_ns),
+                ratio(f.median_ratio),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
+        let limit = fmt_threshold(r.options.threshold);
+        let mut t = new_table(
+            &[
+                "framework",
+                "ratio of",
+                "functions",
+                "median",
+                "geometric mean",
+                "faster on B",
+                &format!("> {limit}× slower"),
+            ],
+            &[2, 3, 4, 5, 6],
+        );
+        for fw in &r.frameworks {
+            for (what, d) in [("means", &fw.by_mean), ("medians", &fw.by_median)] {
+                t.add_row([
+                    fw.framework.to_string(),
+                    what.to_string(),
+                    d.functions.to_string(),
+                    d.median.map_or("—".into(), ratio),
+                    d.geometric_mean.map_or("—".into(), ratio),
+                    share(d, d.faster),
+                    share(d, d.intolerable),
+                ]);
+            }
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if !r.not_compared.is_empty() {
+        let _ = writeln!(out, "\nNot compared ({}):", r.not_compared.len());
+        let mut by_why: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for n in &r.not_compared {
+            by_why.entry(&n.why).or_default().push(&n.name);
+        }
+        for (why, names) in by_why {
+            let _ = writeln!(out, "  {why}: {}", names.join(", "));
+        }
+    }
+    let _ = write!(out, "\nRule: {}\n", r.rule);
+    out
+}
+
+/// CSV (RFC 4180): one row per function (ratios empty and `note` saying why for those not
+/// compared), then per framework the distribution rows with `function` = `(median)`,
+/// `(geometric mean)`, `(share faster on B)`, `(share > N× slower)` and the value in the
+/// ratio columns. Times in ns, shares as fractions.
+pub fn render_csv(r: &SlowdownReport) -> String {
+    let mut out = String::from(
+        "framework,function,cases,a_mean_ns,b_mean_ns,mean_ratio,a_median_ns,b_median_ns,median_ratio,note\n",
+    );
+    let num = |x: f64| format!("{x}");
+    for f in &r.functions {
+        let cells = [
+            f.framework.to_string(),
+            f.name.clone(),
+            f.cases.to_string(),
+            num(f.a_mean_ns),
+            num(f.b_mean_ns),
+            num(f.mean_ratio),
+            num(f.a_median_ns),
+            num(f.b_median_ns),
+            num(f.median_ratio),
+            String::new(),
+        ];
+        out.push_str(&csv_row(&cells));
+    }
+    for n in &r.not_compared {
+        let mut cells = vec![n.framework.to_string(), n.name.clone()];
+        cells.extend(std::iter::repeat_n(String::new(), 7));
+        cells.push(n.why.clone());
+        out.push_str(&csv_row(&cells));
+    }
+    let limit = fmt_threshold(r.options.threshold);
+    for fw in &r.frameworks {
+        let opt = |x: Option<f64>| x.map(num).unwrap_or_default();
+        let rows: [(String, Option<f64>, Option<f64>); 4] = [
+            ("(median)".into(), fw.by_mean.median, fw.by_median.median),
+            ("(geometric mean)".into(), fw.by_mean.geometric_mean, fw.by_median.geometric_mean),
+            (
+                "(share faster on B)".into(),
+                fw.by_mean.share(fw.by_mean.faster),
+                fw.by_median.share(fw.by_median.faster),
+            ),
+            (
+                format!("(share > {limit}x slower)"),
+                fw.by_mean.share(fw.by_mean.intolerable),
+                fw.by_median.share(fw.by_median.intolerable),
+            ),
+        ];
+        for (what, m, md) in rows {
+            let cells = [
+                fw.framework.to_string(),
+                what,
+                fw.by_mean.functions.to_string(),
+                String::new(),
+                String::new(),
+                opt(m),
+                String::new(),
+                String::new(),
+                opt(md),
+                String::new(),
+            ];
+            out.push_str(&csv_row(&cells));
+        }
+    }
+    out
+}
+
+/// One CSV line: fields with a comma, quote or line break are quoted, quotes doubled.
+pub(crate) fn csv_row<S: AsRef<str>>(cells: &[S]) -> String {
+    let cells: Vec<String> = cells
+        .iter()
+        .map(|c| {
+            let c = c.as_ref();
+            if c.contains([',', '"', '\n', '\r']) { format!("\"{}\"", c.replace('"', "\"\"")) } else { c.to_string() }
+        })
+        .collect();
+    cells.join(",") + "\n"
+}
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.slowdown";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+/// Versioned JSON: sides, options, functions, not compared, distributions, rule.
+pub fn render_json(r: &SlowdownReport) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        format: &'static str,
+        version: u32,
+        a: &'a Side,
+        b: &'a Side,
+        measure: Measure,
+        threshold: f64,
+        functions: &'a [FunctionSlowdown],
+        not_compared: &'a [NotCompared],
+        frameworks: &'a [FrameworkSlowdown],
+        rule: &'a str,
+    }
+    let doc = Doc {
+        format: JSON_FORMAT,
+        version: JSON_VERSION,
+        a: &r.a,
+        b: &r.b,
+        measure: r.options.measure,
+        threshold: r.options.threshold,
+        functions: &r.functions,
+        not_compared: &r.not_compared,
+        frameworks: &r.frameworks,
+        rule: &r.rule,
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::{row, run_summary};
+    use super::*;
+    use crate::model::Outcome::{Fail, Pass, Skip};
+
+    fn dev(s: &str) -> Device {
+        s.parse().unwrap()
+    }
+
+    /// torch functions on cpu (A) and cuda:0 (B): a is 10× slower on B, b 2× faster,
+    /// c 40× slower, d has no timings on B, e exists only on A, f only on B.
+    fn rows() -> Vec<ResultRow> {
+        let t = Framework::Torch;
+        vec![
+            row(t, "a", 1, "cpu", Pass, None, &[10, 20, 30]),
+            row(t, "a", 1, "cuda:0", Pass, None, &[100, 200, 300]),
+            row(t, "a", 2, "cpu", Pass, None, &[40]),
+            row(t, "b", 1, "cpu", Pass, None, &[100, 100]),
+            row(t, "b", 1, "cuda:0", Pass, None, &[50, 40, 60]),
+            row(t, "b", 2, "cuda:0", Pass, None, &[1]),
+            row(t, "c", 1, "cpu", Skip, None, &[5]),
+            row(t, "c", 1, "cuda:0", Fail, None, &[200]),
+            row(t, "d", 1, "cpu", Pass, None, &[7]),
+            row(t, "d", 1, "cuda:0", Pass, None, &[]),
+            row(t, "e", 1, "cpu", Pass, None, &[7]),
+            row(t, "f", 1, "cuda:0", Pass, None, &[7]),
+        ]
+    }
+
+    pub(crate) fn example() -> SlowdownReport {
+        let mut b_run = run_summary();
+        b_run.id = 8;
+        b_run.origin.label = Some("gpu-box/cuda".into());
+        b_run.origin.machine = Some("t4_vm".into());
+        let rows = rows();
+        slowdown((&run_summary(), &dev("cpu"), &rows), (&b_run, &dev("cuda:0"), &rows), &SlowdownOptions::default())
+    }
+
+    #[test]
+    fn ratios_per_function_over_cases_timed_on_both() {
+        let r = example();
+        let got: Vec<(&str, usize, f64, f64)> =
+            r.functions.iter().map(|f| (f.name.as_str(), f.cases, f.mean_ratio, f.median_ratio)).collect();
+        assert_eq!(got, vec![("torch.a", 1, 10.0, 10.0), ("torch.b", 1, 0.5, 0.5), ("torch.c", 1, 40.0, 40.0)]);
+        let nc: Vec<(&str, &str)> = r.not_compared.iter().map(|n| (n.name.as_str(), n.why.as_str())).collect();
+        assert_eq!(
+            nc,
+            vec![("torch.d", "no timing on B"), ("torch.e", "no result on B"), ("torch.f", "no result on A")]
+        );
+        let d = &r.frameworks[0].by_mean;
+        assert_eq!((d.functions, d.median, d.faster, d.intolerable), (3, Some(10.0), 1, 1));
+        assert!((d.geometric_mean.unwrap() - 200f64.powf(1.0 / 3.0)).abs() < 1e-9);
+        assert_eq!(d.share(d.intolerable), Some(1.0 / 3.0));
+        assert_eq!(r.a.describe(), "cpu (run 7, gpu-box)");
+        assert_eq!(r.b.describe(), "cuda:0 (run 8 gpu-box/cuda, t4_vm)");
+    }
+
+    #[test]
+    fn test_time_compares_passing_cases_only() {
+        let mut rows = rows();
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.result.wall_ms = (i + 1) as f64;
+        }
+        let opts = SlowdownOptions { measure: Measure::TestTime, threshold: 1.5 };
+        let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&run_summary(), &dev("cuda:0"), &rows), &opts);
+        let got: Vec<(&str, f64)> = r.functions.iter().map(|f| (f.name.as_str(), f.mean_ratio)).collect();
+        // a: 2 ms / 1 ms; b: 5/4; c failed on B and was skipped on A: not compared; d: 10/9.
+        assert_eq!(got, vec![("torch.a", 2.0), ("torch.b", 1.25), ("torch.d", 10.0 / 9.0)]);
+        assert_eq!(r.frameworks[0].by_mean.intolerable, 1);
+        assert!(r.rule.contains("more than 1.5× slower"));
+    }
+
+    #[test]
+    fn snapshots() {
+        let r = example();
+        insta::assert_snapshot!("slowdown_table", render_table(&r));
+        insta::assert_snapshot!("slowdown_csv", render_csv(&r));
+        let json = render_json(&r);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        insta::assert_snapshot!("slowdown_json", json);
+    }
+
+    #[test]
+    fn nothing_to_compare_says_so() {
+        let rows = vec![row(Framework::Jax, "a", 1, "cpu", Pass, None, &[])];
+        let r = slowdown(
+            (&run_summary(), &dev("cpu"), &rows),
+            (&run_summary(), &dev("tpu:0"), &rows),
+            &SlowdownOptions::default(),
+        );
+        let text = render_table(&r);
+        assert!(text.contains("No function was timed on both devices.") && text.contains("--measure test"), "{text}");
+        assert!(text.trim_end().ends_with(&r.rule));
+        assert_eq!(render_csv(&r).lines().count(), 2);
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        assert_eq!(csv_row(&["a", "b,c", "say \"x\""]), "a,\"b,c\",\"say \"\"x\"\"\"\n");
+    }
+}
