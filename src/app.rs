@@ -8,15 +8,18 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::catalogue::{self, Catalogue};
-use crate::cli::{self, FormatArg, ListArgs, PythonArg, ReportArgs, RunArgs};
+use crate::cli::{
+    self, FormatArg, ImportPaperArgs, ImportPytestJsonArgs, ListArgs, PytestArgs, PythonArg, ReportArgs, RunArgs,
+};
+use crate::import;
 use crate::model::{Device, Framework};
 use crate::plan::{self, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
 use crate::report::{self, Format, ReportOptions};
 use crate::runner::{self, Ending, RunConfig};
-use crate::store::Store;
 use crate::store::records::RunInfo;
+use crate::store::{FrameworkInfo, RunSource, RunSummary, Store};
 use crate::worker::{self, protocol::Timing};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT).
@@ -29,6 +32,7 @@ fn format_of(f: FormatArg) -> Format {
         FormatArg::Table => Format::Table,
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Json => Format::Json,
+        FormatArg::Csv => Format::Csv,
     }
 }
 
@@ -192,8 +196,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 }
 
 fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
-    let summary = store.run(run_id)?;
-    let rep = report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts);
+    let rep = build_report(store, run_id, opts)?;
     let mut out = report::render(&rep, format);
     if functions {
         out.push_str(&report::render_functions(&rep, format));
@@ -202,23 +205,236 @@ fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions
     Ok(())
 }
 
-/// `mlport report`.
-pub fn report(args: ReportArgs) -> Result<i32> {
-    if !args.db.db.exists() {
-        bail!("{}: no such store (run `mlport run` first, or pass --db)", args.db.db.display());
+fn build_report(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<report::PortabilityReport> {
+    let summary = store.run(run_id)?;
+    Ok(report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
+}
+
+/// A run named by id, by label, or `None` for the latest.
+fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
+    let db = store.path().display();
+    match spec {
+        None | Some("latest") => store.latest_run()?.with_context(|| format!("{db}: the store holds no run")),
+        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            let id: i64 = s.parse().map_err(|_| anyhow::anyhow!("run id `{s}` is too large"))?;
+            Ok(store.run(id)?)
+        }
+        Some(label) => store
+            .run_by_label(label)?
+            .with_context(|| format!("{db}: no run with id or label `{label}` (see `mlport runs`)")),
     }
-    let store = Store::open(&args.db.db)?;
-    let run_id = match args.run {
-        Some(id) => id,
-        None => store.latest_run()?.with_context(|| format!("{}: the store holds no run", args.db.db.display()))?.id,
-    };
+}
+
+fn open_existing(db: &Path) -> Result<Store> {
+    if !db.exists() {
+        bail!("{}: no such store (run `mlport run` or `mlport import` first, or pass --db)", db.display());
+    }
+    Ok(Store::open(db)?)
+}
+
+/// `mlport report`: one run's portability, the overview of every run, or a slowdown.
+pub fn report(args: ReportArgs) -> Result<i32> {
+    let store = open_existing(&args.db.db)?;
     let reference = match &args.reference {
         Some(r) => Some(r.parse::<Device>().map_err(|e| anyhow::anyhow!("--reference: {e}"))?),
         None => None,
     };
     let opts = ReportOptions { attributable: !args.all_failures, reference };
-    print_report(&store, run_id, format_of(args.format), &opts, args.functions)?;
+    let format = format_of(args.format);
+    if let Some(spec) = &args.slowdown {
+        let threshold = cli::positive("--threshold", args.threshold)?;
+        let (a, b) = cli::parse_slowdown(spec)?;
+        let default = args.run.as_deref().filter(|r| *r != "all");
+        let ra = resolve_run(&store, a.run.as_deref().or(default))?;
+        let rb = resolve_run(&store, b.run.as_deref().or(default))?;
+        let (rows_a, rows_b) = (store.results(ra.id)?, store.results(rb.id)?);
+        for (run, side, rows) in [(&ra, &a, &rows_a), (&rb, &b, &rows_b)] {
+            if !rows.iter().any(|r| r.result.device == side.device) {
+                bail!("--slowdown: run {} has no result on {}", run.id, side.device);
+            }
+        }
+        let measure = match args.measure {
+            cli::MeasureArg::Steady => report::Measure::Steady,
+            cli::MeasureArg::Test => report::Measure::TestTime,
+            cli::MeasureArg::FirstCall => report::Measure::FirstCall,
+        };
+        let sd = report::slowdown::slowdown(
+            (&ra, &a.device, &rows_a),
+            (&rb, &b.device, &rows_b),
+            &report::SlowdownOptions { measure, threshold },
+        );
+        let out = match format {
+            Format::Table => report::slowdown::render_table(&sd),
+            Format::Csv => report::slowdown::render_csv(&sd),
+            Format::Json => report::slowdown::render_json(&sd),
+            Format::Markdown => bail!("--slowdown renders as table, csv or json"),
+        };
+        print!("{out}");
+        return Ok(0);
+    }
+    if args.run.as_deref() == Some("all") {
+        let reports: Vec<report::PortabilityReport> =
+            store.runs()?.iter().map(|r| build_report(&store, r.id, &opts)).collect::<Result<_>>()?;
+        print!("{}", report::overview::render(&reports, format));
+        return Ok(0);
+    }
+    let run = resolve_run(&store, args.run.as_deref())?;
+    print_report(&store, run.id, format, &opts, args.functions)?;
     Ok(0)
+}
+
+/// `mlport import pytest-json`: read and check everything, then store the run in one
+/// transaction and print its report.
+pub fn import_pytest_json(args: ImportPytestJsonArgs) -> Result<i32> {
+    let framework: Framework = args.framework.parse().map_err(|e: String| anyhow::anyhow!("--framework: {e}"))?;
+    let device: Device = args.device.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
+    let spec = import::PytestJsonImport {
+        report: args.report.clone(),
+        timings: args.timings.clone(),
+        framework,
+        device,
+        label: args.label.clone(),
+        machine: args.machine.clone(),
+        source: RunSource::ImportPytestJson,
+        command_line: command_line(),
+    };
+    let data = import::pytest_json_run(&spec)?;
+    let mut store = Store::open(&args.db.db)?;
+    let id = store.import_runs(std::slice::from_ref(&data))?[0];
+    eprintln!(
+        "mlport: imported {} as run {id}: {} tests of {} functions on {}",
+        args.report.display(),
+        data.cases.len(),
+        data.functions.len(),
+        data.devices.iter().map(|d| d.device.to_string()).collect::<Vec<_>>().join(" and ")
+    );
+    print_report(&store, id, format_of(args.format), &ReportOptions::default(), false)?;
+    Ok(0)
+}
+
+/// `mlport import paper`: the whole data set, every run in one transaction, then the overview.
+pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
+    let started = Instant::now();
+    let data = import::import_paper(&args.dir, &command_line())?;
+    for (path, why) in &data.left_out {
+        eprintln!("mlport: left out {}: {why}", path.display());
+    }
+    let mut store = Store::open(&args.db.db)?;
+    let ids = store.import_runs(&data.runs)?;
+    let reports: Vec<report::PortabilityReport> =
+        ids.iter().map(|id| build_report(&store, *id, &ReportOptions::default())).collect::<Result<_>>()?;
+    eprintln!(
+        "mlport: imported {} runs (ids {}..={}) from {} in {:.2} s",
+        ids.len(),
+        ids.first().copied().unwrap_or_default(),
+        ids.last().copied().unwrap_or_default(),
+        args.dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    print!("{}", report::overview::render(&reports, format_of(args.format)));
+    Ok(0)
+}
+
+/// The exit codes of pytest that still leave a usable report: all passed, some failed.
+const PYTEST_OK: [i32; 2] = [0, 1];
+
+/// `mlport pytest`: run a user's suite with pytest-json-report in the managed environment
+/// (or `--python`) on one device, then import and report it.
+pub fn pytest(args: PytestArgs) -> Result<i32> {
+    let framework: Framework = args.framework.parse().map_err(|e: String| anyhow::anyhow!("--framework: {e}"))?;
+    let device: Device = args.device.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
+    if !args.path.exists() {
+        bail!("{}: no such test file or folder", args.path.display());
+    }
+    let env = python_env(&args.python, &[framework])?;
+    let check = std::process::Command::new(&env.python)
+        .args(["-c", "import pytest, pytest_jsonreport"])
+        .output()
+        .with_context(|| format!("cannot run {}", env.python.display()))?;
+    if !check.status.success() {
+        bail!(
+            "{} lacks pytest or pytest-json-report; install them (`{} -m pip install pytest pytest-json-report`) or \
+             use the managed environment (omit --python)",
+            env.python.display(),
+            env.python.display()
+        );
+    }
+    let out_dir = pytest_dir(&args.db.db);
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let report_path = out_dir.join("report.json");
+    let mut cmd = std::process::Command::new(&env.python);
+    cmd.args(["-m", "pytest"])
+        .arg(&args.path)
+        .arg("--json-report")
+        .arg(format!("--json-report-file={}", report_path.display()))
+        .args(["-p", "no:cacheprovider"])
+        .args(&args.pytest_args)
+        .env("MLPORT_DEVICE", device.as_str())
+        .env("MLPORT_FRAMEWORK", framework.as_str())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(std::io::stderr());
+    eprintln!(
+        "mlport: running pytest on {} with MLPORT_DEVICE={device} ({})",
+        args.path.display(),
+        env.python.display()
+    );
+    let status = cmd.status().with_context(|| format!("cannot run {} -m pytest", env.python.display()))?;
+    match status.code() {
+        Some(c) if PYTEST_OK.contains(&c) => {}
+        Some(5) => bail!("pytest collected no tests from {}", args.path.display()),
+        Some(2) => bail!("pytest was interrupted (exit code 2); nothing was imported"),
+        Some(c) => bail!("pytest exited with code {c} (internal or usage error); nothing was imported"),
+        None => bail!("pytest was killed by a signal; nothing was imported"),
+    }
+    let spec = import::PytestJsonImport {
+        report: report_path.clone(),
+        timings: Vec::new(),
+        framework,
+        device,
+        label: args.label.clone(),
+        machine: Some(crate::sysinfo::host()),
+        source: RunSource::Pytest,
+        command_line: command_line(),
+    };
+    let mut data = import::pytest_json_run(&spec)?;
+    runner::machine_info(&mut data.info);
+    data.info.python_executable = env.python.display().to_string();
+    if let Some(v) = package_version(&env.python, framework) {
+        data.info.frameworks.insert(framework, FrameworkInfo { version: Some(v), ..Default::default() });
+    }
+    data.origin.notes.push(format!("pytest's report is kept at {}", report_path.display()));
+    let mut store = Store::open(&args.db.db)?;
+    let id = store.import_runs(std::slice::from_ref(&data))?[0];
+    eprintln!("mlport: stored as run {id} ({} tests of {} functions)", data.cases.len(), data.functions.len());
+    print_report(&store, id, format_of(args.format), &ReportOptions::default(), false)?;
+    Ok(0)
+}
+
+/// Where `mlport pytest` keeps pytest's raw report: `.mlport/pytest-<time>-<pid>/` beside the store.
+fn pytest_dir(db: &Path) -> PathBuf {
+    let parent = db.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
+    parent.join(".mlport").join(format!("pytest-{stamp}-{}", std::process::id()))
+}
+
+/// The installed version of a framework's distribution in `python`, without importing it.
+fn package_version(python: &Path, fw: Framework) -> Option<String> {
+    let names = match fw {
+        Framework::Tensorflow => "['tensorflow', 'tensorflow-cpu']",
+        Framework::Jax => "['jax']",
+        Framework::Torch => "['torch']",
+        Framework::Numpy => "['numpy']",
+    };
+    let code = format!(
+        "import importlib.metadata as m\nfor n in {names}:\n    try:\n        print(m.version(n)); break\n    except m.PackageNotFoundError: pass"
+    );
+    let out = std::process::Command::new(python).args(["-c", &code]).output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
 }
 
 /// `mlport runs`.
@@ -229,7 +445,7 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
     let store = Store::open(&args.db)?;
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks"]);
+    t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks", "source", "label"]);
     for r in store.runs()? {
         let fws: Vec<String> = r
             .info
@@ -243,8 +459,10 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
             r.state.clone(),
             r.cases_planned.to_string(),
             r.results.to_string(),
-            r.info.host.clone(),
+            r.origin.machine.clone().unwrap_or_else(|| r.info.host.clone()),
             fws.join(", "),
+            r.origin.source.to_string(),
+            r.origin.label.clone().unwrap_or_default(),
         ]);
     }
     println!("{t}");

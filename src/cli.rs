@@ -32,6 +32,89 @@ pub enum Command {
     Runs(DbArg),
     /// Create (or check) the managed Python environment and print its versions.
     Env(PythonArg),
+    /// Import results measured elsewhere: a pytest-json-report, or the paper's raw data.
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// Run your own pytest suite on a device in the managed environment, then import it.
+    ///
+    /// The device reaches the tests as the environment variable MLPORT_DEVICE (cpu, cuda:0,
+    /// tpu:0, ...); see docs/pytest.md for a conftest.py that reads it.
+    Pytest(PytestArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// One pytest-json-report file (one run of a suite on one device), with optional timing
+    /// files in the paper's format (one per repeated session).
+    PytestJson(ImportPytestJsonArgs),
+    /// The published raw data of "The Grand Illusion" (a folder like ../shared/paper-data):
+    /// one run per framework × machine × device, repeated sessions merged.
+    Paper(ImportPaperArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportPytestJsonArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The pytest-json-report file.
+    #[arg(value_name = "REPORT.json")]
+    pub report: PathBuf,
+    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    #[arg(long, value_name = "NAME")]
+    pub framework: String,
+    /// The device the suite ran on: cpu, cuda:N, tpu:N, mps or xpu:N.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: String,
+    /// Timing files of the session(s), `{"file.py:test": {"operations": [s...], "test_time": s}}`.
+    #[arg(long, num_args = 1.., value_name = "TIMINGS.json")]
+    pub timings: Vec<PathBuf>,
+    /// A name for the run, usable wherever a run id is (`--run`, `--slowdown`).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// The machine the suite ran on (shown in reports).
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Format of the report printed after the import.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportPaperArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The data set's folder (holding pytorch_timings/, tensorflow_timings/, jax_timings/).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Format of the overview printed after the import.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct PytestArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub python: PythonArg,
+    /// The test file or folder, as you would give it to pytest.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    #[arg(long, value_name = "NAME")]
+    pub framework: String,
+    /// The device to run on, passed to the tests as MLPORT_DEVICE.
+    #[arg(long, value_name = "DEVICE")]
+    pub device: String,
+    /// A name for the run, usable wherever a run id is.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Format of the report printed at the end.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Arguments for pytest itself, after `--` (e.g. `-- -k matmul -x`).
+    #[arg(last = true, value_name = "PYTEST ARGS")]
+    pub pytest_args: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -54,6 +137,18 @@ pub enum FormatArg {
     Table,
     Markdown,
     Json,
+    Csv,
+}
+
+/// What `--slowdown` compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MeasureArg {
+    /// Steady-state samples: timed calls after each case's first.
+    Steady,
+    /// Whole durations of passing cases (tests).
+    Test,
+    /// Each case's first timed call (compilation included).
+    FirstCall,
 }
 
 #[derive(Debug, Args)]
@@ -101,11 +196,22 @@ pub struct RunArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub db: DbArg,
-    /// The run to report (default: the latest).
-    #[arg(long, value_name = "RUN_ID")]
-    pub run: Option<i64>,
+    /// The run to report: an id, a label, or `all` for an overview of every run (default: the latest).
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
+    /// Slowdown of device B relative to device A: `A..B`, each `DEVICE[@RUN]` (RUN an id or a
+    /// label; default the report's run), e.g. `cpu..tpu:0` or
+    /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`.
+    #[arg(long, value_name = "A..B")]
+    pub slowdown: Option<String>,
+    /// What --slowdown compares.
+    #[arg(long, value_enum, default_value = "steady")]
+    pub measure: MeasureArg,
+    /// With --slowdown: a function more than this many times slower on B is intolerable.
+    #[arg(long, default_value_t = 10.0, value_name = "RATIO")]
+    pub threshold: f64,
     /// Count every failure, not only device-attributable ones.
     #[arg(long)]
     pub all_failures: bool,
@@ -156,6 +262,30 @@ pub fn parse_frameworks(v: &[String]) -> Result<Vec<Framework>> {
     Ok(out)
 }
 
+/// One side of `--slowdown`: a device and, optionally, the run (id or label) it is in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowdownSide {
+    pub device: Device,
+    pub run: Option<String>,
+}
+
+/// Parses `--slowdown A..B`, each side `DEVICE[@RUN]`, naming the bad part.
+pub fn parse_slowdown(s: &str) -> Result<(SlowdownSide, SlowdownSide)> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| anyhow::anyhow!("--slowdown `{s}`: expected A..B, e.g. cpu..tpu:0 or cuda:0@3..tpu:0@5"))?;
+    let side = |part: &str| -> Result<SlowdownSide> {
+        let (device, run) = match part.split_once('@') {
+            Some((d, r)) if !r.is_empty() => (d, Some(r.to_string())),
+            Some(_) => bail!("--slowdown `{s}`: `{part}` names no run after @"),
+            None => (part, None),
+        };
+        let device = device.parse::<Device>().map_err(|e| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
+        Ok(SlowdownSide { device, run })
+    };
+    Ok((side(a)?, side(b)?))
+}
+
 /// Checks a positive finite number of seconds or ms.
 pub fn positive(name: &str, v: f64) -> Result<f64> {
     if !(v > 0.0 && v.is_finite()) {
@@ -180,5 +310,17 @@ mod tests {
         assert_eq!(parse_devices(&["cpu".into(), "cuda".into(), "cuda:0".into()]).unwrap().len(), 2);
         assert!(parse_frameworks(&["mxnet".into()]).unwrap_err().to_string().contains("unknown framework `mxnet`"));
         assert!(positive("--timeout", 0.0).is_err());
+    }
+
+    #[test]
+    fn slowdown_sides_parse() {
+        let (a, b) = parse_slowdown("cpu..tpu:0").unwrap();
+        assert_eq!((a.device.as_str(), a.run, b.device.as_str(), b.run), ("cpu", None, "tpu:0", None));
+        let (a, b) = parse_slowdown("cuda:0@paper/torch/t4_vm/gpu..tpu:0@7").unwrap();
+        assert_eq!((a.device.as_str(), a.run.as_deref()), ("cuda:0", Some("paper/torch/t4_vm/gpu")));
+        assert_eq!((b.device.as_str(), b.run.as_deref()), ("tpu:0", Some("7")));
+        assert!(parse_slowdown("cpu").unwrap_err().to_string().contains("expected A..B"));
+        assert!(parse_slowdown("gpu..cpu").unwrap_err().to_string().contains("unknown device `gpu`"));
+        assert!(parse_slowdown("cpu@..cpu").unwrap_err().to_string().contains("names no run"));
     }
 }

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use mlport::app;
-use mlport::cli::{Cli, Command};
+use mlport::cli::{Cli, Command, ImportCommand};
 
 fn main() {
     let cli = Cli::parse();
@@ -24,6 +24,9 @@ fn main() {
         Command::List(a) => app::list(a),
         Command::Runs(a) => app::runs(a),
         Command::Env(a) => app::env(a),
+        Command::Import(ImportCommand::PytestJson(a)) => app::import_pytest_json(a),
+        Command::Import(ImportCommand::Paper(a)) => app::import_paper(a),
+        Command::Pytest(a) => app::pytest(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

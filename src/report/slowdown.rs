@@ -28,6 +28,9 @@ pub enum Measure {
     Steady,
     /// Each passing case's whole duration (a test's body; a live case's wall time).
     TestTime,
+    /// Each case's first timed call (compilation, autotuning and caches included); for
+    /// suites whose tests time a function once, the only timing there is.
+    FirstCall,
 }
 
 /// How to compare. Defaults: steady state, intolerable above 10×.
@@ -180,6 +183,7 @@ fn collect(
                     Vec::new()
                 }
             }
+            Measure::FirstCall => row.result.first_call_ns.map(|ns| vec![ns as f64]).unwrap_or_default(),
         };
         let entry = timed.entry(f.clone()).or_insert_with(|| {
             order.push(f.clone());
@@ -300,6 +304,9 @@ pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
              includes compilation and warm-up)"
         }
         Measure::TestTime => "durations of the cases that passed (a whole test's body per case)",
+        Measure::FirstCall => {
+            "first timed calls (one per case: compilation, autotuning and cache warm-up included, not steady state)"
+        }
     };
     format!(
         "Slowdown of B = {} relative to A = {}: per function, over the cases timed on both, the mean (and the \
@@ -352,7 +359,10 @@ pub fn render_table(r: &SlowdownReport) -> String {
     if r.functions.is_empty() {
         out.push_str("No function was timed on both devices.\n");
         if r.options.measure == Measure::Steady {
-            out.push_str("(Suites without per-call timings can be compared by test durations: --measure test.)\n");
+            out.push_str(
+                "(Suites without per-call timings compare by test durations, --measure test; tests that time one call \
+                 each, by first calls, --measure first-call.)\n",
+            );
         }
     } else {
         let mut t = new_table(
@@ -599,6 +609,20 @@ mod tests {
         assert_eq!(got, vec![("torch.a", 2.0), ("torch.b", 1.25), ("torch.d", 10.0 / 9.0)]);
         assert_eq!(r.frameworks[0].by_mean.intolerable, 1);
         assert!(r.rule.contains("more than 1.5× slower"));
+    }
+
+    #[test]
+    fn first_calls_compare_one_value_per_case() {
+        let mut rows = rows();
+        rows[0].result.first_call_ns = Some(1_000);
+        rows[1].result.first_call_ns = Some(9_000);
+        rows[3].result.first_call_ns = Some(5);
+        let opts = SlowdownOptions { measure: Measure::FirstCall, ..Default::default() };
+        let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&run_summary(), &dev("cuda:0"), &rows), &opts);
+        let got: Vec<(&str, f64)> = r.functions.iter().map(|f| (f.name.as_str(), f.median_ratio)).collect();
+        assert_eq!(got, vec![("torch.a", 9.0)]);
+        assert!(r.not_compared.iter().any(|n| n.name == "torch.b" && n.why == "no timing on B"));
+        assert!(r.rule.contains("first timed calls"));
     }
 
     #[test]
