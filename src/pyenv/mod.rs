@@ -23,9 +23,11 @@ pub const LOCK: &str = include_str!("../../python/requirements.lock");
 const MARKER: &str = "mlport-env.json";
 
 /// Top-level packages installed for each framework (the lock pins them and their deps).
+/// NumPy, always installed, brings the tools `mlport pytest` runs suites with: pytest and
+/// pytest-json-report.
 pub fn packages_for(fw: Framework) -> &'static [&'static str] {
     match fw {
-        Framework::Numpy => &["numpy", "scipy"],
+        Framework::Numpy => &["numpy", "scipy", "pytest", "pytest-json-report"],
         Framework::Torch => &["torch"],
         Framework::Jax => &["jax", "jaxlib"],
         Framework::Tensorflow => {
