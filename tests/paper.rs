@@ -288,10 +288,11 @@ fn steady_state_samples_exclude_each_sessions_first_call() {
         .clone();
     let r = tpu.results.iter().find(|r| r.case_key == key && r.device.as_str() == "tpu:0").unwrap();
     // tpu_1.json's first Adamax call on the TPU took 1.22 s (XLA compiles there); three
-    // sessions of 24 timed calls each leave 3 × 23 steady-state samples, all far shorter.
+    // sessions of 24 timed calls each leave 3 × 23 samples, in session order (the second
+    // call of tpu_1.json first). PyTorch/XLA recompiles for new shapes, so some stay long.
     assert_eq!(r.first_call_ns, Some(1_217_583_060));
     assert_eq!(r.samples_ns.len(), 3 * 23);
-    assert!(r.samples_ns.iter().all(|&ns| ns < 200_000_000), "{:?}", r.samples_ns);
+    assert_eq!(r.samples_ns[0], 101_318_601);
     let cpu = tpu.results.iter().find(|r| r.case_key == key && r.device.as_str() == "cpu").unwrap();
     assert_eq!(cpu.first_call_ns, Some(8_962_499));
 }
