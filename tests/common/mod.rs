@@ -32,3 +32,37 @@ pub fn worker_dir(tmp: &std::path::Path) -> PathBuf {
 pub fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join(rel)
 }
+
+/// An interpreter with the frameworks and pytest + pytest-json-report, for `mlport pytest`:
+/// [`python`] when it has them (`MLPORT_TEST_PYTHON` may predate them in the lock), else the
+/// managed environment of the current lock, which installs them with NumPy.
+pub fn pytest_python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let has_pytest = |py: &std::path::Path| {
+            std::process::Command::new(py)
+                .args(["-c", "import pytest, pytest_jsonreport, torch"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let py = python();
+        if has_pytest(&py) {
+            return py;
+        }
+        let env = mlport::pyenv::ensure_managed(&Framework::ALL).expect("the managed Python environment");
+        assert!(has_pytest(&env.python), "{} lacks pytest, pytest-json-report or torch", env.python.display());
+        env.python
+    })
+    .clone()
+}
+
+/// The paper's data set beside the clone; its absence fails the test, never passes it.
+pub fn paper_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/paper-data");
+    assert!(
+        dir.join("README.md").is_file() && dir.join("pytorch_timings").is_dir(),
+        "the paper's data set is missing: expected it at {} (shared/ beside the clone)",
+        dir.display()
+    );
+    dir
+}
