@@ -244,9 +244,10 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     if let Some(spec) = &args.slowdown {
         let threshold = cli::positive("--threshold", args.threshold)?;
         let (a, b) = cli::parse_slowdown(spec)?;
+        // A side without @RUN is in --run's run, else in the other side's run, else the latest.
         let default = args.run.as_deref().filter(|r| *r != "all");
-        let ra = resolve_run(&store, a.run.as_deref().or(default))?;
-        let rb = resolve_run(&store, b.run.as_deref().or(default))?;
+        let ra = resolve_run(&store, a.run.as_deref().or(default).or(b.run.as_deref()))?;
+        let rb = resolve_run(&store, b.run.as_deref().or(default).or(a.run.as_deref()))?;
         let (rows_a, rows_b) = (store.results(ra.id)?, store.results(rb.id)?);
         for (run, side, rows) in [(&ra, &a, &rows_a), (&rb, &b, &rows_b)] {
             if !rows.iter().any(|r| r.result.device == side.device) {
@@ -362,6 +363,7 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
     let out_dir = pytest_dir(&args.db.db);
     std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let report_path = out_dir.join("report.json");
+    let timings_path = out_dir.join("timings.json");
     let mut cmd = std::process::Command::new(&env.python);
     cmd.args(["-m", "pytest"])
         .arg(&args.path)
@@ -371,6 +373,7 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
         .args(&args.pytest_args)
         .env("MLPORT_DEVICE", device.as_str())
         .env("MLPORT_FRAMEWORK", framework.as_str())
+        .env("MLPORT_TIMINGS", &timings_path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdout(std::io::stderr());
     eprintln!(
@@ -388,7 +391,8 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
     }
     let spec = import::PytestJsonImport {
         report: report_path.clone(),
-        timings: Vec::new(),
+        // Written by suites that time their calls (docs/pytest.md); absent otherwise.
+        timings: if timings_path.is_file() { vec![timings_path.clone()] } else { Vec::new() },
         framework,
         device,
         label: args.label.clone(),
@@ -402,7 +406,7 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
     if let Some(v) = package_version(&env.python, framework) {
         data.info.frameworks.insert(framework, FrameworkInfo { version: Some(v), ..Default::default() });
     }
-    data.origin.notes.push(format!("pytest's report is kept at {}", report_path.display()));
+    data.origin.notes.push(format!("pytest's report is kept in {}", out_dir.display()));
     let mut store = Store::open(&args.db.db)?;
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!("mlport: stored as run {id} ({} tests of {} functions)", data.cases.len(), data.functions.len());

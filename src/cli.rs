@@ -38,7 +38,8 @@ pub enum Command {
     /// Run your own pytest suite on a device in the managed environment, then import it.
     ///
     /// The device reaches the tests as the environment variable MLPORT_DEVICE (cpu, cuda:0,
-    /// tpu:0, ...); see docs/pytest.md for a conftest.py that reads it.
+    /// tpu:0, ...); a suite that times its calls writes them to MLPORT_TIMINGS. See
+    /// docs/pytest.md for a conftest.py that does both.
     Pytest(PytestArgs),
 }
 
@@ -202,7 +203,7 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Slowdown of device B relative to device A: `A..B`, each `DEVICE[@RUN]` (RUN an id or a
-    /// label; default the report's run), e.g. `cpu..tpu:0` or
+    /// label; default --run's, else the other side's, else the latest), e.g. `cpu..tpu:0` or
     /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`.
     #[arg(long, value_name = "A..B")]
     pub slowdown: Option<String>,
