@@ -161,17 +161,20 @@ pub struct SlowdownReport {
     pub rule: String,
 }
 
-/// Values per matched case of one function on one side.
+/// Values per matched case (case id, dtype) of one function on one side.
 type Timed = BTreeMap<(String, String), Vec<f64>>;
+
+/// A function by framework and name.
+type FunctionKey = (Framework, String);
 
 /// Collects each function's timed cases on `device`, in result order.
 fn collect(
     results: &[ResultRow],
     device: &Device,
     measure: Measure,
-) -> (Vec<(Framework, String)>, HashMap<(Framework, String), Timed>) {
+) -> (Vec<FunctionKey>, HashMap<FunctionKey, Timed>) {
     let mut order = Vec::new();
-    let mut timed: HashMap<(Framework, String), Timed> = HashMap::new();
+    let mut timed: HashMap<FunctionKey, Timed> = HashMap::new();
     for row in results.iter().filter(|r| &r.result.device == device) {
         let f = (row.function.framework, row.function.name.clone());
         let values: Vec<f64> = match measure {
