@@ -62,15 +62,27 @@ fn now() -> String {
 }
 
 /// `mlport run`: plan, set up, execute, report. Returns the process exit code.
+///
+/// Order matters for "nothing is lost": the catalogue and plan are checked before the
+/// store is touched, the store is checked before the (slow) environment set-up, and the
+/// run is created only once the environment is ready, so a failed start leaves no
+/// half-made run behind.
 pub fn run(args: RunArgs) -> Result<i32> {
     let db = args.db.db.clone();
     let devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
+    if timeout > catalogue::MAX_TIMEOUT_S {
+        bail!("--timeout {timeout} is longer than one day ({} s)", catalogue::MAX_TIMEOUT_S);
+    }
     let budget = cli::positive("--budget-ms", args.budget_ms)?;
-    // A new run (catalogue and plan checked before the store is touched), or the one to resume.
+
+    // What to run: a new plan, or the pending cases of a stored run.
     let mut store;
-    let (run_id, cases, mut info, devices) = if let Some(which) = &args.resume {
+    let mut resumed = None;
+    let mut new_plan = None;
+    let mut devices = devices;
+    if let Some(which) = &args.resume {
         if !db.exists() {
             bail!("{}: no such store to resume", db.display());
         }
@@ -81,17 +93,27 @@ pub fn run(args: RunArgs) -> Result<i32> {
             let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
             store.run(id)?
         };
-        if summary.state == "finished" && summary.results >= summary.cases_planned {
-            eprintln!("mlport: run {} is already complete", summary.id);
+        if summary.results >= summary.cases_planned {
+            eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
+            if summary.state != "finished" {
+                store.finish_run(summary.id, "finished")?;
+            }
+            print_report(&store, summary.id, format_of(args.format), &ReportOptions::default(), false)?;
+            return Ok(0);
         }
-        let stored: Vec<Device> =
-            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
-        let devices = devices.or(if stored.is_empty() { None } else { Some(stored) });
+        if devices.is_none() {
+            let mut stored: Vec<Device> =
+                store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+            stored.sort();
+            stored.dedup();
+            devices = if stored.is_empty() { None } else { Some(stored) };
+        }
         eprintln!(
             "mlport: resuming run {} ({} of {} cases recorded)",
             summary.id, summary.results, summary.cases_planned
         );
-        (summary.id, store.cases(summary.id)?, summary.info, devices)
+        let cases = store.cases(summary.id)?;
+        resumed = Some((summary, cases));
     } else {
         let catalogue = load_catalogue(args.catalogue.as_deref())?;
         let sel = Selection {
@@ -100,41 +122,54 @@ pub fn run(args: RunArgs) -> Result<i32> {
             dtypes: args.dtypes.clone(),
         };
         let plan = plan::plan(&catalogue, &sel, args.seed)?;
-        let mut info = RunInfo {
-            started_at: now(),
-            host: String::new(),
-            os: String::new(),
-            cpu_model: String::new(),
-            cpu_cores: 0,
-            accelerators: Vec::new(),
-            python_version: String::new(),
-            python_executable: String::new(),
-            frameworks: Default::default(),
-            catalogue_version: catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect(),
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
-            seed: args.seed,
-            reference_device: reference.clone(),
-            mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-        };
-        runner::machine_info(&mut info);
+        let versions: std::collections::BTreeMap<Framework, String> =
+            catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect();
         store = Store::open(&db)?;
-        let id = store.create_run(&info, &plan.functions, &plan.cases)?;
-        (id, plan.cases, info, devices)
-    };
+        new_plan = Some((plan, versions));
+    }
 
-    let frameworks: Vec<Framework> = {
-        let mut v: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
-        v.sort();
-        v.dedup();
-        v
+    // The Python side, before any run is recorded.
+    let mut frameworks: Vec<Framework> = match (&resumed, &new_plan) {
+        (Some((_, cases)), _) => cases.iter().map(|c| c.framework).collect(),
+        (None, Some((p, _))) => p.frameworks(),
+        (None, None) => unreachable!("either a resumed run or a new plan"),
     };
+    frameworks.sort();
+    frameworks.dedup();
     let env = python_env(&args.python, &frameworks)?;
     for fw in env.install_failures.keys() {
         eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
     }
+    let script_dir = worker_dir()?;
+
+    let (run_id, cases, mut info) = match (resumed, new_plan) {
+        (Some((summary, cases)), _) => (summary.id, cases, summary.info),
+        (None, Some((plan, versions))) => {
+            let mut info = RunInfo {
+                started_at: now(),
+                host: String::new(),
+                os: String::new(),
+                cpu_model: String::new(),
+                cpu_cores: 0,
+                accelerators: Vec::new(),
+                python_version: String::new(),
+                python_executable: String::new(),
+                frameworks: Default::default(),
+                catalogue_version: versions,
+                command_line: std::env::args().collect::<Vec<_>>().join(" "),
+                seed: args.seed,
+                reference_device: reference.clone(),
+                mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+            };
+            runner::machine_info(&mut info);
+            let id = store.create_run(&info, &plan.functions, &plan.cases)?;
+            (id, plan.cases, info)
+        }
+        (None, None) => unreachable!("either a resumed run or a new plan"),
+    };
     let cfg = RunConfig {
         python: env.python.clone(),
-        script_dir: worker_dir()?,
+        script_dir,
         run_dir: run_dir(&db, run_id),
         devices,
         case_timeout: Duration::from_secs_f64(timeout),
@@ -154,9 +189,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
     }
     eprintln!(
-        "mlport: run {run_id}: {} cases of {} functions, store {}",
-        cases.len(),
-        store.functions(run_id)?.len(),
+        "mlport: run {run_id}: {} of {}, store {}",
+        plural(cases.len(), "case"),
+        plural(store.functions(run_id)?.len(), "function"),
         db.display()
     );
     let started = Instant::now();
@@ -180,15 +215,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Ending::Finished => {
             store.finish_run(run_id, "finished")?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
-            eprintln!(
-                "mlport: run {run_id} finished in {:.1} s ({})",
-                started.elapsed().as_secs_f64(),
-                counts.join(", ")
-            );
+            let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
+            eprintln!("mlport: run {run_id} finished in {:.1} s ({counts})", started.elapsed().as_secs_f64());
             print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
             Ok(0)
         }
     }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
 fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {

@@ -57,7 +57,12 @@ pub fn execute_case(
         r.message = Some(why.to_string());
         return (Some(finish(r)), true);
     }
-    let timeout = case.spec.get("timeout_s").and_then(|t| t.as_f64()).map_or(cfg.case_timeout, Duration::from_secs_f64);
+    let timeout = case
+        .spec
+        .get("timeout_s")
+        .and_then(|t| t.as_f64())
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
+        .unwrap_or(cfg.case_timeout);
     let out = out_dir.to_string_lossy();
     let req = Request::Run {
         v: PROTOCOL_VERSION,

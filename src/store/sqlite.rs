@@ -210,7 +210,7 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let ctx = Ctx(&self.path);
         let cols = RunCols::new(ctx, info)?;
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         let run: i64 = prepare(
             &tx,
             "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
@@ -306,7 +306,7 @@ impl Store {
     pub fn record_devices(&mut self, run: i64, devices: &[DeviceInfo]) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         {
             let mut upsert = prepare(
                 &tx,
@@ -335,7 +335,7 @@ impl Store {
         let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
         let outputs = ctx.json(&r.outputs, "outputs")?;
         self.ensure_run(run)?;
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         let case: i64 = prepare(&tx, "SELECT id FROM cases WHERE run_id = $1 AND key = $2")
             .and_then(|mut s| s.query_row(params![run, r.case_key], |row| row.get(0)).optional())
             .map_err(|e| ctx.db(e))?
@@ -870,6 +870,35 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let store = Store::open(&dir.path().join("mlport.db")).unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn two_processes_can_write_one_store_at_once() {
+        // Two connections (as two mlport processes would hold) each create a run and
+        // record every case concurrently; immediate transactions wait instead of failing.
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shared.db");
+        Store::open(&path).unwrap();
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut store = Store::open(&path).unwrap();
+                    let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+                    for _ in 0..20 {
+                        for c in cases() {
+                            store.record_result(run, &bare_result(&c.key, "cpu")).unwrap();
+                        }
+                    }
+                    run
+                })
+            })
+            .collect();
+        let runs: Vec<i64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let store = Store::open(&path).unwrap();
+        for run in runs {
+            assert_eq!(store.results(run).unwrap().len(), cases().len());
+        }
     }
 
     #[test]

@@ -193,6 +193,10 @@ def run_case(adapter, req):
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, True)
         return result
+    except BaseException as e:  # SystemExit, KeyboardInterrupt, GeneratorExit raised by the call
+        result["outcome"] = "fail"
+        result["error"] = error_dict(e, phase, False)
+        return result
 
 
 def steady_state(call, adapter, timing):
@@ -278,6 +282,8 @@ def selftest(framework, device, path, only, dtypes_filter):
 
     with open(path, "rb") as f:
         cat = tomllib.load(f)
+    if _BASE_IMPORT_ERROR is not None:
+        raise SystemExit(f"mlport worker: cannot import its modules (is NumPy installed in {sys.executable}?): {_BASE_IMPORT_ERROR!r}")
     adapter = adapters.load(framework, device)
     print(f"# {framework} {adapter.version} on {device}; devices: {adapter.devices()}", file=sys.stderr)
     n = {"pass": 0, "fail": 0}
