@@ -51,10 +51,13 @@ fn worker_dir() -> Result<PathBuf> {
     worker::install_scripts(&dir).with_context(|| format!("cannot write the worker's sources to {}", dir.display()))
 }
 
-/// The folder for a run's files (.npy outputs): `.mlport/run-<id>` beside the store.
+/// The folder for a run's files (.npy outputs): `.mlport/<store file name>-run-<id>`
+/// beside the store, as an absolute path, so stores sharing a folder never share files.
 fn run_dir(db: &Path, run_id: i64) -> PathBuf {
     let parent = db.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    parent.join(".mlport").join(format!("run-{run_id}"))
+    let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+    let name = db.file_name().map_or_else(|| "mlport.db".into(), |n| n.to_string_lossy().into_owned());
+    parent.join(".mlport").join(format!("{name}-run-{run_id}"))
 }
 
 fn now() -> String {
@@ -83,6 +86,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let mut new_plan = None;
     let mut devices = devices;
     if let Some(which) = &args.resume {
+        let changes_plan = args.catalogue.is_some()
+            || !args.frameworks.is_empty()
+            || !args.functions.is_empty()
+            || !args.dtypes.is_empty()
+            || args.seed != 0;
+        if changes_plan {
+            bail!(
+                "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype or --seed (start a new run instead)"
+            );
+        }
         if !db.exists() {
             bail!("{}: no such store to resume", db.display());
         }
@@ -93,7 +106,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
             store.run(id)?
         };
-        if summary.results >= summary.cases_planned {
+        if pending_cases(&store, summary.id)? == 0 && summary.results > 0 {
             eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
             if summary.state != "finished" {
                 store.finish_run(summary.id, "finished")?;
@@ -213,14 +226,59 @@ pub fn run(args: RunArgs) -> Result<i32> {
             Ok(EXIT_INTERRUPTED)
         }
         Ending::Finished => {
-            store.finish_run(run_id, "finished")?;
+            let left = pending_cases(&store, run_id)?;
+            store.finish_run(run_id, if left == 0 { "finished" } else { "incomplete" })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
-            eprintln!("mlport: run {run_id} finished in {:.1} s ({counts})", started.elapsed().as_secs_f64());
+            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", started.elapsed().as_secs_f64());
+            if left > 0 {
+                eprintln!(
+                    "mlport: {} still pending (a worker could not be restarted); continue with `mlport run --resume {run_id} --db {}`",
+                    plural(left, "case"),
+                    db.display()
+                );
+            }
             print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
+            if store.run(run_id)?.results == 0 {
+                eprintln!("error: no case could run: no framework was usable on the devices asked for (see above)");
+                return Ok(1);
+            }
             Ok(0)
         }
     }
+}
+
+/// Writes to stdout. A closed pipe (`mlport report | head`) ends mlport quietly (its
+/// results are already committed); any other write error (a full disk) is an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
+    }
+}
+
+/// Planned cases still to run: those without a result on an available device of their
+/// framework, and every case of a framework that never got as far as finding its devices
+/// (unless it failed to import).
+fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
+    let cases = store.cases(run_id)?;
+    let info = store.run(run_id)?.info;
+    let devices = store.devices(run_id)?;
+    let mut left = 0;
+    for d in devices.iter().filter(|d| d.available) {
+        let done = store.done_keys(run_id, &d.device)?;
+        left += cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).count();
+    }
+    for fw in Framework::ALL {
+        let unusable = info.frameworks.get(&fw).is_some_and(|i| i.import_error.is_some());
+        if !unusable && !devices.iter().any(|d| d.framework == fw) {
+            left += cases.iter().filter(|c| c.framework == fw).count();
+        }
+    }
+    Ok(left)
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -234,7 +292,7 @@ fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions
     if functions {
         out.push_str(&report::render_functions(&rep, format));
     }
-    print!("{out}");
+    emit(&out)?;
     Ok(())
 }
 
@@ -283,14 +341,14 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
             fws.join(", "),
         ]);
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     Ok(0)
 }
 
 /// `mlport env`: create or check the environment, print what it holds.
 pub fn env(args: PythonArg) -> Result<i32> {
     let env = python_env(&args, &Framework::ALL)?;
-    println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+    emit(&format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" }))?;
     probe_frameworks(&env, &Framework::ALL, true)?;
     Ok(0)
 }
@@ -335,14 +393,14 @@ fn probe_frameworks(env: &PythonEnv, frameworks: &[Framework], print_packages: b
                 };
             }
             Err(f) => {
-                t.add_row([fw.to_string(), format!("not usable: {f:?}"), String::new(), String::new()]);
+                t.add_row([fw.to_string(), format!("not usable: {f}"), String::new(), String::new()]);
             }
         }
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     if print_packages && !packages.is_empty() {
         let list: Vec<String> = packages.iter().map(|(k, v)| format!("{k}=={v}")).collect();
-        println!("packages: {}", list.join(" "));
+        emit(&format!("packages: {}\n", list.join(" ")))?;
     }
     Ok(())
 }
@@ -366,10 +424,10 @@ pub fn list(args: ListArgs) -> Result<i32> {
             instances.to_string(),
         ]);
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     if args.functions {
         for f in &catalogue.files {
-            println!("\n{} ({}):", f.framework, f.path);
+            emit(&format!("\n{} ({}):\n", f.framework, f.path))?;
             for g in &f.functions {
                 let dtypes: Vec<&str> = {
                     let mut v: Vec<&str> = g.cases.iter().flat_map(|c| c.dtypes.iter().map(String::as_str)).collect();
@@ -387,14 +445,20 @@ pub fn list(args: ListArgs) -> Result<i32> {
                 if let Some(m) = &g.moved {
                     extra.push(format!("moved: {m}"));
                 }
-                println!("  {:<50} {} case(s) [{}] {}", g.name, g.cases.len(), dtypes.join(" "), extra.join("; "));
+                emit(&format!(
+                    "  {:<50} {} case(s) [{}] {}\n",
+                    g.name,
+                    g.cases.len(),
+                    dtypes.join(" "),
+                    extra.join("; ")
+                ))?;
             }
         }
     }
     if !args.no_probe {
         let frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
         let env = python_env(&args.python, &frameworks)?;
-        println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+        emit(&format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" }))?;
         probe_frameworks(&env, &frameworks, false)?;
     }
     Ok(0)
