@@ -36,6 +36,14 @@ fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
     }
 }
 
+/// A number no case can predict: the std hasher's random keys over a counter.
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    RandomState::new().hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Runs one case. Returns the result (`None` if the run was interrupted mid-case: the
 /// case stays pending) and whether the worker is still usable (false after a kill).
 pub fn execute_case(
@@ -66,6 +74,7 @@ pub fn execute_case(
     let out = out_dir.to_string_lossy();
     let req = Request::Run {
         v: PROTOCOL_VERSION,
+        nonce: nonce(),
         case_key: &case.key,
         case: &case.spec,
         dtype: &case.dtype,

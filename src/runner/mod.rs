@@ -199,8 +199,8 @@ fn run_device(
         let mut first_crash: Option<String> = None;
         let mut result = loop {
             attempt += 1;
-            if worker.as_mut().is_some_and(|w| !w.is_alive()) {
-                worker = None; // died between cases: not this case's doing
+            if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+                worker = None; // died or spoke out of turn between cases: not this case's doing
             }
             if worker.is_none() {
                 match worker::spawn(spec, cfg.start_timeout, interrupted) {

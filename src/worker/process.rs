@@ -255,9 +255,16 @@ impl Worker {
         }
     }
 
-    /// True while the worker process has not exited.
-    pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// True while the worker process runs and has said nothing unasked: a line waiting
+    /// between requests (a late answer, or output a case forged) means the conversation
+    /// can no longer be trusted, and the worker should be replaced.
+    pub fn is_ready(&mut self) -> bool {
+        let mut stale = false;
+        while let Ok(line) = self.lines.try_recv() {
+            tracing::warn!("worker {} said something unasked: {line:.200}", self.child.id());
+            stale = true;
+        }
+        !stale && matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Runs one case with a time limit. An answer for another case than the one asked
@@ -266,15 +273,18 @@ impl Worker {
         self.send(req)?;
         match self.receive(timeout, interrupted)? {
             Message::Result(r) => {
-                let asked = match req {
-                    Request::Run { case_key, .. } => Some(*case_key),
-                    _ => None,
+                let (asked, nonce) = match req {
+                    Request::Run { case_key, nonce, .. } => (Some(*case_key), Some(*nonce)),
+                    _ => (None, None),
                 };
-                if r.case_key.as_deref() != asked {
+                if r.case_key.as_deref() != asked || r.nonce != nonce {
                     let stderr_tail = self.stderr_tail();
                     self.kill();
                     return Err(Failure::Protocol {
-                        message: format!("answer for case {:?} while {:?} was asked", r.case_key, asked),
+                        message: format!(
+                            "an answer for case {:?} (nonce {:?}) while {:?} (nonce {:?}) was asked",
+                            r.case_key, r.nonce, asked, nonce
+                        ),
                         stderr_tail,
                     });
                 }

@@ -122,7 +122,7 @@ def run_case(adapter, req):
     label = f"{case['function']}[{case.get('id', 'default')}:{dtype}]"
     timing = req.get("timing") or {}
     out_dir = req.get("out_dir")
-    result = {"kind": "result", "case_key": req.get("case_key")}
+    result = {"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce")}
     phase = "resolve"
     case_filename = None
     try:
@@ -271,7 +271,7 @@ def serve(framework, device):
             send({"kind": "error", "message": f"unknown op {op!r}"})
             continue
         if isinstance(adapter, Exception):
-            send({"kind": "result", "case_key": req.get("case_key"), "outcome": "fail",
+            send({"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce"), "outcome": "fail",
                   "error": error_dict(adapter, "import", False)})
             continue
         send(run_case(adapter, req))
