@@ -24,6 +24,14 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Opens (or creates) the store, saying plainly when its folder does not exist.
+fn open_store(db: &Path) -> Result<Store> {
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        bail!("{}: the folder {} does not exist", db.display(), parent.display());
+    }
+    Ok(Store::open(db)?)
+}
+
 fn format_of(f: FormatArg) -> Format {
     match f {
         FormatArg::Table => Format::Table,
@@ -99,7 +107,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         if !db.exists() {
             bail!("{}: no such store to resume", db.display());
         }
-        store = Store::open(&db)?;
+        store = open_store(&db)?;
         let summary = if which == "latest" {
             store.latest_run()?.with_context(|| format!("{}: no run to resume", db.display()))?
         } else {
@@ -137,7 +145,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         let plan = plan::plan(&catalogue, &sel, args.seed)?;
         let versions: std::collections::BTreeMap<Framework, String> =
             catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect();
-        store = Store::open(&db)?;
+        store = open_store(&db)?;
         new_plan = Some((plan, versions));
     }
 
@@ -318,7 +326,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
 /// `mlport runs`.
 pub fn runs(args: cli::DbArg) -> Result<i32> {
     if !args.db.exists() {
-        bail!("{}: no such store", args.db.display());
+        bail!("{}: no such store (run `mlport run` first, or pass --db)", args.db.display());
     }
     let store = Store::open(&args.db)?;
     let mut t = comfy_table::Table::new();
