@@ -84,7 +84,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
     if timeout > catalogue::MAX_TIMEOUT_S {
-        bail!("--timeout {timeout} is longer than one day ({} s)", catalogue::MAX_TIMEOUT_S);
+        bail!("--timeout {timeout:e} is longer than one day ({} s)", catalogue::MAX_TIMEOUT_S);
     }
     let budget = cli::positive("--budget-ms", args.budget_ms)?;
 
@@ -143,8 +143,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
             dtypes: args.dtypes.clone(),
         };
         let plan = plan::plan(&catalogue, &sel, args.seed)?;
-        let versions: std::collections::BTreeMap<Framework, String> =
-            catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect();
+        let planned = plan.frameworks();
+        let versions: std::collections::BTreeMap<Framework, String> = catalogue
+            .files
+            .iter()
+            .filter(|f| planned.contains(&f.framework))
+            .map(|f| (f.framework, f.version.clone()))
+            .collect();
         store = open_store(&db)?;
         new_plan = Some((plan, versions));
     }

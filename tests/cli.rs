@@ -131,6 +131,24 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("unknown framework `caffe`"));
+    mlport()
+        .args(["run", "--timeout", "1e300", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--timeout 1e300 is longer than one day"));
+    mlport()
+        .args(["run", "--resume", "--function", "torch.sum", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--resume continues a stored run's own plan"));
+    mlport()
+        .args(["run", "--db"])
+        .arg(tmp.path().join("no/such/folder/x.db"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("does not exist"));
     assert!(!db.exists());
 }
 
