@@ -1,6 +1,7 @@
 //! The commands: each takes parsed arguments, does its job through the library
 //! modules, and writes results to stdout (logs and progress go to stderr).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -10,13 +11,13 @@ use anyhow::{Context, Result, bail};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{self, FormatArg, ListArgs, PythonArg, ReportArgs, RunArgs};
 use crate::model::{Device, Framework};
-use crate::plan::{self, Selection};
+use crate::plan::{self, Plan, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
 use crate::report::{self, Format, ReportOptions};
 use crate::runner::{self, Ending, RunConfig};
 use crate::store::Store;
-use crate::store::records::RunInfo;
+use crate::store::records::{CaseRow, RunInfo, RunSummary};
 use crate::worker::{self, protocol::Timing};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT).
@@ -72,6 +73,25 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// What `run` executes: a stored run's pending cases, or a fresh plan.
+enum Start {
+    Resume(Box<RunSummary>, Vec<CaseRow>),
+    /// With the catalogue version of each planned framework.
+    New(Plan, BTreeMap<Framework, String>),
+}
+
+impl Start {
+    fn frameworks(&self) -> Vec<Framework> {
+        let mut v: Vec<Framework> = match self {
+            Start::Resume(_, cases) => cases.iter().map(|c| c.framework).collect(),
+            Start::New(plan, _) => plan.frameworks(),
+        };
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
 /// `mlport run`: plan, set up, execute, report. Returns the process exit code.
 ///
 /// Order matters for "nothing is lost": the catalogue and plan are checked before the
@@ -80,7 +100,7 @@ fn now() -> String {
 /// half-made run behind.
 pub fn run(args: RunArgs) -> Result<i32> {
     let db = args.db.db.clone();
-    let devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
+    let mut devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
     if timeout > catalogue::MAX_TIMEOUT_S {
@@ -88,110 +108,44 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
     let budget = cli::positive("--budget-ms", args.budget_ms)?;
 
-    // What to run: a new plan, or the pending cases of a stored run.
-    let mut store;
-    let mut resumed = None;
-    let mut new_plan = None;
-    let mut devices = devices;
-    if let Some(which) = &args.resume {
-        let changes_plan = args.catalogue.is_some()
-            || !args.frameworks.is_empty()
-            || !args.functions.is_empty()
-            || !args.dtypes.is_empty()
-            || args.seed != 0;
-        if changes_plan {
-            bail!(
-                "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype or --seed (start a new run instead)"
-            );
-        }
-        if !db.exists() {
-            bail!("{}: no such store to resume", db.display());
-        }
-        store = open_store(&db)?;
-        let summary = if which == "latest" {
-            store.latest_run()?.with_context(|| format!("{}: no run to resume", db.display()))?
-        } else {
-            let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
-            store.run(id)?
-        };
-        if pending_cases(&store, summary.id)? == 0 && summary.results > 0 {
-            eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
-            if summary.state != "finished" {
-                store.finish_run(summary.id, "finished")?;
+    let (mut store, start) = match &args.resume {
+        Some(which) => {
+            let changes_plan = args.catalogue.is_some()
+                || !args.frameworks.is_empty()
+                || !args.functions.is_empty()
+                || !args.dtypes.is_empty()
+                || args.seed != 0;
+            if changes_plan {
+                bail!(
+                    "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype or --seed (start a new run instead)"
+                );
             }
-            print_report(&store, summary.id, format_of(args.format), &ReportOptions::default(), false)?;
-            return Ok(0);
+            let mut store = open_existing(&db, "to resume")?;
+            match resume_start(&args, which, &mut store, &mut devices)? {
+                Some(start) => (store, start),
+                None => return Ok(0),
+            }
         }
-        if devices.is_none() {
-            let mut stored: Vec<Device> =
-                store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
-            stored.sort();
-            stored.dedup();
-            devices = if stored.is_empty() { None } else { Some(stored) };
+        None => {
+            let start = new_start(&args)?;
+            (open_store(&db)?, start)
         }
-        eprintln!(
-            "mlport: resuming run {} ({} of {} cases recorded)",
-            summary.id, summary.results, summary.cases_planned
-        );
-        let cases = store.cases(summary.id)?;
-        resumed = Some((summary, cases));
-    } else {
-        let catalogue = load_catalogue(args.catalogue.as_deref())?;
-        let sel = Selection {
-            frameworks: cli::parse_frameworks(&args.frameworks)?,
-            functions: args.functions.clone(),
-            dtypes: args.dtypes.clone(),
-        };
-        let plan = plan::plan(&catalogue, &sel, args.seed)?;
-        let planned = plan.frameworks();
-        let versions: std::collections::BTreeMap<Framework, String> = catalogue
-            .files
-            .iter()
-            .filter(|f| planned.contains(&f.framework))
-            .map(|f| (f.framework, f.version.clone()))
-            .collect();
-        store = open_store(&db)?;
-        new_plan = Some((plan, versions));
-    }
+    };
 
     // The Python side, before any run is recorded.
-    let mut frameworks: Vec<Framework> = match (&resumed, &new_plan) {
-        (Some((_, cases)), _) => cases.iter().map(|c| c.framework).collect(),
-        (None, Some((p, _))) => p.frameworks(),
-        (None, None) => unreachable!("either a resumed run or a new plan"),
-    };
-    frameworks.sort();
-    frameworks.dedup();
-    let env = python_env(&args.python, &frameworks)?;
+    let env = python_env(&args.python, &start.frameworks())?;
     for fw in env.install_failures.keys() {
         eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
     }
     let script_dir = worker_dir()?;
 
-    let (run_id, cases, mut info) = match (resumed, new_plan) {
-        (Some((summary, cases)), _) => (summary.id, cases, summary.info),
-        (None, Some((plan, versions))) => {
-            let mut info = RunInfo {
-                started_at: now(),
-                host: String::new(),
-                os: String::new(),
-                cpu_model: String::new(),
-                cpu_cores: 0,
-                accelerators: Vec::new(),
-                python_version: String::new(),
-                python_executable: String::new(),
-                frameworks: Default::default(),
-                catalogue_version: versions,
-                command_line: std::env::args().collect::<Vec<_>>().join(" "),
-                seed: args.seed,
-                reference_device: reference.clone(),
-                mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-            };
-            runner::machine_info(&mut info);
+    let (run_id, cases, mut info) = match start {
+        Start::Resume(summary, cases) => (summary.id, cases, summary.info.clone()),
+        Start::New(plan, versions) => {
+            let info = new_run_info(versions, args.seed, reference);
             let id = store.create_run(&info, &plan.functions, &plan.cases)?;
             (id, plan.cases, info)
         }
-        (None, None) => unreachable!("either a resumed run or a new plan"),
     };
     let cfg = RunConfig {
         python: env.python.clone(),
@@ -205,15 +159,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
     std::fs::create_dir_all(&cfg.run_dir).with_context(|| format!("cannot create {}", cfg.run_dir.display()))?;
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
 
-    let mut per_fw = std::collections::BTreeMap::new();
-    let mut pending = 0u64;
+    let mut per_fw = BTreeMap::new();
     let cpu_done = store.done_keys(run_id, &Device::cpu())?;
     for c in &cases {
         *per_fw.entry(c.framework).or_insert(0u64) += 1;
-        if !cpu_done.contains(&c.key) {
-            pending += 1;
-        }
     }
+    let pending = cases.iter().filter(|c| !cpu_done.contains(&c.key)).count() as u64;
     eprintln!(
         "mlport: run {run_id}: {} of {}, store {}",
         plural(cases.len(), "case"),
@@ -224,17 +175,17 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let mut progress = Progress::new(pending, per_fw);
     let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, &INTERRUPTED)?;
     progress.finish();
+    let elapsed = started.elapsed();
+    let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
     match ending {
         Ending::Interrupted => {
             store.finish_run(run_id, "interrupted")?;
             let s = store.run(run_id)?;
             eprintln!(
-                "mlport: interrupted after {:.0?}: {} of {} cases recorded in {}; continue with `mlport run --resume {run_id} --db {}`",
-                started.elapsed(),
+                "mlport: interrupted after {elapsed:.0?}: {} of {} cases recorded in {}; continue with {resume_hint}",
                 s.results,
                 s.cases_planned,
                 db.display(),
-                db.display()
             );
             Ok(EXIT_INTERRUPTED)
         }
@@ -243,12 +194,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
             store.finish_run(run_id, if left == 0 { "finished" } else { "incomplete" })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
-            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", started.elapsed().as_secs_f64());
+            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
             if left > 0 {
                 eprintln!(
-                    "mlport: {} still pending (a worker could not be restarted); continue with `mlport run --resume {run_id} --db {}`",
-                    plural(left, "case"),
-                    db.display()
+                    "mlport: {} still pending (a worker could not be restarted); continue with {resume_hint}",
+                    plural(left, "case")
                 );
             }
             print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
@@ -259,6 +209,90 @@ pub fn run(args: RunArgs) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// Opens a store that must already exist.
+fn open_existing(db: &Path, why: &str) -> Result<Store> {
+    if !db.exists() {
+        bail!("{}: no such store {why}", db.display());
+    }
+    open_store(db)
+}
+
+/// The stored run `--resume` names, with its devices filled into `devices` when the
+/// command line gives none. `None` when it is already complete (its report printed).
+fn resume_start(
+    args: &RunArgs,
+    which: &str,
+    store: &mut Store,
+    devices: &mut Option<Vec<Device>>,
+) -> Result<Option<Start>> {
+    let summary = if which == "latest" {
+        store.latest_run()?.with_context(|| format!("{}: no run to resume", store.path().display()))?
+    } else {
+        let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
+        store.run(id)?
+    };
+    if pending_cases(store, summary.id)? == 0 && summary.results > 0 {
+        eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
+        if summary.state != "finished" {
+            store.finish_run(summary.id, "finished")?;
+        }
+        print_report(store, summary.id, format_of(args.format), &ReportOptions::default(), false)?;
+        return Ok(None);
+    }
+    if devices.is_none() {
+        let mut stored: Vec<Device> =
+            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        stored.sort();
+        stored.dedup();
+        *devices = Some(stored).filter(|s| !s.is_empty());
+    }
+    eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+    let cases = store.cases(summary.id)?;
+    Ok(Some(Start::Resume(Box::new(summary), cases)))
+}
+
+/// A fresh plan from the catalogue and the selection on the command line.
+fn new_start(args: &RunArgs) -> Result<Start> {
+    let catalogue = load_catalogue(args.catalogue.as_deref())?;
+    let sel = Selection {
+        frameworks: cli::parse_frameworks(&args.frameworks)?,
+        functions: args.functions.clone(),
+        dtypes: args.dtypes.clone(),
+    };
+    let plan = plan::plan(&catalogue, &sel, args.seed)?;
+    let planned = plan.frameworks();
+    let versions = catalogue
+        .files
+        .iter()
+        .filter(|f| planned.contains(&f.framework))
+        .map(|f| (f.framework, f.version.clone()))
+        .collect();
+    Ok(Start::New(plan, versions))
+}
+
+/// The description of a new run: this machine, now, and how it was asked for.
+/// Python and framework versions are filled in as workers report them.
+fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Device) -> RunInfo {
+    let mut info = RunInfo {
+        started_at: now(),
+        host: String::new(),
+        os: String::new(),
+        cpu_model: String::new(),
+        cpu_cores: 0,
+        accelerators: Vec::new(),
+        python_version: String::new(),
+        python_executable: String::new(),
+        frameworks: Default::default(),
+        catalogue_version,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        seed,
+        reference_device: reference,
+        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    runner::machine_info(&mut info);
+    info
 }
 
 /// Writes to stdout. A closed pipe (`mlport report | head`) ends mlport quietly (its
@@ -311,10 +345,7 @@ fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions
 
 /// `mlport report`.
 pub fn report(args: ReportArgs) -> Result<i32> {
-    if !args.db.db.exists() {
-        bail!("{}: no such store (run `mlport run` first, or pass --db)", args.db.db.display());
-    }
-    let store = Store::open(&args.db.db)?;
+    let store = open_existing(&args.db.db, "(run `mlport run` first, or pass --db)")?;
     let run_id = match args.run {
         Some(id) => id,
         None => store.latest_run()?.with_context(|| format!("{}: the store holds no run", args.db.db.display()))?.id,
@@ -330,10 +361,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
 
 /// `mlport runs`.
 pub fn runs(args: cli::DbArg) -> Result<i32> {
-    if !args.db.exists() {
-        bail!("{}: no such store (run `mlport run` first, or pass --db)", args.db.display());
-    }
-    let store = Store::open(&args.db)?;
+    let store = open_existing(&args.db, "(run `mlport run` first, or pass --db)")?;
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks"]);
