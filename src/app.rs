@@ -1,6 +1,7 @@
 //! The commands: each takes parsed arguments, does its job through the library
 //! modules, and writes results to stdout (logs and progress go to stderr).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -13,19 +14,27 @@ use crate::cli::{
 };
 use crate::import;
 use crate::model::{Device, Framework};
-use crate::plan::{self, Selection};
+use crate::plan::{self, Plan, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
 use crate::report::{self, Format, ReportOptions};
 use crate::runner::{self, Ending, RunConfig};
-use crate::store::records::RunInfo;
-use crate::store::{FrameworkInfo, RunSource, RunSummary, Store};
+use crate::store::records::{CaseRow, RunInfo, RunSummary};
+use crate::store::{FrameworkInfo, RunSource, Store};
 use crate::worker::{self, protocol::Timing};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Opens (or creates) the store, saying plainly when its folder does not exist.
+fn open_store(db: &Path) -> Result<Store> {
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        bail!("{}: the folder {} does not exist", db.display(), parent.display());
+    }
+    Ok(Store::open(db)?)
+}
 
 fn format_of(f: FormatArg) -> Format {
     match f {
@@ -55,90 +64,96 @@ fn worker_dir() -> Result<PathBuf> {
     worker::install_scripts(&dir).with_context(|| format!("cannot write the worker's sources to {}", dir.display()))
 }
 
-/// The folder for a run's files (.npy outputs): `.mlport/run-<id>` beside the store.
+/// The folder for a run's files (.npy outputs): `.mlport/<store file name>-run-<id>`
+/// beside the store, as an absolute path, so stores sharing a folder never share files.
 fn run_dir(db: &Path, run_id: i64) -> PathBuf {
     let parent = db.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    parent.join(".mlport").join(format!("run-{run_id}"))
+    let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+    let name = db.file_name().map_or_else(|| "mlport.db".into(), |n| n.to_string_lossy().into_owned());
+    parent.join(".mlport").join(format!("{name}-run-{run_id}"))
 }
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// `mlport run`: plan, set up, execute, report. Returns the process exit code.
-pub fn run(args: RunArgs) -> Result<i32> {
-    let db = args.db.db.clone();
-    let devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
-    let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
-    let timeout = cli::positive("--timeout", args.timeout)?;
-    let budget = cli::positive("--budget-ms", args.budget_ms)?;
-    // A new run (catalogue and plan checked before the store is touched), or the one to resume.
-    let mut store;
-    let (run_id, cases, mut info, devices) = if let Some(which) = &args.resume {
-        if !db.exists() {
-            bail!("{}: no such store to resume", db.display());
-        }
-        store = Store::open(&db)?;
-        let summary = if which == "latest" {
-            store.latest_run()?.with_context(|| format!("{}: no run to resume", db.display()))?
-        } else {
-            let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
-            store.run(id)?
-        };
-        if summary.state == "finished" && summary.results >= summary.cases_planned {
-            eprintln!("mlport: run {} is already complete", summary.id);
-        }
-        let stored: Vec<Device> =
-            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
-        let devices = devices.or(if stored.is_empty() { None } else { Some(stored) });
-        eprintln!(
-            "mlport: resuming run {} ({} of {} cases recorded)",
-            summary.id, summary.results, summary.cases_planned
-        );
-        (summary.id, store.cases(summary.id)?, summary.info, devices)
-    } else {
-        let catalogue = load_catalogue(args.catalogue.as_deref())?;
-        let sel = Selection {
-            frameworks: cli::parse_frameworks(&args.frameworks)?,
-            functions: args.functions.clone(),
-            dtypes: args.dtypes.clone(),
-        };
-        let plan = plan::plan(&catalogue, &sel, args.seed)?;
-        let mut info = RunInfo {
-            started_at: now(),
-            host: String::new(),
-            os: String::new(),
-            cpu_model: String::new(),
-            cpu_cores: 0,
-            accelerators: Vec::new(),
-            python_version: String::new(),
-            python_executable: String::new(),
-            frameworks: Default::default(),
-            catalogue_version: catalogue.files.iter().map(|f| (f.framework, f.version.clone())).collect(),
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
-            seed: args.seed,
-            reference_device: reference.clone(),
-            mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-        };
-        runner::machine_info(&mut info);
-        store = Store::open(&db)?;
-        let id = store.create_run(&info, &plan.functions, &plan.cases)?;
-        (id, plan.cases, info, devices)
-    };
+/// What `run` executes: a stored run's pending cases, or a fresh plan.
+enum Start {
+    Resume(Box<RunSummary>, Vec<CaseRow>),
+    /// With the catalogue version of each planned framework.
+    New(Plan, BTreeMap<Framework, String>),
+}
 
-    let frameworks: Vec<Framework> = {
-        let mut v: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
+impl Start {
+    fn frameworks(&self) -> Vec<Framework> {
+        let mut v: Vec<Framework> = match self {
+            Start::Resume(_, cases) => cases.iter().map(|c| c.framework).collect(),
+            Start::New(plan, _) => plan.frameworks(),
+        };
         v.sort();
         v.dedup();
         v
+    }
+}
+
+/// `mlport run`: plan, set up, execute, report. Returns the process exit code.
+///
+/// Order matters for "nothing is lost": the catalogue and plan are checked before the
+/// store is touched, the store is checked before the (slow) environment set-up, and the
+/// run is created only once the environment is ready, so a failed start leaves no
+/// half-made run behind.
+pub fn run(args: RunArgs) -> Result<i32> {
+    let db = args.db.db.clone();
+    let mut devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
+    let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
+    let timeout = cli::positive("--timeout", args.timeout)?;
+    if timeout > catalogue::MAX_TIMEOUT_S {
+        bail!("--timeout {timeout:e} is longer than one day ({} s)", catalogue::MAX_TIMEOUT_S);
+    }
+    let budget = cli::positive("--budget-ms", args.budget_ms)?;
+
+    let (mut store, start) = match &args.resume {
+        Some(which) => {
+            let changes_plan = args.catalogue.is_some()
+                || !args.frameworks.is_empty()
+                || !args.functions.is_empty()
+                || !args.dtypes.is_empty()
+                || args.seed != 0;
+            if changes_plan {
+                bail!(
+                    "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype or --seed (start a new run instead)"
+                );
+            }
+            let mut store = open_existing(&db, "to resume")?;
+            match resume_start(&args, which, &mut store, &mut devices)? {
+                Some(start) => (store, start),
+                None => return Ok(0),
+            }
+        }
+        None => {
+            let start = new_start(&args)?;
+            (open_store(&db)?, start)
+        }
     };
-    let env = python_env(&args.python, &frameworks)?;
+
+    // The Python side, before any run is recorded.
+    let env = python_env(&args.python, &start.frameworks())?;
     for fw in env.install_failures.keys() {
         eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
     }
+    let script_dir = worker_dir()?;
+
+    let (run_id, cases, mut info) = match start {
+        Start::Resume(summary, cases) => (summary.id, cases, summary.info.clone()),
+        Start::New(plan, versions) => {
+            let info = new_run_info(versions, args.seed, reference);
+            let id = store.create_run(&info, &plan.functions, &plan.cases)?;
+            (id, plan.cases, info)
+        }
+    };
     let cfg = RunConfig {
         python: env.python.clone(),
-        script_dir: worker_dir()?,
+        script_dir,
         run_dir: run_dir(&db, run_id),
         devices,
         case_timeout: Duration::from_secs_f64(timeout),
@@ -148,51 +163,177 @@ pub fn run(args: RunArgs) -> Result<i32> {
     std::fs::create_dir_all(&cfg.run_dir).with_context(|| format!("cannot create {}", cfg.run_dir.display()))?;
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
 
-    let mut per_fw = std::collections::BTreeMap::new();
-    let mut pending = 0u64;
+    let mut per_fw = BTreeMap::new();
     let cpu_done = store.done_keys(run_id, &Device::cpu())?;
     for c in &cases {
         *per_fw.entry(c.framework).or_insert(0u64) += 1;
-        if !cpu_done.contains(&c.key) {
-            pending += 1;
-        }
     }
+    let pending = cases.iter().filter(|c| !cpu_done.contains(&c.key)).count() as u64;
     eprintln!(
-        "mlport: run {run_id}: {} cases of {} functions, store {}",
-        cases.len(),
-        store.functions(run_id)?.len(),
+        "mlport: run {run_id}: {} of {}, store {}",
+        plural(cases.len(), "case"),
+        plural(store.functions(run_id)?.len(), "function"),
         db.display()
     );
     let started = Instant::now();
     let mut progress = Progress::new(pending, per_fw);
     let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, &INTERRUPTED)?;
     progress.finish();
+    let elapsed = started.elapsed();
+    let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
     match ending {
         Ending::Interrupted => {
             store.finish_run(run_id, "interrupted")?;
             let s = store.run(run_id)?;
             eprintln!(
-                "mlport: interrupted after {:.0?}: {} of {} cases recorded in {}; continue with `mlport run --resume {run_id} --db {}`",
-                started.elapsed(),
+                "mlport: interrupted after {elapsed:.0?}: {} of {} cases recorded in {}; continue with {resume_hint}",
                 s.results,
                 s.cases_planned,
                 db.display(),
-                db.display()
             );
             Ok(EXIT_INTERRUPTED)
         }
         Ending::Finished => {
-            store.finish_run(run_id, "finished")?;
+            let left = pending_cases(&store, run_id)?;
+            store.finish_run(run_id, if left == 0 { "finished" } else { "incomplete" })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
-            eprintln!(
-                "mlport: run {run_id} finished in {:.1} s ({})",
-                started.elapsed().as_secs_f64(),
-                counts.join(", ")
-            );
+            let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
+            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
+            if left > 0 {
+                eprintln!(
+                    "mlport: {} still pending (a worker could not be restarted); continue with {resume_hint}",
+                    plural(left, "case")
+                );
+            }
             print_report(&store, run_id, format_of(args.format), &ReportOptions::default(), false)?;
+            if store.run(run_id)?.results == 0 {
+                eprintln!("error: no case could run: no framework was usable on the devices asked for (see above)");
+                return Ok(1);
+            }
             Ok(0)
         }
     }
+}
+
+/// Opens a store that must already exist.
+fn open_existing(db: &Path, why: &str) -> Result<Store> {
+    if !db.exists() {
+        bail!("{}: no such store {why}", db.display());
+    }
+    open_store(db)
+}
+
+/// The stored run `--resume` names, with its devices filled into `devices` when the
+/// command line gives none. `None` when it is already complete (its report printed).
+fn resume_start(
+    args: &RunArgs,
+    which: &str,
+    store: &mut Store,
+    devices: &mut Option<Vec<Device>>,
+) -> Result<Option<Start>> {
+    let summary = if which == "latest" {
+        store.latest_run()?.with_context(|| format!("{}: no run to resume", store.path().display()))?
+    } else {
+        let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
+        store.run(id)?
+    };
+    if pending_cases(store, summary.id)? == 0 && summary.results > 0 {
+        eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
+        if summary.state != "finished" {
+            store.finish_run(summary.id, "finished")?;
+        }
+        print_report(store, summary.id, format_of(args.format), &ReportOptions::default(), false)?;
+        return Ok(None);
+    }
+    if devices.is_none() {
+        let mut stored: Vec<Device> =
+            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        stored.sort();
+        stored.dedup();
+        *devices = Some(stored).filter(|s| !s.is_empty());
+    }
+    eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+    let cases = store.cases(summary.id)?;
+    Ok(Some(Start::Resume(Box::new(summary), cases)))
+}
+
+/// A fresh plan from the catalogue and the selection on the command line.
+fn new_start(args: &RunArgs) -> Result<Start> {
+    let catalogue = load_catalogue(args.catalogue.as_deref())?;
+    let sel = Selection {
+        frameworks: cli::parse_frameworks(&args.frameworks)?,
+        functions: args.functions.clone(),
+        dtypes: args.dtypes.clone(),
+    };
+    let plan = plan::plan(&catalogue, &sel, args.seed)?;
+    let planned = plan.frameworks();
+    let versions = catalogue
+        .files
+        .iter()
+        .filter(|f| planned.contains(&f.framework))
+        .map(|f| (f.framework, f.version.clone()))
+        .collect();
+    Ok(Start::New(plan, versions))
+}
+
+/// The description of a new run: this machine, now, and how it was asked for.
+/// Python and framework versions are filled in as workers report them.
+fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Device) -> RunInfo {
+    let mut info = RunInfo {
+        started_at: now(),
+        host: String::new(),
+        os: String::new(),
+        cpu_model: String::new(),
+        cpu_cores: 0,
+        accelerators: Vec::new(),
+        python_version: String::new(),
+        python_executable: String::new(),
+        frameworks: Default::default(),
+        catalogue_version,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        seed,
+        reference_device: reference,
+        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    runner::machine_info(&mut info);
+    info
+}
+
+/// Writes to stdout. A closed pipe (`mlport report | head`) ends mlport quietly (its
+/// results are already committed); any other write error (a full disk) is an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
+    }
+}
+
+/// Planned cases still to run: those without a result on an available device of their
+/// framework, and every case of a framework that never got as far as finding its devices
+/// (unless it failed to import).
+fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
+    let cases = store.cases(run_id)?;
+    let info = store.run(run_id)?.info;
+    let devices = store.devices(run_id)?;
+    let mut left = 0;
+    for d in devices.iter().filter(|d| d.available) {
+        let done = store.done_keys(run_id, &d.device)?;
+        left += cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).count();
+    }
+    for fw in Framework::ALL {
+        let unusable = info.frameworks.get(&fw).is_some_and(|i| i.import_error.is_some());
+        if !unusable && !devices.iter().any(|d| d.framework == fw) {
+            left += cases.iter().filter(|c| c.framework == fw).count();
+        }
+    }
+    Ok(left)
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
 fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
@@ -201,7 +342,7 @@ fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions
     if functions {
         out.push_str(&report::render_functions(&rep, format));
     }
-    print!("{out}");
+    emit(&out)?;
     Ok(())
 }
 
@@ -225,16 +366,9 @@ fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
     }
 }
 
-fn open_existing(db: &Path) -> Result<Store> {
-    if !db.exists() {
-        bail!("{}: no such store (run `mlport run` or `mlport import` first, or pass --db)", db.display());
-    }
-    Ok(Store::open(db)?)
-}
-
 /// `mlport report`: one run's portability, the overview of every run, or a slowdown.
 pub fn report(args: ReportArgs) -> Result<i32> {
-    let store = open_existing(&args.db.db)?;
+    let store = open_existing(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let reference = match &args.reference {
         Some(r) => Some(r.parse::<Device>().map_err(|e| anyhow::anyhow!("--reference: {e}"))?),
         None => None,
@@ -270,13 +404,13 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             Format::Json => report::slowdown::render_json(&sd),
             Format::Markdown => bail!("--slowdown renders as table, csv or json"),
         };
-        print!("{out}");
+        emit(&out)?;
         return Ok(0);
     }
     if args.run.as_deref() == Some("all") {
         let reports: Vec<report::PortabilityReport> =
             store.runs()?.iter().map(|r| build_report(&store, r.id, &opts)).collect::<Result<_>>()?;
-        print!("{}", report::overview::render(&reports, format));
+        emit(&report::overview::render(&reports, format))?;
         return Ok(0);
     }
     let run = resolve_run(&store, args.run.as_deref())?;
@@ -300,7 +434,7 @@ pub fn import_pytest_json(args: ImportPytestJsonArgs) -> Result<i32> {
         command_line: command_line(),
     };
     let data = import::pytest_json_run(&spec)?;
-    let mut store = Store::open(&args.db.db)?;
+    let mut store = open_store(&args.db.db)?;
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!(
         "mlport: imported {} as run {id}: {} tests of {} functions on {}",
@@ -320,7 +454,7 @@ pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
     for (path, why) in &data.left_out {
         eprintln!("mlport: left out {}: {why}", path.display());
     }
-    let mut store = Store::open(&args.db.db)?;
+    let mut store = open_store(&args.db.db)?;
     let ids = store.import_runs(&data.runs)?;
     let reports: Vec<report::PortabilityReport> =
         ids.iter().map(|id| build_report(&store, *id, &ReportOptions::default())).collect::<Result<_>>()?;
@@ -332,7 +466,7 @@ pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
         args.dir.display(),
         started.elapsed().as_secs_f64()
     );
-    print!("{}", report::overview::render(&reports, format_of(args.format)));
+    emit(&report::overview::render(&reports, format_of(args.format)))?;
     Ok(0)
 }
 
@@ -407,7 +541,7 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
         data.info.frameworks.insert(framework, FrameworkInfo { version: Some(v), ..Default::default() });
     }
     data.origin.notes.push(format!("pytest's report is kept in {}", out_dir.display()));
-    let mut store = Store::open(&args.db.db)?;
+    let mut store = open_store(&args.db.db)?;
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!("mlport: stored as run {id} ({} tests of {} functions)", data.cases.len(), data.functions.len());
     print_report(&store, id, format_of(args.format), &ReportOptions::default(), false)?;
@@ -443,10 +577,7 @@ fn command_line() -> String {
 
 /// `mlport runs`.
 pub fn runs(args: cli::DbArg) -> Result<i32> {
-    if !args.db.exists() {
-        bail!("{}: no such store", args.db.display());
-    }
-    let store = Store::open(&args.db)?;
+    let store = open_existing(&args.db, "(run `mlport run` first, or pass --db)")?;
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks", "source", "label"]);
@@ -469,14 +600,14 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
             r.origin.label.clone().unwrap_or_default(),
         ]);
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     Ok(0)
 }
 
 /// `mlport env`: create or check the environment, print what it holds.
 pub fn env(args: PythonArg) -> Result<i32> {
     let env = python_env(&args, &Framework::ALL)?;
-    println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+    emit(&format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" }))?;
     probe_frameworks(&env, &Framework::ALL, true)?;
     Ok(0)
 }
@@ -521,14 +652,14 @@ fn probe_frameworks(env: &PythonEnv, frameworks: &[Framework], print_packages: b
                 };
             }
             Err(f) => {
-                t.add_row([fw.to_string(), format!("not usable: {f:?}"), String::new(), String::new()]);
+                t.add_row([fw.to_string(), format!("not usable: {f}"), String::new(), String::new()]);
             }
         }
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     if print_packages && !packages.is_empty() {
         let list: Vec<String> = packages.iter().map(|(k, v)| format!("{k}=={v}")).collect();
-        println!("packages: {}", list.join(" "));
+        emit(&format!("packages: {}\n", list.join(" ")))?;
     }
     Ok(())
 }
@@ -552,10 +683,10 @@ pub fn list(args: ListArgs) -> Result<i32> {
             instances.to_string(),
         ]);
     }
-    println!("{t}");
+    emit(&format!("{t}\n"))?;
     if args.functions {
         for f in &catalogue.files {
-            println!("\n{} ({}):", f.framework, f.path);
+            emit(&format!("\n{} ({}):\n", f.framework, f.path))?;
             for g in &f.functions {
                 let dtypes: Vec<&str> = {
                     let mut v: Vec<&str> = g.cases.iter().flat_map(|c| c.dtypes.iter().map(String::as_str)).collect();
@@ -573,14 +704,20 @@ pub fn list(args: ListArgs) -> Result<i32> {
                 if let Some(m) = &g.moved {
                     extra.push(format!("moved: {m}"));
                 }
-                println!("  {:<50} {} case(s) [{}] {}", g.name, g.cases.len(), dtypes.join(" "), extra.join("; "));
+                emit(&format!(
+                    "  {:<50} {} case(s) [{}] {}\n",
+                    g.name,
+                    g.cases.len(),
+                    dtypes.join(" "),
+                    extra.join("; ")
+                ))?;
             }
         }
     }
     if !args.no_probe {
         let frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
         let env = python_env(&args.python, &frameworks)?;
-        println!("python: {}{}", env.python.display(), if env.managed { " (managed)" } else { "" });
+        emit(&format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" }))?;
         probe_frameworks(&env, &frameworks, false)?;
     }
     Ok(0)

@@ -48,7 +48,11 @@ impl EventSink for Progress {
             }
             Event::FrameworkReady { framework, version, devices } => {
                 let names: Vec<&str> = devices.iter().map(|d| d.as_str()).collect();
-                self.say(format!("mlport: {framework} {version} on {}", names.join(", ")));
+                if names.is_empty() {
+                    self.say(format!("mlport: {framework} {version}: none of the devices asked for is available"));
+                } else {
+                    self.say(format!("mlport: {framework} {version} on {}", names.join(", ")));
+                }
                 if devices.len() > 1 {
                     let n = self.per_framework.get(framework).copied().unwrap_or(0);
                     self.bar.inc_length(n * (devices.len() as u64 - 1));

@@ -131,6 +131,24 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("unknown framework `caffe`"));
+    mlport()
+        .args(["run", "--timeout", "1e300", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--timeout 1e300 is longer than one day"));
+    mlport()
+        .args(["run", "--resume", "--function", "torch.sum", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--resume continues a stored run's own plan"));
+    mlport()
+        .args(["run", "--db"])
+        .arg(tmp.path().join("no/such/folder/x.db"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("does not exist"));
     assert!(!db.exists());
 }
 
@@ -263,6 +281,13 @@ fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frame
     // `--functions` appends the per-function document after the summary.
     let docs: Vec<Value> = serde_json::Deserializer::from_slice(&json).into_iter().map(Result::unwrap).collect();
     let rep = &docs[0];
+    // The per-function detail names each failing case with its dtype and the framework's message.
+    let detail = &docs[1];
+    let torch = detail["targets"].as_array().unwrap().iter().find(|t| t["framework"] == "torch").unwrap();
+    let svd = torch["not_portable"].as_array().unwrap().iter().find(|f| f["name"] == "torch.linalg.svd").unwrap();
+    let failing = svd["failing_cases"].as_array().unwrap();
+    assert!(!failing.is_empty() && failing.iter().all(|c| c["dtype"] == "bfloat16"), "{svd:#}");
+    assert!(failing[0]["message"].as_str().unwrap().contains("not implemented for 'BFloat16'"), "{svd:#}");
     let store = mlport::store::Store::open(&db).unwrap();
     let results = store.results(store.latest_run().unwrap().unwrap().id).unwrap();
     for (fw, name) in [("torch", "torch.linalg.svd"), ("jax", "jax.numpy.linalg.svd"), ("tensorflow", "tf.linalg.svd")]

@@ -169,3 +169,56 @@ fn an_interrupted_run_keeps_its_results_and_resumes_where_it_stopped() {
         assert_eq!(results.iter().filter(|r| r.case.key == k).count(), 1);
     }
 }
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(marker)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn hostile_cases_cannot_shift_answers_blame_the_next_case_or_leave_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = format!("mlport-orphan-marker-{}", std::process::id());
+    let cat = Catalogue::new(load_path(&common::fixture("hostile")).unwrap()).unwrap();
+    let p = plan(&cat, &Selection::default(), 0).unwrap();
+    let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
+    let mut inf = info();
+    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let mut cfg = config(tmp.path());
+    cfg.case_timeout = Duration::from_secs(30);
+    let spec_env = ("MLPORT_TEST_MARKER", marker.as_str());
+    // SAFETY: tests in this binary read no environment variable concurrently with this one.
+    unsafe { std::env::set_var(spec_env.0, spec_env.1) };
+    let ending =
+        runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut NullSink, &AtomicBool::new(false)).unwrap();
+    assert_eq!(ending, Ending::Finished);
+    let results = store.results(run).unwrap();
+    let by_case = |id: &str| results.iter().find(|r| r.case.case_id == id).unwrap().result.clone();
+
+    // The forged "pass" carries no nonce: refused, recorded as the harness's problem.
+    let forge = by_case("forge");
+    assert_eq!((forge.outcome, forge.reason), (Outcome::Fail, Some(Reason::HarnessError)), "{forge:?}");
+    // The next case gets its own answer, not the forging case's real failure.
+    let next = by_case("after_forge");
+    assert_eq!(next.outcome, Outcome::Pass, "{next:?}");
+
+    // The worker killed after answering is not blamed on the next case.
+    assert_eq!(by_case("late_death").outcome, Outcome::Pass);
+    let after = by_case("after_late_death");
+    assert_eq!(after.outcome, Outcome::Pass, "{after:?}");
+
+    // The worker that died left a child in its group: it is gone too.
+    let orphan = by_case("orphan");
+    assert_eq!(orphan.outcome, Outcome::Crash, "{orphan:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_with(&marker), Vec::<u32>::new(), "processes left behind");
+}

@@ -10,6 +10,9 @@ use super::spec::{COMPARES, CaseSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionS
 use super::{Case, CatalogueFile, Function};
 use crate::model::{DTYPES, Framework};
 
+/// The longest per-case timeout a catalogue or `--timeout` may ask for: one day, in s.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+
 /// A catalogue that could not be read, parsed or validated.
 #[derive(Debug, Error)]
 pub enum CatalogueError {
@@ -180,6 +183,12 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         {
             return Err(cx.err(at, format!("unknown `as = \"{a}\"` (expected one of {})", PASS_AS.join(", "))));
         }
+        let scalar = i.scalar == Some(true) || i.as_.as_deref() == Some("scalar");
+        if scalar && i.shape.as_ref().is_some_and(|s| s.iter().product::<i64>() != 1) {
+            return Err(
+                cx.err(at, "a scalar input (`scalar = true` or `as = \"scalar\"`) must have shape [] or one element")
+            );
+        }
         if let (Some(lo), Some(hi)) = (i.low, i.high)
             && lo >= hi
         {
@@ -196,9 +205,9 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         ));
     }
     if let Some(t) = &c.timeout_s
-        && !(*t.get_ref() > 0.0 && t.get_ref().is_finite())
+        && !(*t.get_ref() > 0.0 && *t.get_ref() <= MAX_TIMEOUT_S)
     {
-        return Err(cx.err_at(t, "timeout_s must be a positive number of seconds"));
+        return Err(cx.err_at(t, format!("timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S}]")));
     }
     if let Some(code) = &c.code
         && !code.get_ref().contains("def build(")
@@ -306,6 +315,8 @@ op = "svd"
         assert!(error_of(&GOOD.replace("up_to_sign", "roughly")).contains("unknown compare rule `roughly`"));
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4, -4]")).contains("negative dimension"));
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], dist = \"cauchy\"")).contains("unknown dist"));
+        assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], as = \"scalar\"")).contains("scalar input"));
+        assert!(error_of(&GOOD.replace("compare = \"up_to_sign\"", "timeout_s = 1e300")).contains("timeout_s must be"));
         let twice = format!("{GOOD}\n[[function]]\nname = \"torch.linalg.svd\"\n[[function.case]]\n");
         let e = error_of(&twice);
         assert!(e.contains("listed twice") && e.starts_with("cat/t.toml:18:8:"), "{e}");

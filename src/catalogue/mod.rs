@@ -6,7 +6,7 @@ mod load;
 pub mod spec;
 
 pub use builtin::builtin;
-pub use load::{CatalogueError, load_path, parse};
+pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse};
 
 use crate::model::Framework;
 

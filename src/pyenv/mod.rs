@@ -133,7 +133,8 @@ fn spinner(msg: &str) -> ProgressBar {
 }
 
 /// Runs a command, streaming its output into `log` and its last line into the spinner.
-fn run_logged(cmd: &mut Command, pb: &ProgressBar, log: &Path) -> Result<(bool, String)> {
+/// `prefix` says what the step is; pip's latest line follows it.
+fn run_logged(cmd: &mut Command, prefix: &str, pb: &ProgressBar, log: &Path) -> Result<(bool, String)> {
     use std::io::Write;
     let mut logf = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     writeln!(logf, "$ {cmd:?}")?;
@@ -148,9 +149,9 @@ fn run_logged(cmd: &mut Command, pb: &ProgressBar, log: &Path) -> Result<(bool, 
     let mut tail: Vec<String> = Vec::new();
     for line in BufReader::new(child.stdout.take().expect("piped")).lines().map_while(Result::ok) {
         writeln!(logf, "{line}")?;
-        let short: String = line.trim().chars().take(100).collect();
+        let short: String = line.trim().chars().take(90).collect();
         if !short.is_empty() {
-            pb.set_message(short);
+            pb.set_message(format!("{prefix} · {short}"));
         }
         tail.push(line);
         if tail.len() > 30 {
@@ -203,7 +204,12 @@ fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
     let pb = spinner("creating virtual environment");
     let python = venv_python(dir);
     if !python.exists() {
-        let (ok, tail) = run_logged(Command::new(&base).args(["-m", "venv"]).arg(dir), &pb, &log)?;
+        let (ok, tail) = run_logged(
+            Command::new(&base).args(["-m", "venv"]).arg(dir),
+            "creating the virtual environment",
+            &pb,
+            &log,
+        )?;
         if !ok {
             pb.finish_and_clear();
             bail!("`{base} -m venv {}` failed:\n{tail}", dir.display());
@@ -221,14 +227,16 @@ fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
         wanted.insert(0, Framework::Numpy);
     }
     let all: Vec<&str> = wanted.iter().flat_map(|f| packages_for(*f).iter().copied()).collect();
-    pb.set_message(format!("pip install {}", all.join(" ")));
-    let (ok, _) = run_logged(&mut pip(&all), &pb, &log)?;
+    let what = format!("pip install {} (about 3 GB of wheels on first use: 1–3 min)", all.join(" "));
+    pb.set_message(what.clone());
+    let (ok, _) = run_logged(&mut pip(&all), &what, &pb, &log)?;
     let mut failed = BTreeMap::new();
     if !ok {
         // Install framework by framework so one failure does not cost the others.
         for fw in &wanted {
-            pb.set_message(format!("pip install {} (retrying alone)", packages_for(*fw).join(" ")));
-            let (ok, tail) = run_logged(&mut pip(packages_for(*fw)), &pb, &log)?;
+            let what = format!("pip install {} (retrying alone)", packages_for(*fw).join(" "));
+            pb.set_message(what.clone());
+            let (ok, tail) = run_logged(&mut pip(packages_for(*fw)), &what, &pb, &log)?;
             if !ok {
                 failed.insert(*fw, tail);
             }

@@ -60,6 +60,7 @@ struct Summary<'a> {
     harness_errors: Vec<HarnessError<'a>>,
     unavailable: Vec<Unavailable<'a>>,
     not_usable: Vec<NotUsable<'a>>,
+    without_reference: &'a [Framework],
 }
 
 #[derive(Serialize)]
@@ -104,6 +105,15 @@ struct Function<'a> {
     failed: usize,
     not_attributable: usize,
     reasons: &'a BTreeMap<Reason, usize>,
+    failing_cases: Vec<FailingCase<'a>>,
+}
+
+#[derive(Serialize)]
+struct FailingCase<'a> {
+    case: &'a str,
+    dtype: &'a str,
+    reason: Reason,
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -147,6 +157,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
             .map(|d| Unavailable { framework: d.framework, device: &d.device, detail: &d.detail })
             .collect(),
         not_usable: report.not_usable.iter().map(|(f, e)| NotUsable { framework: *f, error: e }).collect(),
+        without_reference: &report.without_reference,
     };
     pretty(&document(report, FORMAT, body))
 }
@@ -223,6 +234,11 @@ fn function(f: &FunctionSummary) -> Function<'_> {
         failed: f.failed,
         not_attributable: f.not_attributable,
         reasons: &f.reasons,
+        failing_cases: f
+            .failures
+            .iter()
+            .map(|c| FailingCase { case: &c.case_id, dtype: &c.dtype, reason: c.reason, message: &c.message })
+            .collect(),
     }
 }
 

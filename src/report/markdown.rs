@@ -2,8 +2,8 @@
 //! issues and notebooks.
 
 use super::render::{
-    FUNCTION_COLUMNS, SUMMARY_COLUMNS, function_cells, harness_heading, not_portable, notes, summary_cells,
-    target_heading, title, versions,
+    FUNCTION_COLUMNS, SUMMARY_COLUMNS, failing_cases, function_cells, harness_heading, not_portable, notes,
+    summary_cells, target_heading, title, versions,
 };
 use super::summary::PortabilityReport;
 
@@ -50,11 +50,12 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
         let mut rows = not_portable(t).map(|f| {
             let mut cells = function_cells(f);
             cells[0] = code(&cells[0]);
+            cells[5] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
             row(&cells)
         });
         if let Some(first) = rows.next() {
             lines.push(row(&FUNCTION_COLUMNS));
-            lines.push(rule_row(&[false, false, true, true, false]));
+            lines.push(rule_row(&[false, false, true, true, false, false]));
             lines.push(first);
             lines.extend(rows);
             lines.push(String::new());

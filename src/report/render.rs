@@ -111,7 +111,8 @@ pub(super) const SUMMARY_COLUMNS: [&str; 8] =
     ["framework", "device", "functions", "success", "partial", "complete failure", "failure reasons", "median latency"];
 
 /// Column titles of a per-function detail table.
-pub(super) const FUNCTION_COLUMNS: [&str; 5] = ["function", "status", "passed", "failed", "failure reasons"];
+pub(super) const FUNCTION_COLUMNS: [&str; 6] =
+    ["function", "status", "passed", "failed", "failure reasons", "failing cases (dtype [case]: reason — message)"];
 
 /// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order.
 pub(super) fn summary_cells(t: &TargetSummary) -> [String; 8] {
@@ -128,14 +129,20 @@ pub(super) fn summary_cells(t: &TargetSummary) -> [String; 8] {
 }
 
 /// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order.
-pub(super) fn function_cells(f: &FunctionSummary) -> [String; 5] {
+pub(super) fn function_cells(f: &FunctionSummary) -> [String; 6] {
     [
         f.name.clone(),
         f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
         f.passed.to_string(),
         f.failed.to_string(),
         reasons(&f.reasons),
+        failing_cases(f).join("\n"),
     ]
+}
+
+/// One line per counted failing case: `bfloat16 [square]: dtype_unsupported — message`.
+pub(super) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
+    f.failures.iter().map(|c| format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message)).collect()
 }
 
 /// `n` and its share of the functions run, e.g. `12 (80.0%)`.
@@ -186,6 +193,12 @@ pub(super) fn notes(report: &PortabilityReport) -> Vec<String> {
         let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
         format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
     }));
+    for fw in &report.without_reference {
+        lines.push(format!(
+            "{fw}: no result on the reference {}, so failures cannot be attributed — every failure is counted",
+            report.reference
+        ));
+    }
     for (fw, error) in &report.not_usable {
         let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
         lines.push(format!("{fw}: not usable ({first}) — its functions did not run"));

@@ -69,6 +69,26 @@ pub struct RunHeader {
     pub notes: Vec<String>,
 }
 
+/// One counted failing case of a function, for the per-function detail.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseFailure {
+    pub case_id: String,
+    pub dtype: String,
+    pub reason: Reason,
+    /// The first line of the error message (at most 160 characters), or the outcome.
+    pub message: String,
+}
+
+/// The first non-empty line of a message, cut to `max` characters.
+fn first_line(message: &str, max: usize) -> String {
+    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
 /// One function's counted cases on one target.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionSummary {
@@ -82,6 +102,8 @@ pub struct FunctionSummary {
     pub not_attributable: usize,
     /// Counted failing cases by reason.
     pub reasons: BTreeMap<Reason, usize>,
+    /// The counted failing cases, in planned order.
+    pub failures: Vec<CaseFailure>,
 }
 
 /// The portability of one framework on one device.
@@ -140,6 +162,9 @@ pub struct PortabilityReport {
     pub harness_errors: Vec<HarnessError>,
     /// Devices asked for that a framework could not see: not counted.
     pub unavailable: Vec<DeviceInfo>,
+    /// Frameworks with results but none on the reference device: their failures could
+    /// not be attributed and are all counted.
+    pub without_reference: Vec<Framework>,
     /// Frameworks that failed to install or import, with their error: nothing of
     /// theirs ran, nothing is counted.
     pub not_usable: BTreeMap<Framework, String>,
@@ -194,6 +219,9 @@ pub fn build(
 ) -> PortabilityReport {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
+    // Attribution needs the reference: a framework with no result on it is counted as is.
+    let with_reference: HashSet<Framework> =
+        results.iter().filter(|r| r.result.device == reference).map(|r| r.function.framework).collect();
     // Under ReferencePassed the set holds the cases that passed on the reference; under
     // ReferenceNotFailed, those that failed there.
     let on_reference: HashSet<&str> = results
@@ -229,7 +257,11 @@ pub fn build(
                 });
                 if reason == Reason::HarnessError {
                     Counted::Harness
-                } else if opts.attributable && r.device != reference && excused(r.case_key.as_str()) {
+                } else if opts.attributable
+                    && r.device != reference
+                    && with_reference.contains(&row.function.framework)
+                    && excused(r.case_key.as_str())
+                {
                     Counted::NotAttributable
                 } else {
                     Counted::Fail(reason)
@@ -271,6 +303,15 @@ pub fn build(
         targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
         harness_errors,
         unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
+        without_reference: if opts.attributable {
+            let mut v: Vec<Framework> =
+                results.iter().map(|r| r.function.framework).filter(|f| !with_reference.contains(f)).collect();
+            v.sort();
+            v.dedup();
+            v
+        } else {
+            Vec::new()
+        },
         not_usable: run
             .info
             .frameworks
@@ -309,6 +350,7 @@ impl<'a> Target<'a> {
                 failed: 0,
                 not_attributable: 0,
                 reasons: BTreeMap::new(),
+                failures: Vec::new(),
             });
             self.functions.len() - 1
         });
@@ -324,6 +366,19 @@ impl<'a> Target<'a> {
             }
             Counted::Fail(reason) => {
                 f.failed += 1;
+                let r = &row.result;
+                let message = match (&r.error_type, &r.message) {
+                    (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), first_line(m, 160)),
+                    (None, Some(m)) => first_line(m, 160),
+                    (Some(t), None) => t.clone(),
+                    (None, None) => r.outcome.to_string(),
+                };
+                f.failures.push(CaseFailure {
+                    case_id: row.case.case_id.clone(),
+                    dtype: row.case.dtype.clone(),
+                    reason,
+                    message,
+                });
                 *f.reasons.entry(reason).or_default() += 1;
                 self.failed += 1;
                 *self.reasons.entry(reason).or_default() += 1;
@@ -666,6 +721,21 @@ pub(crate) mod tests {
         assert_eq!(report.not_usable, BTreeMap::from([(Framework::Jax, "ImportError".to_string())]));
         let notes = super::super::render::notes(&report);
         assert!(notes.iter().any(|l| l == "jax: not usable (ImportError) — its functions did not run"), "{notes:?}");
+    }
+
+    #[test]
+    fn without_results_on_the_reference_every_failure_counts() {
+        // Only the cuda:0 rows: the reference cpu never ran, so nothing can be attributed.
+        let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.as_str() != "cpu").collect();
+        let report = build(&run_summary(), &devices(), &rows, &ReportOptions::default());
+        let all =
+            build(&run_summary(), &devices(), &rows, &ReportOptions { attributable: false, ..Default::default() });
+        assert_eq!(report.targets, all.targets);
+        assert!(report.targets.iter().all(|t| t.cases_not_attributable == 0));
+        assert!(report.targets.iter().any(|t| t.cases_failed > 0));
+        assert_eq!(report.without_reference, vec![Framework::Torch]);
+        let notes = super::super::render::notes(&report);
+        assert!(notes.iter().any(|l| l.contains("torch: no result on the reference cpu")), "{notes:?}");
     }
 
     #[test]

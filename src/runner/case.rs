@@ -36,6 +36,14 @@ fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
     }
 }
 
+/// A number no case can predict: the std hasher's random keys over a counter.
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    RandomState::new().hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Runs one case. Returns the result (`None` if the run was interrupted mid-case: the
 /// case stays pending) and whether the worker is still usable (false after a kill).
 pub fn execute_case(
@@ -57,10 +65,16 @@ pub fn execute_case(
         r.message = Some(why.to_string());
         return (Some(finish(r)), true);
     }
-    let timeout = case.spec.get("timeout_s").and_then(|t| t.as_f64()).map_or(cfg.case_timeout, Duration::from_secs_f64);
+    let timeout = case
+        .spec
+        .get("timeout_s")
+        .and_then(|t| t.as_f64())
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
+        .unwrap_or(cfg.case_timeout);
     let out = out_dir.to_string_lossy();
     let req = Request::Run {
         v: PROTOCOL_VERSION,
+        nonce: nonce(),
         case_key: &case.key,
         case: &case.spec,
         dtype: &case.dtype,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{Device, Framework};
+use crate::model::{Device, Framework, Outcome};
 use crate::store::Store;
 use crate::store::records::{CaseRow, DeviceInfo, FrameworkInfo, RunInfo};
 use crate::worker::protocol::Timing;
@@ -173,14 +173,7 @@ pub fn execute(
 }
 
 fn describe_start_failure(f: &Failure) -> String {
-    match f {
-        Failure::Timeout { after, stderr_tail, .. } => format!("worker did not start within {after:?}\n{stderr_tail}"),
-        Failure::Died { signal, exit_code, stderr_tail } => {
-            format!("worker exited before saying hello (exit code {exit_code:?}, signal {signal:?})\n{stderr_tail}")
-        }
-        Failure::Protocol { message, stderr_tail } => format!("{message}\n{stderr_tail}"),
-        Failure::Interrupted => "interrupted".into(),
-    }
+    format!("the worker did not start: {f}")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -198,30 +191,53 @@ fn run_device(
     std::fs::create_dir_all(&out_dir)?;
     let mut worker = worker;
     for case in pending {
-        if worker.is_none() {
-            match worker::spawn(spec, cfg.start_timeout, interrupted) {
-                Ok(w) => worker = Some(w),
-                Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
-                Err(f) => {
-                    sink.event(&Event::WorkerLost {
-                        framework: spec.framework,
-                        device: spec.device.clone(),
-                        why: describe_start_failure(&f),
-                    });
-                    return Ok(Ending::Finished);
+        sink.event(&Event::CaseStarted { case });
+        // A crash is confirmed on a fresh worker before it is recorded: a worker can die
+        // just after answering (a thread the previous case left, closed descriptors), and
+        // that death belongs to no case. The second attempt's result is recorded.
+        let mut attempt = 0;
+        let mut first_crash: Option<String> = None;
+        let mut result = loop {
+            attempt += 1;
+            if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+                worker = None; // died or spoke out of turn between cases: not this case's doing
+            }
+            if worker.is_none() {
+                match worker::spawn(spec, cfg.start_timeout, interrupted) {
+                    Ok(w) => worker = Some(w),
+                    Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+                    Err(f) => {
+                        sink.event(&Event::WorkerLost {
+                            framework: spec.framework,
+                            device: spec.device.clone(),
+                            why: describe_start_failure(&f),
+                        });
+                        return Ok(Ending::Finished);
+                    }
                 }
             }
+            let w = worker.as_mut().expect("worker started above");
+            let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, interrupted);
+            let Some(result) = result else { return Ok(Ending::Interrupted) };
+            if !keep {
+                worker = None; // killed on timeout or crash: a fresh one for what comes next
+                sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
+            }
+            if result.outcome == Outcome::Crash && attempt == 1 {
+                first_crash = result.message.clone();
+                continue;
+            }
+            break result;
+        };
+        if let (Some(crash), true) = (first_crash, result.outcome != Outcome::Crash) {
+            let note = format!("the first attempt's worker died ({crash}); this is the result on a fresh worker");
+            result.stderr_tail = Some(match result.stderr_tail.take() {
+                Some(t) => format!("{note}\n{t}"),
+                None => note,
+            });
         }
-        let w = worker.as_mut().expect("worker started above");
-        sink.event(&Event::CaseStarted { case });
-        let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, interrupted);
-        let Some(result) = result else { return Ok(Ending::Interrupted) };
         store.record_result(run_id, &result)?;
         sink.event(&Event::CaseFinished { case, result: &result });
-        if !keep {
-            worker = None; // killed on timeout or crash: restart for the next case
-            sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
-        }
     }
     if let Some(w) = worker {
         w.shutdown();

@@ -211,7 +211,7 @@ impl Store {
         cases: &[CaseRow],
     ) -> Result<i64, StoreError> {
         let ctx = Ctx(&self.path);
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         let (run, _) = insert_plan(&tx, ctx, info, &RunOrigin::default(), functions, cases)?;
         tx.commit().map_err(|e| ctx.db(e))?;
         Ok(run)
@@ -226,7 +226,7 @@ impl Store {
     /// duration beyond `i64` ns. Nothing is written on any error.
     pub fn import_runs(&mut self, runs: &[RunData]) -> Result<Vec<i64>, StoreError> {
         let ctx = Ctx(&self.path);
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         let mut ids = Vec::with_capacity(runs.len());
         for data in runs {
             let (run, case_ids) = insert_plan(&tx, ctx, &data.info, &data.origin, &data.functions, &data.cases)?;
@@ -286,7 +286,7 @@ impl Store {
     pub fn record_devices(&mut self, run: i64, devices: &[DeviceInfo]) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         {
             let mut upsert = prepare(
                 &tx,
@@ -313,7 +313,7 @@ impl Store {
         let ctx = Ctx(&self.path);
         check_result(ctx, r)?;
         self.ensure_run(run)?;
-        let tx = self.conn.transaction().map_err(|e| ctx.db(e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
         let case: i64 = prepare(&tx, "SELECT id FROM cases WHERE run_id = $1 AND key = $2")
             .and_then(|mut s| s.query_row(params![run, r.case_key], |row| row.get(0)).optional())
             .map_err(|e| ctx.db(e))?
@@ -960,6 +960,35 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let store = Store::open(&dir.path().join("mlport.db")).unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn two_processes_can_write_one_store_at_once() {
+        // Two connections (as two mlport processes would hold) each create a run and
+        // record every case concurrently; immediate transactions wait instead of failing.
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shared.db");
+        Store::open(&path).unwrap();
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut store = Store::open(&path).unwrap();
+                    let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+                    for _ in 0..20 {
+                        for c in cases() {
+                            store.record_result(run, &bare_result(&c.key, "cpu")).unwrap();
+                        }
+                    }
+                    run
+                })
+            })
+            .collect();
+        let runs: Vec<i64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let store = Store::open(&path).unwrap();
+        for run in runs {
+            assert_eq!(store.results(run).unwrap().len(), cases().len());
+        }
     }
 
     #[test]

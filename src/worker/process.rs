@@ -50,6 +50,28 @@ pub enum Failure {
     Interrupted,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tail = |t: &str| if t.trim().is_empty() { String::new() } else { format!("; its last stderr lines:\n{t}") };
+        match self {
+            Failure::Timeout { after, stderr_tail, .. } => {
+                write!(f, "no answer within {:.1} s{}", after.as_secs_f64(), tail(stderr_tail))
+            }
+            Failure::Died { signal: Some(s), stderr_tail, .. } => {
+                write!(f, "the worker was killed by signal {s}{}", tail(stderr_tail))
+            }
+            Failure::Died { exit_code: Some(c), stderr_tail, .. } => {
+                write!(f, "the worker exited with code {c}{}", tail(stderr_tail))
+            }
+            Failure::Died { stderr_tail, .. } => {
+                write!(f, "the worker could not be started or closed its pipe{}", tail(stderr_tail))
+            }
+            Failure::Protocol { message, stderr_tail } => write!(f, "protocol error: {message}{}", tail(stderr_tail)),
+            Failure::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
 /// A running worker.
 pub struct Worker {
     pub spec: WorkerSpec,
@@ -96,14 +118,20 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
     let stderr = child.stderr.take().expect("piped stderr");
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) => {
-                    if tx.send(l).is_err() {
+        // Bytes, not `lines()`: a line that is not UTF-8 is a protocol error for the
+        // core to record, not the end of the conversation.
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(line).is_err() {
                         break;
                     }
                 }
-                Err(_) => break,
             }
         }
     });
@@ -216,6 +244,8 @@ impl Worker {
             self.kill();
             self.child.try_wait().ok().flatten()
         });
+        // Processes the worker started in its group do not outlive it.
+        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
         // Give the stderr reader a moment to drain the last lines.
         std::thread::sleep(Duration::from_millis(50));
         Failure::Died {
@@ -225,11 +255,41 @@ impl Worker {
         }
     }
 
-    /// Runs one case with a time limit.
+    /// True while the worker process runs and has said nothing unasked: a line waiting
+    /// between requests (a late answer, or output a case forged) means the conversation
+    /// can no longer be trusted, and the worker should be replaced.
+    pub fn is_ready(&mut self) -> bool {
+        let mut stale = false;
+        while let Ok(line) = self.lines.try_recv() {
+            tracing::warn!("worker {} said something unasked: {line:.200}", self.child.id());
+            stale = true;
+        }
+        !stale && matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Runs one case with a time limit. An answer for another case than the one asked
+    /// is a protocol error (the worker is then killed).
     pub fn run(&mut self, req: &Request, timeout: Duration, interrupted: &AtomicBool) -> Result<RunReply, Failure> {
         self.send(req)?;
         match self.receive(timeout, interrupted)? {
-            Message::Result(r) => Ok(r),
+            Message::Result(r) => {
+                let (asked, nonce) = match req {
+                    Request::Run { case_key, nonce, .. } => (Some(*case_key), Some(*nonce)),
+                    _ => (None, None),
+                };
+                if r.case_key.as_deref() != asked || r.nonce != nonce {
+                    let stderr_tail = self.stderr_tail();
+                    self.kill();
+                    return Err(Failure::Protocol {
+                        message: format!(
+                            "an answer for case {:?} (nonce {:?}) while {:?} (nonce {:?}) was asked",
+                            r.case_key, r.nonce, asked, nonce
+                        ),
+                        stderr_tail,
+                    });
+                }
+                Ok(r)
+            }
             other => {
                 let stderr_tail = self.stderr_tail();
                 self.kill();
@@ -261,6 +321,9 @@ impl Worker {
         self.stdin = None;
         if !ok || wait_with_timeout(&mut self.child, KILL_GRACE).is_none() {
             self.kill();
+        } else {
+            // Processes the worker started in its group do not outlive it.
+            let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
         }
     }
 }

@@ -36,6 +36,9 @@ pub enum Request<'a> {
     /// Run one case at one dtype.
     Run {
         v: u32,
+        /// A fresh number per request, echoed in the answer: a line that does not carry it
+        /// (one a case wrote itself, or a late answer to an earlier request) is refused.
+        nonce: u64,
         case_key: &'a str,
         case: &'a serde_json::Value,
         dtype: &'a str,
@@ -104,6 +107,9 @@ pub struct Hello {
 pub struct RunReply {
     pub v: u32,
     pub case_key: Option<String>,
+    /// The request's nonce, echoed.
+    #[serde(default)]
+    pub nonce: Option<u64>,
     /// `pass` or `fail` (timeouts and crashes are decided by the core).
     pub outcome: String,
     pub error: Option<WorkerError>,
@@ -143,11 +149,20 @@ mod tests {
     fn requests_serialise_as_documented() {
         let spec = serde_json::json!({"function": "torch.add"});
         let t = Timing::default();
-        let r = Request::Run { v: 1, case_key: "k", case: &spec, dtype: "float32", seed: 7, out_dir: "/o", timing: &t };
+        let r = Request::Run {
+            v: 1,
+            nonce: 9,
+            case_key: "k",
+            case: &spec,
+            dtype: "float32",
+            seed: 7,
+            out_dir: "/o",
+            timing: &t,
+        };
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":1,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"min_reps":5,"max_reps":100,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":1,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"min_reps":5,"max_reps":100,"budget_ms":100.0}}"#
         );
         assert_eq!(serde_json::to_string(&Request::Shutdown { v: 1 }).unwrap(), r#"{"op":"shutdown","v":1}"#);
     }

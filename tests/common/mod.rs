@@ -13,7 +13,7 @@ use mlport::model::Framework;
 pub fn python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        if let Some(p) = std::env::var_os("MLPORT_TEST_PYTHON") {
+        if let Some(p) = std::env::var_os("MLPORT_TEST_PYTHON").filter(|p| !p.is_empty()) {
             return PathBuf::from(p);
         }
         let env = mlport::pyenv::ensure_managed(&Framework::ALL).expect("the managed Python environment");

@@ -26,6 +26,8 @@ import mlport_inputs as inputs
 
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
+# Output arrays larger than this are described (shape, dtype) but not written as .npy.
+MAX_SAVED_BYTES = 64 * 1024 * 1024
 
 
 def parse_device(device):
@@ -174,7 +176,9 @@ def save_outputs(adapter, out, out_dir, key):
             continue
         arr, dtname = conv
         d = {"index": i, "kind": "array", "dtype": dtname, "shape": list(arr.shape)}
-        if out_dir:
+        if arr.nbytes > MAX_SAVED_BYTES:
+            d["not_saved"] = f"{arr.nbytes} bytes, over the {MAX_SAVED_BYTES} byte limit"
+        elif out_dir:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key))
             path = os.path.join(out_dir, f"{safe}.out{i}.npy")
             np.save(path, arr if dtname != "bfloat16" else arr.astype(np.float32))

@@ -122,7 +122,7 @@ def run_case(adapter, req):
     label = f"{case['function']}[{case.get('id', 'default')}:{dtype}]"
     timing = req.get("timing") or {}
     out_dir = req.get("out_dir")
-    result = {"kind": "result", "case_key": req.get("case_key")}
+    result = {"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce")}
     phase = "resolve"
     case_filename = None
     try:
@@ -192,6 +192,10 @@ def run_case(adapter, req):
     except Exception as e:  # anything else is the worker's own bug
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, True)
+        return result
+    except BaseException as e:  # SystemExit, KeyboardInterrupt, GeneratorExit raised by the call
+        result["outcome"] = "fail"
+        result["error"] = error_dict(e, phase, False)
         return result
 
 
@@ -267,7 +271,7 @@ def serve(framework, device):
             send({"kind": "error", "message": f"unknown op {op!r}"})
             continue
         if isinstance(adapter, Exception):
-            send({"kind": "result", "case_key": req.get("case_key"), "outcome": "fail",
+            send({"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce"), "outcome": "fail",
                   "error": error_dict(adapter, "import", False)})
             continue
         send(run_case(adapter, req))
@@ -278,6 +282,8 @@ def selftest(framework, device, path, only, dtypes_filter):
 
     with open(path, "rb") as f:
         cat = tomllib.load(f)
+    if _BASE_IMPORT_ERROR is not None:
+        raise SystemExit(f"mlport worker: cannot import its modules (is NumPy installed in {sys.executable}?): {_BASE_IMPORT_ERROR!r}")
     adapter = adapters.load(framework, device)
     print(f"# {framework} {adapter.version} on {device}; devices: {adapter.devices()}", file=sys.stderr)
     n = {"pass": 0, "fail": 0}
