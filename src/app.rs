@@ -586,7 +586,11 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
             .info
             .frameworks
             .iter()
-            .map(|(f, i)| format!("{f} {}", i.version.as_deref().unwrap_or("(not usable)")))
+            .map(|(f, i)| match (&i.version, &i.import_error) {
+                (Some(v), _) => format!("{f} {v}"),
+                (None, Some(_)) => format!("{f} (not usable)"),
+                (None, None) => format!("{f} (version unknown)"),
+            })
             .collect();
         t.add_row([
             r.id.to_string(),

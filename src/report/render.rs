@@ -80,9 +80,10 @@ pub(super) fn title(report: &PortabilityReport) -> String {
     }
     let label = r.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default();
     let machine = r.machine.as_deref().unwrap_or(&r.host);
+    let started = if r.started_at.is_empty() { "unknown" } else { &r.started_at };
     format!(
-        "mlport portability report — run {}{label} ({}) on {machine}, started {} ({}), mlport {}",
-        r.id, r.source, r.started_at, r.state, r.mlport_version
+        "mlport portability report — run {}{label} ({}) on {machine}, started {started} ({}), mlport {}",
+        r.id, r.source, r.state, r.mlport_version
     )
 }
 
