@@ -13,6 +13,7 @@ use crate::model::{Device, Framework};
 #[derive(Debug, Parser)]
 #[command(name = "mlport", version, about, long_about = None)]
 pub struct Cli {
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
     /// More logging on stderr (-v info, -vv debug, -vvv worker stderr).
@@ -20,6 +21,7 @@ pub struct Cli {
     pub verbose: u8,
 }
 
+/// The subcommands; each has its own argument struct.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the catalogue on every (framework, device, dtype) and store the results.
@@ -34,6 +36,7 @@ pub enum Command {
     Env(PythonArg),
 }
 
+/// `--db PATH`, shared by the commands that read or write a store.
 #[derive(Debug, Args, Clone)]
 pub struct DbArg {
     /// The SQLite store.
@@ -41,6 +44,7 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
+/// `--python PATH`, shared by the commands that start workers.
 #[derive(Debug, Args, Clone)]
 pub struct PythonArg {
     /// Use this Python interpreter (your own CUDA/ROCm/TPU stack) instead of the managed environment.
@@ -51,15 +55,21 @@ pub struct PythonArg {
 /// Output formats for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
+    /// A terminal table.
     Table,
+    /// GitHub-flavoured Markdown.
     Markdown,
+    /// Versioned JSON (`mlport.portability`, version 1).
     Json,
 }
 
+/// Arguments of `mlport run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// Where results go.
     #[command(flatten)]
     pub db: DbArg,
+    /// Which interpreter runs the workers.
     #[command(flatten)]
     pub python: PythonArg,
     /// A catalogue file or folder of *.toml instead of the built-in one.
@@ -97,13 +107,16 @@ pub struct RunArgs {
     pub format: FormatArg,
 }
 
+/// Arguments of `mlport report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// The store to read.
     #[command(flatten)]
     pub db: DbArg,
     /// The run to report (default: the latest).
     #[arg(long, value_name = "RUN_ID")]
     pub run: Option<i64>,
+    /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Count every failure, not only device-attributable ones.
@@ -117,8 +130,10 @@ pub struct ReportArgs {
     pub reference: Option<String>,
 }
 
+/// Arguments of `mlport list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Which interpreter probes frameworks and devices.
     #[command(flatten)]
     pub python: PythonArg,
     /// A catalogue file or folder instead of the built-in one.
