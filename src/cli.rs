@@ -13,6 +13,7 @@ use crate::model::{Device, Framework};
 #[derive(Debug, Parser)]
 #[command(name = "mlport", version, about, long_about = None)]
 pub struct Cli {
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
     /// More logging on stderr (-v info, -vv debug, -vvv worker stderr).
@@ -20,6 +21,7 @@ pub struct Cli {
     pub verbose: u8,
 }
 
+/// The subcommands; each has its own argument struct.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the catalogue on every (framework, device, dtype) and store the results.
@@ -118,6 +120,7 @@ pub struct PytestArgs {
     pub pytest_args: Vec<String>,
 }
 
+/// `--db PATH`, shared by the commands that read or write a store.
 #[derive(Debug, Args, Clone)]
 pub struct DbArg {
     /// The SQLite store.
@@ -125,6 +128,7 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
+/// `--python PATH`, shared by the commands that start workers.
 #[derive(Debug, Args, Clone)]
 pub struct PythonArg {
     /// Use this Python interpreter (your own CUDA/ROCm/TPU stack) instead of the managed environment.
@@ -135,9 +139,13 @@ pub struct PythonArg {
 /// Output formats for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
+    /// A terminal table.
     Table,
+    /// GitHub-flavoured Markdown.
     Markdown,
+    /// Versioned JSON (`mlport.portability`, version 1).
     Json,
+    /// CSV (RFC 4180), for spreadsheets and DuckDB.
     Csv,
 }
 
@@ -152,10 +160,13 @@ pub enum MeasureArg {
     FirstCall,
 }
 
+/// Arguments of `mlport run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// Where results go.
     #[command(flatten)]
     pub db: DbArg,
+    /// Which interpreter runs the workers.
     #[command(flatten)]
     pub python: PythonArg,
     /// A catalogue file or folder of *.toml instead of the built-in one.
@@ -193,13 +204,16 @@ pub struct RunArgs {
     pub format: FormatArg,
 }
 
+/// Arguments of `mlport report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// The store to read.
     #[command(flatten)]
     pub db: DbArg,
     /// The run to report: an id, a label, or `all` for an overview of every run (default: the latest).
     #[arg(long, value_name = "RUN")]
     pub run: Option<String>,
+    /// Output format (csv: the overview's rows, or with --slowdown its table).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Slowdown of device B relative to device A: `A..B`, each `DEVICE[@RUN]` (RUN an id or a
@@ -224,8 +238,10 @@ pub struct ReportArgs {
     pub reference: Option<String>,
 }
 
+/// Arguments of `mlport list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Which interpreter probes frameworks and devices.
     #[command(flatten)]
     pub python: PythonArg,
     /// A catalogue file or folder instead of the built-in one.

@@ -12,9 +12,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Framework {
+    /// NumPy (`numpy`, also parsed from `np`): the float64 reference; its worker reports `cpu` only.
     Numpy,
+    /// PyTorch (`torch`, also parsed from `pytorch`).
     Torch,
+    /// JAX (`jax`); its worker turns on `jax_enable_x64`, so 64-bit dtypes are really 64-bit.
     Jax,
+    /// TensorFlow (`tensorflow`, also parsed from `tf`); the managed environment installs
+    /// `tensorflow-cpu` except on Apple silicon.
     Tensorflow,
 }
 
@@ -22,6 +27,8 @@ impl Framework {
     /// All frameworks, in report order.
     pub const ALL: [Framework; 4] = [Framework::Numpy, Framework::Torch, Framework::Jax, Framework::Tensorflow];
 
+    /// The lowercase name stored in every durable format, used in case keys and passed to the
+    /// worker's `--framework` (`torch`).
     pub fn as_str(self) -> &'static str {
         match self {
             Framework::Numpy => "numpy",
@@ -62,6 +69,7 @@ impl Device {
         Device("cpu".into())
     }
 
+    /// The canonical spelling (`cuda:0`, never `cuda`), as stored and passed to the worker's `--device`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -141,8 +149,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in report order (the derived `Ord`).
     pub const ALL: [Outcome; 5] = [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Timeout, Outcome::Crash];
 
+    /// The snake_case name stored with each result and shown in reports (`pass`, `timeout`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Pass => "pass",
@@ -177,7 +187,11 @@ pub enum Reason {
     DtypeUnsupported,
     /// Ran, but the answer disagrees beyond tolerance.
     WrongResult,
+    /// The device or host ran out of memory: `torch.OutOfMemoryError`, `MemoryError`,
+    /// TensorFlow's `ResourceExhaustedError` or an out-of-memory message.
     OutOfMemory,
+    /// No answer within the case's time limit (`timeout_s`, default 60 s); goes with
+    /// [`Outcome::Timeout`].
     Timeout,
     /// The worker died from a signal or abort.
     Crash,
@@ -189,10 +203,13 @@ pub enum Reason {
     ApiMissing,
     /// mlport's own bug; never counted against a framework.
     HarnessError,
+    /// Anything no classification rule recognises, including argument mismatches (`TypeError`
+    /// on the call's signature) and a framework that failed to import.
     Other,
 }
 
 impl Reason {
+    /// Every reason, in DESIGN.md's order (the derived `Ord`).
     pub const ALL: [Reason; 11] = [
         Reason::NotImplemented,
         Reason::DtypeUnsupported,
@@ -207,6 +224,7 @@ impl Reason {
         Reason::Other,
     ];
 
+    /// The snake_case name stored with each result and shown in reports (`not_implemented`).
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::NotImplemented => "not_implemented",
@@ -243,12 +261,16 @@ impl fmt::Display for Reason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FunctionStatus {
+    /// Every counted case passed.
     Success,
+    /// At least one counted case passed and at least one failed.
     Partial,
+    /// Every counted case failed.
     CompleteFailure,
 }
 
 impl FunctionStatus {
+    /// The snake_case name shown in reports (`complete_failure`).
     pub fn as_str(self) -> &'static str {
         match self {
             FunctionStatus::Success => "success",

@@ -21,7 +21,9 @@ pub struct Selection {
 /// The planned functions and cases, in catalogue order.
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
+    /// One row per function with at least one planned case.
     pub functions: Vec<FunctionRow>,
+    /// One row per (case, dtype), keyed by [`case_key`], in the order workers run them.
     pub cases: Vec<CaseRow>,
 }
 

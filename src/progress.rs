@@ -11,6 +11,7 @@ pub struct Progress {
     bar: ProgressBar,
     /// Cases planned per framework, to grow the bar when a framework has several devices.
     per_framework: std::collections::BTreeMap<crate::model::Framework, u64>,
+    /// Results recorded during this invocation, by outcome (for the closing summary line).
     pub counts: std::collections::BTreeMap<Outcome, u64>,
 }
 
@@ -35,6 +36,7 @@ impl Progress {
         }
     }
 
+    /// Clears the bar from the terminal; call once the run has ended.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

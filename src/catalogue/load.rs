@@ -16,12 +16,32 @@ pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 /// A catalogue that could not be read, parsed or validated.
 #[derive(Debug, Error)]
 pub enum CatalogueError {
+    /// A file or folder could not be read.
     #[error("cannot read catalogue {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        /// The file or folder, as displayed.
+        path: String,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A TOML syntax error or a failed check, at a position in the file.
     #[error("{path}:{line}:{column}: {message}")]
-    Invalid { path: String, line: usize, column: usize, message: String },
+    Invalid {
+        /// The file, as displayed (`catalogue/torch.toml (built in)` for embedded files).
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column, in characters.
+        column: usize,
+        /// What is wrong, with the accepted values where there is a list of them.
+        message: String,
+    },
+    /// A folder holds no `*.toml` file.
     #[error("{path}: no catalogue files (*.toml) found")]
-    Empty { path: String },
+    Empty {
+        /// The folder, as displayed.
+        path: String,
+    },
 }
 
 /// Line and column (1-based) of a byte offset in `text`.
@@ -48,6 +68,9 @@ impl Ctx<'_> {
 }
 
 /// Parses and validates one catalogue file. `path` is used in error messages only.
+///
+/// Errors: [`CatalogueError::Invalid`] for a TOML syntax error, an unknown key, a format other
+/// than [`FORMAT_VERSION`], or any check of docs/catalogue.md that fails.
 pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
     let cx = Ctx { path, text };
     let spec: FileSpec = toml::from_str(text).map_err(|e| {
@@ -228,6 +251,9 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
 }
 
 /// Reads one file or every `*.toml` in a folder (sorted by name).
+///
+/// Errors: [`CatalogueError::Io`] when a path cannot be read, [`CatalogueError::Empty`] for a
+/// folder without `*.toml` files, and whatever [`parse`] returns for each file.
 pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
     let display = path.display().to_string();
     let files: Vec<PathBuf> = if path.is_dir() {

@@ -15,9 +15,11 @@ use crate::model::Framework;
 pub struct CatalogueFile {
     /// Where it was read from, for messages (`catalogue/torch.toml (built in)`).
     pub path: String,
+    /// The framework every function in the file belongs to (its `framework` key).
     pub framework: Framework,
     /// Content version, recorded with each run.
     pub version: String,
+    /// The file's `[[function]]` tables in file order; names are unique within the file.
     pub functions: Vec<Function>,
 }
 
@@ -26,25 +28,33 @@ pub struct CatalogueFile {
 pub struct Function {
     /// Fully qualified name, e.g. `torch.linalg.svd`.
     pub name: String,
+    /// The paper's test-file stem (the `name` in `paper-functions.json`), when the paper tested it.
     pub paper: Option<String>,
     /// The paper's usage decile, 10 (rarest) ..= 100 (most used).
     pub decile: Option<u8>,
+    /// One of the paper's 20 most used functions of its framework.
     pub top20: bool,
+    /// Canonical, framework-neutral op name (`svd`) that maps functions across frameworks.
     pub op: Option<String>,
+    /// Where the paper's function lives now, if it moved (`torch.svd -> torch.linalg.svd`).
     pub moved: Option<String>,
+    /// Free text for readers of the report.
     pub note: Option<String>,
+    /// At least one; ids are unique within the function.
     pub cases: Vec<Case>,
 }
 
 /// One case of a function; planned once per dtype.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// Unique within the function, without `/` or whitespace; `default` when the file gives none.
     pub id: String,
-    /// The dtype sweep.
+    /// The dtype sweep, names from [`crate::model::DTYPES`], no repeats; `["float32"]` by default.
     pub dtypes: Vec<String>,
-    /// Input seed; mixed with the run's seed.
+    /// Input seed (default 0); the plan adds the run's seed to it (wrapping).
     pub seed: u64,
-    /// Per-case timeout override, seconds.
+    /// Per-case timeout override in seconds, in (0, [`MAX_TIMEOUT_S`]]; `None` uses the run's
+    /// (60 s by default).
     pub timeout_s: Option<f64>,
     /// Recorded as `skip` with this why, never run.
     pub skip: Option<String>,
@@ -55,6 +65,7 @@ pub struct Case {
 /// A set of catalogue files, at most one per framework.
 #[derive(Clone, Debug, Default)]
 pub struct Catalogue {
+    /// Sorted by framework (report order), at most one per framework.
     pub files: Vec<CatalogueFile>,
 }
 

@@ -16,6 +16,7 @@ use crate::model::{Framework, Reason};
 pub struct ErrorReport<'a> {
     /// Qualified exception type, `module.QualName`, bare for builtins (`TypeError`).
     pub error_type: &'a str,
+    /// The exception message (`str(exc)`, at most 4000 characters); matched ASCII-lowercased.
     pub message: &'a str,
     /// `import`, `resolve`, `inputs`, `setup`, `first_call`, `outputs` or `steady`.
     pub phase: &'a str,

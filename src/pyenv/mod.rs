@@ -43,6 +43,8 @@ pub fn packages_for(fw: Framework) -> &'static [&'static str] {
 /// The interpreter mlport runs workers with, and what it knows about it.
 #[derive(Clone, Debug)]
 pub struct PythonEnv {
+    /// The interpreter workers run: the managed venv's `bin/python` (`Scripts\python.exe` on
+    /// Windows), or the `--python` path as given.
     pub python: PathBuf,
     /// True for the managed environment, false for `--python`.
     pub managed: bool,

@@ -1,6 +1,7 @@
 //! The runner: starts one worker per (framework, device), feeds it the planned cases,
-//! turns every answer, timeout and crash into a [`CaseResult`], commits each to the
-//! store as it finishes, and reports progress as a typed [`Event`] stream.
+//! turns every answer, timeout and crash into a
+//! [`CaseResult`](crate::store::records::CaseResult), commits each to the store as it
+//! finishes, and reports progress as a typed [`Event`] stream.
 
 mod case;
 mod events;
@@ -23,6 +24,8 @@ use crate::worker::{self, Failure, Worker, WorkerSpec};
 /// How the runner runs cases.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
+    /// The interpreter that runs workers: the managed environment's or `--python`'s
+    /// (default `python3`).
     pub python: PathBuf,
     /// Folder with the worker's Python sources.
     pub script_dir: PathBuf,
@@ -30,10 +33,11 @@ pub struct RunConfig {
     pub run_dir: PathBuf,
     /// Devices to run on; `None` means every device each framework reports.
     pub devices: Option<Vec<Device>>,
-    /// Per-case limit unless the case sets `timeout_s`.
+    /// Per-case limit unless the case sets `timeout_s` (default 60 s).
     pub case_timeout: Duration,
-    /// Limit for a worker to import its framework and say hello.
+    /// Limit for a worker to import its framework and say hello (default 300 s).
     pub start_timeout: Duration,
+    /// Steady-state repetition settings sent with every case.
     pub timing: Timing,
 }
 
@@ -56,7 +60,10 @@ impl Default for RunConfig {
 /// How an execution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
+    /// Every framework was visited. Cases of a framework that did not import, or of a device
+    /// whose worker could not be restarted, stay pending.
     Finished,
+    /// Stopped by Ctrl-C; the case in flight stays pending, and calling [`execute`] again resumes.
     Interrupted,
 }
 

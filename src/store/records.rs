@@ -24,7 +24,9 @@ pub struct FrameworkInfo {
 /// A device as discovered by one framework's worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
+    /// The framework whose worker reported (or was asked for) the device.
     pub framework: Framework,
+    /// The canonical device name.
     pub device: Device,
     /// False when the device was asked for but this framework cannot see it:
     /// reported as unavailable, never as failures.
@@ -38,29 +40,38 @@ pub struct DeviceInfo {
 pub struct RunInfo {
     /// RFC 3339 UTC.
     pub started_at: String,
+    /// Host name, or `unknown` ([`crate::sysinfo::host`]).
     pub host: String,
     /// e.g. "Linux 6.1.0 x86_64".
     pub os: String,
+    /// `model name` from /proc/cpuinfo, or the architecture ([`crate::sysinfo::cpu_model`]).
     pub cpu_model: String,
+    /// Logical cores available to mlport ([`crate::sysinfo::cpu_cores`]).
     pub cpu_cores: u32,
     /// Accelerators and driver versions, one line each (e.g. from nvidia-smi).
     pub accelerators: Vec<String>,
+    /// The workers' interpreter version from their hello (`3.11.7`); empty until one starts.
     pub python_version: String,
+    /// The workers' interpreter path (`sys.executable`); empty until one starts.
     pub python_executable: String,
+    /// Each planned framework's version or import error, filled in as its worker starts.
     pub frameworks: BTreeMap<Framework, FrameworkInfo>,
     /// Catalogue content version per framework file, e.g. {"torch": "2026.11.30"}.
     pub catalogue_version: BTreeMap<Framework, String>,
+    /// mlport's arguments, joined by spaces, as the run was started.
     pub command_line: String,
     /// Seed mixed into every case's input seed.
     pub seed: u64,
     /// The device failures are attributed against (default cpu).
     pub reference_device: Device,
+    /// The mlport binary's version (`CARGO_PKG_VERSION`).
     pub mlport_version: String,
 }
 
 /// A catalogue function as planned in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionRow {
+    /// The framework the function belongs to.
     pub framework: Framework,
     /// Fully qualified name, e.g. `torch.linalg.svd`.
     pub name: String,
@@ -68,10 +79,13 @@ pub struct FunctionRow {
     pub paper: Option<String>,
     /// The paper's usage decile (10..=100).
     pub decile: Option<u8>,
+    /// One of the paper's 20 most used functions of its framework.
     pub top20: bool,
     /// Canonical op name (`svd`).
     pub op: Option<String>,
+    /// Where the paper's function lives now, if it moved (`torch.svd -> torch.linalg.svd`).
     pub moved: Option<String>,
+    /// Free text from the catalogue for readers of the report.
     pub note: Option<String>,
 }
 
@@ -80,9 +94,13 @@ pub struct FunctionRow {
 pub struct CaseRow {
     /// Unique within a run: `framework/function/case_id/dtype`.
     pub key: String,
+    /// The framework the function belongs to.
     pub framework: Framework,
+    /// The function's fully qualified name ([`FunctionRow::name`]).
     pub function: String,
+    /// The catalogue case id, unique within the function (`default` unless set).
     pub case_id: String,
+    /// The swept dtype of this row, one of [`crate::model::DTYPES`].
     pub dtype: String,
     /// Input seed actually used (run seed mixed with the case seed).
     pub seed: u64,
@@ -93,8 +111,11 @@ pub struct CaseRow {
 /// How one case ended on one device. Crash and timeout are outcomes, not errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
+    /// The [`CaseRow::key`] this result belongs to.
     pub case_key: String,
+    /// The device the case ran on.
     pub device: Device,
+    /// How it ended.
     pub outcome: Outcome,
     /// Set for `fail`, `timeout` and `crash`.
     pub reason: Option<Reason>,
@@ -102,6 +123,7 @@ pub struct CaseResult {
     pub error_type: Option<String>,
     /// Exception message, or the skip's why.
     pub message: Option<String>,
+    /// The Python traceback (its last 8000 characters), when the worker sent a non-empty one.
     pub traceback: Option<String>,
     /// Where in the case it failed: resolve, inputs, setup, first_call, outputs, steady, import.
     pub phase: Option<String>,
@@ -117,14 +139,18 @@ pub struct CaseResult {
     pub outputs: serde_json::Value,
     /// Wall time of the whole case including harness work, in ms.
     pub wall_ms: f64,
+    /// When the case ended: RFC 3339 UTC with milliseconds.
     pub finished_at: String,
 }
 
 /// A result joined with its case and function, as reports read it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResultRow {
+    /// The function the case belongs to.
     pub function: FunctionRow,
+    /// The case at one dtype.
     pub case: CaseRow,
+    /// Its result on one device.
     pub result: CaseResult,
 }
 
@@ -218,13 +244,19 @@ pub struct RunData {
 /// A stored run with its id and state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// The run's id in its store, assigned when it was created.
     pub id: i64,
+    /// The run's environment and settings.
     pub info: RunInfo,
     /// Where the results came from; the default for live runs.
     pub origin: RunOrigin,
     /// `running`, `finished` or `interrupted`.
     pub state: String,
+    /// When the run was marked `finished` or `interrupted`: RFC 3339 UTC, seconds; `None` while
+    /// `running` (or after a run that was killed).
     pub finished_at: Option<String>,
+    /// Number of planned cases (one per case and dtype, not multiplied by devices).
     pub cases_planned: u64,
+    /// Number of stored results (one per case and device).
     pub results: u64,
 }

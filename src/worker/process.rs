@@ -31,7 +31,9 @@ pub struct WorkerSpec {
     pub python: PathBuf,
     /// Folder holding mlport_worker.py and its modules.
     pub script_dir: PathBuf,
+    /// The framework to import (`--framework`).
     pub framework: Framework,
+    /// The device to run on (`--device`); one worker serves one device.
     pub device: Device,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
@@ -41,11 +43,33 @@ pub struct WorkerSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
     /// No answer within the limit; the worker group was killed.
-    Timeout { after: Duration, signal: Option<i32>, stderr_tail: String },
+    Timeout {
+        /// The limit that passed (the case's `timeout_s`, or the start limit while waiting for hello).
+        after: Duration,
+        /// The signal number that ended the worker after the group kill (15 SIGTERM, or 9 SIGKILL
+        /// after [`KILL_GRACE`]); `None` if it ended without a signal.
+        signal: Option<i32>,
+        /// The worker's last stderr lines (at most 40), newline-joined.
+        stderr_tail: String,
+    },
     /// The worker died (or closed its pipe) before answering.
-    Died { signal: Option<i32>, exit_code: Option<i32>, stderr_tail: String },
+    Died {
+        /// The signal number that killed it (11 SIGSEGV, 6 SIGABRT, 9 SIGKILL from the OOM
+        /// killer); `None` if it exited or could not be started.
+        signal: Option<i32>,
+        /// Its exit code when it exited without a signal.
+        exit_code: Option<i32>,
+        /// The worker's last stderr lines (at most 40), or why the interpreter could not be started.
+        stderr_tail: String,
+    },
     /// The worker answered something that is not protocol v1.
-    Protocol { message: String, stderr_tail: String },
+    Protocol {
+        /// What was wrong: not JSON, another version, an unexpected kind, or an answer whose
+        /// `case_key` or `nonce` is not the request's.
+        message: String,
+        /// The worker's last stderr lines (at most 40), newline-joined.
+        stderr_tail: String,
+    },
     /// The run was interrupted (Ctrl-C) while waiting.
     Interrupted,
 }
@@ -74,11 +98,13 @@ impl std::fmt::Display for Failure {
 
 /// A running worker.
 pub struct Worker {
+    /// How it was started.
     pub spec: WorkerSpec,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Its first message: interpreter, framework version, devices, or the import error.
     pub hello: Hello,
 }
 
@@ -88,6 +114,11 @@ fn stderr_tail(buf: &Arc<Mutex<VecDeque<String>>>) -> String {
 }
 
 /// Starts a worker and waits up to `start_timeout` for its hello.
+///
+/// Errors: [`Failure::Died`] if the interpreter cannot be started or exits first,
+/// [`Failure::Timeout`] if no hello comes in time, [`Failure::Protocol`] for a first message
+/// that is not a hello of [`PROTOCOL_VERSION`], [`Failure::Interrupted`] when `interrupted` is set.
+/// A worker whose framework failed to import still starts: see [`Hello::import_error`].
 pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBool) -> Result<Worker, Failure> {
     let script = spec.script_dir.join("mlport_worker.py");
     let mut cmd = Command::new(&spec.python);

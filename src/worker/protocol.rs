@@ -35,21 +35,35 @@ impl Default for Timing {
 pub enum Request<'a> {
     /// Run one case at one dtype.
     Run {
+        /// Always [`PROTOCOL_VERSION`].
         v: u32,
         /// A fresh number per request, echoed in the answer: a line that does not carry it
         /// (one a case wrote itself, or a late answer to an earlier request) is refused.
         nonce: u64,
+        /// The case at this dtype, `framework/function/case_id/dtype` ([`crate::plan::case_key`]);
+        /// echoed in the answer and used (sanitised) to name the output files.
         case_key: &'a str,
+        /// The case's catalogue spec as planned ([`crate::store::records::CaseRow::spec`]):
+        /// `function`, `id`, `inputs`, `kwargs`, `code`, `compare`, `outputs`.
         case: &'a serde_json::Value,
+        /// The swept dtype, one of [`crate::model::DTYPES`]; inputs with dtype `T` take it.
         dtype: &'a str,
+        /// Input seed (run seed + case seed); input `i` is drawn with NumPy's PCG64 seeded
+        /// `[seed mod 2^32, i]`.
         seed: u64,
+        /// Folder the worker writes output `.npy` files into (one per framework and device).
         out_dir: &'a str,
+        /// Steady-state repetition settings.
         timing: &'a Timing,
     },
+    /// Asks for a `pong`: a liveness check.
     Ping {
+        /// Always [`PROTOCOL_VERSION`].
         v: u32,
     },
+    /// Asks the worker to answer `bye` and exit.
     Shutdown {
+        /// Always [`PROTOCOL_VERSION`].
         v: u32,
     },
 }
@@ -57,10 +71,15 @@ pub enum Request<'a> {
 /// A device a framework reports.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct WorkerDevice {
+    /// Canonical device name (`cpu`, `cuda:1`, `tpu:0`); the runner ignores names that do not
+    /// parse as a [`crate::model::Device`].
     pub device: String,
+    /// Whether the framework can use the device now; only available devices run cases.
     pub available: bool,
+    /// The framework's own name for it (`/GPU:0` in TensorFlow, a JAX device's `str`, `cuda:0`).
     #[serde(default)]
     pub native: String,
+    /// Free text, possibly empty: the GPU model, the CPU thread count, a JAX `device_kind`.
     #[serde(default)]
     pub detail: String,
 }
@@ -71,7 +90,10 @@ pub struct WorkerError {
     /// Qualified exception type (`torch.OutOfMemoryError`, `NotImplementedError`).
     #[serde(rename = "type")]
     pub error_type: String,
+    /// `str(exception)`, cut to its first 4000 characters by the worker.
     pub message: String,
+    /// The formatted Python traceback, cut to its last 8000 characters; empty when there is
+    /// none (a silent fallback is detected, not raised).
     #[serde(default)]
     pub traceback: String,
     /// import | resolve | inputs | setup | first_call | outputs | steady
@@ -85,19 +107,34 @@ pub struct WorkerError {
 /// The worker's first message, sent once its framework is imported (or failed to).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Hello {
+    /// Version of this message, [`PROTOCOL_VERSION`] ([`parse_line`] checks it).
     pub v: u32,
+    /// The protocol version the worker speaks; [`crate::worker::spawn`] refuses a worker whose
+    /// version differs from [`PROTOCOL_VERSION`].
     pub protocol: u32,
+    /// The worker's process id (`os.getpid()`), which is also its process-group id.
     pub pid: u32,
+    /// The interpreter's version, `platform.python_version()` (`3.11.7`).
     pub python: String,
+    /// The interpreter's path, `sys.executable`.
     pub python_executable: String,
+    /// The framework it was started for (its `--framework`).
     pub framework: String,
+    /// The canonical device it was started for (its `--device`).
     pub device: String,
+    /// The framework's `__version__`; `None` when the import failed.
     pub framework_version: Option<String>,
+    /// Why the framework could not be imported (phase `import`); the core then runs no case of it.
     pub import_error: Option<WorkerError>,
+    /// Every device the framework reports on this machine; empty after an import error.
     #[serde(default)]
     pub devices: Vec<WorkerDevice>,
+    /// Installed versions of numpy, scipy, torch, jax, jaxlib, tensorflow, tensorflow-cpu, keras and
+    /// ml_dtypes, by distribution name (`importlib.metadata`); packages not installed are absent.
     #[serde(default)]
     pub packages: BTreeMap<String, String>,
+    /// Threads for host compute: `torch.get_num_threads()` for PyTorch, `os.cpu_count()` for the
+    /// others; absent after an import error.
     #[serde(default)]
     pub threads: Option<u32>,
 }
@@ -105,17 +142,27 @@ pub struct Hello {
 /// The worker's answer to `run`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct RunReply {
+    /// Version of this message, [`PROTOCOL_VERSION`].
     pub v: u32,
+    /// The request's `case_key`, echoed; an answer for another key is a protocol error.
     pub case_key: Option<String>,
     /// The request's nonce, echoed.
     #[serde(default)]
     pub nonce: Option<u64>,
     /// `pass` or `fail` (timeouts and crashes are decided by the core).
     pub outcome: String,
+    /// What was raised, set when `outcome` is `fail`.
     pub error: Option<WorkerError>,
+    /// Time of the first call and its device synchronisation, in ns (`time.perf_counter_ns`);
+    /// includes compilation, autotuning and cache warm-up. `None` when the case failed before it ended.
     pub first_call_ns: Option<u64>,
+    /// Steady-state samples, ns per synchronised call, each call timed alone after one warm-up
+    /// call, in the order taken (see [`Timing`]); empty when the case failed before `steady`.
     #[serde(default)]
     pub samples_ns: Vec<u64>,
+    /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
+    /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
+    /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.
     #[serde(default)]
     pub outputs: serde_json::Value,
 }
@@ -124,14 +171,34 @@ pub struct RunReply {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Message {
+    /// Sent once at start, after importing the framework or failing to.
     Hello(Hello),
+    /// The answer to a `run` request.
     Result(RunReply),
-    Pong { v: u32 },
-    Bye { v: u32 },
-    Error { v: u32, message: String },
+    /// The answer to `ping`.
+    Pong {
+        /// Version of this message, [`PROTOCOL_VERSION`].
+        v: u32,
+    },
+    /// The answer to `shutdown`; the worker exits after sending it.
+    Bye {
+        /// Version of this message, [`PROTOCOL_VERSION`].
+        v: u32,
+    },
+    /// The answer to a request line the worker cannot read (not JSON, or an unknown `op`).
+    Error {
+        /// Version of this message, [`PROTOCOL_VERSION`].
+        v: u32,
+        /// What was wrong with the request line.
+        message: String,
+    },
 }
 
 /// Parses one protocol line, checking the version.
+///
+/// Errors (a protocol error for the caller to record): the line is not JSON, its `v` is not
+/// [`PROTOCOL_VERSION`], or it is not one of the [`Message`] kinds. Each message quotes at most
+/// the line's first 200 characters.
 pub fn parse_line(line: &str) -> Result<Message, String> {
     let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e}): {line:.200}"))?;
     let v = value.get("v").and_then(|v| v.as_u64());
