@@ -45,6 +45,7 @@ pub enum Command {
     Pytest(PytestArgs),
 }
 
+/// The kinds of `mlport import`.
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
     /// One pytest-json-report file (one run of a suite on one device), with optional timing
@@ -55,8 +56,10 @@ pub enum ImportCommand {
     Paper(ImportPaperArgs),
 }
 
+/// Arguments of `mlport import pytest-json`.
 #[derive(Debug, Args)]
 pub struct ImportPytestJsonArgs {
+    /// The store to write (created when missing).
     #[command(flatten)]
     pub db: DbArg,
     /// The pytest-json-report file.
@@ -82,8 +85,10 @@ pub struct ImportPytestJsonArgs {
     pub format: FormatArg,
 }
 
+/// Arguments of `mlport import paper`.
 #[derive(Debug, Args)]
 pub struct ImportPaperArgs {
+    /// The store to write (created when missing).
     #[command(flatten)]
     pub db: DbArg,
     /// The data set's folder (holding pytorch_timings/, tensorflow_timings/, jax_timings/).
@@ -94,10 +99,13 @@ pub struct ImportPaperArgs {
     pub format: FormatArg,
 }
 
+/// Arguments of `mlport pytest`.
 #[derive(Debug, Args)]
 pub struct PytestArgs {
+    /// The store to write (created when missing).
     #[command(flatten)]
     pub db: DbArg,
+    /// Which interpreter runs pytest (default: the managed environment).
     #[command(flatten)]
     pub python: PythonArg,
     /// The test file or folder, as you would give it to pytest.
@@ -282,7 +290,9 @@ pub fn parse_frameworks(v: &[String]) -> Result<Vec<Framework>> {
 /// One side of `--slowdown`: a device and, optionally, the run (id or label) it is in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowdownSide {
+    /// The device compared.
     pub device: Device,
+    /// The run (an id or a label) holding its results; `None` for the default run.
     pub run: Option<String>,
 }
 

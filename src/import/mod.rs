@@ -23,21 +23,45 @@ use crate::store::{FrameworkInfo, FunctionRow, RunData, RunInfo, RunOrigin, RunS
 /// Why an import was refused. Every variant names the file, and where in it the problem is.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// The file or folder could not be read.
     #[error("{}: cannot read the file", path.display())]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// Malformed, truncated or foreign JSON, at a line and column (1-based).
     #[error("{}:{line}:{column}: {what}", path.display())]
-    Json { path: PathBuf, line: usize, column: usize, what: String },
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// `malformed JSON: ...`, `truncated JSON: ...` or `not a ... file: ...`.
+        what: String,
+    },
     /// Well-formed JSON that makes no sense at `place` (a test index, a timing key).
     #[error("{}: {place}: {what}", path.display())]
-    Invalid { path: PathBuf, place: String, what: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Where in it: `tests[12] (nodeid)`, `` `file.py:test` ``.
+        place: String,
+        /// What is wrong there.
+        what: String,
+    },
     /// A data-set folder that does not have the expected layout.
     #[error("{}: {what}", path.display())]
-    Layout { path: PathBuf, what: String },
+    Layout {
+        /// The folder.
+        path: PathBuf,
+        /// What is missing or unexpected.
+        what: String,
+    },
 }
 
 impl ImportError {
@@ -100,14 +124,21 @@ pub fn describe_report(info: &mut RunInfo, report: &PytestReport) {
 /// What `mlport import pytest-json` was given.
 #[derive(Clone, Debug)]
 pub struct PytestJsonImport {
+    /// The pytest-json-report file.
     pub report: PathBuf,
+    /// Timing files of the session(s), one per repeat, in order.
     pub timings: Vec<PathBuf>,
+    /// The framework the suite tests.
     pub framework: Framework,
+    /// The device the suite ran on.
     pub device: Device,
+    /// The run's label (`--label`).
     pub label: Option<String>,
     /// The machine the suite ran on (default: unknown).
     pub machine: Option<String>,
+    /// `import:pytest-json`, or `pytest` for `mlport pytest`.
     pub source: RunSource,
+    /// The mlport command, recorded with the run.
     pub command_line: String,
 }
 

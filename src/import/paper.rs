@@ -57,6 +57,7 @@ pub const PARTIAL_SESSION: f64 = 0.9;
 /// The data set as runs, and every file that was not imported with the reason.
 #[derive(Clone, Debug)]
 pub struct PaperImport {
+    /// One run per framework × machine × device, in import order.
     pub runs: Vec<RunData>,
     /// Files left out, each with why, in path order.
     pub left_out: Vec<(PathBuf, String)>,

@@ -18,7 +18,9 @@ pub struct PytestReport {
     pub created: Option<f64>,
     /// Session duration, s.
     pub duration: Option<f64>,
+    /// pytest's exit code (0 all passed, 1 some failed, ...).
     pub exitcode: Option<i64>,
+    /// The session's root folder.
     pub root: Option<String>,
     /// Python version, platform, packages and plugins as the plugin recorded them.
     #[serde(default)]
@@ -36,9 +38,13 @@ pub struct PytestReport {
 pub struct PytestTest {
     /// `path/to/file.py::Class::test_name` (the class is optional).
     pub nodeid: String,
+    /// How the test ended.
     pub outcome: TestOutcome,
+    /// Fixtures and set-up.
     pub setup: Option<Stage>,
+    /// The test body.
     pub call: Option<Stage>,
+    /// Clean-up.
     pub teardown: Option<Stage>,
 }
 
@@ -46,8 +52,11 @@ pub struct PytestTest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TestOutcome {
+    /// Passed.
     Passed,
+    /// Failed in its body (or another stage).
     Failed,
+    /// Skipped (`pytest.skip`, `skipif`).
     Skipped,
     /// An error outside the test body (a fixture or setup failed).
     Error,
@@ -62,7 +71,9 @@ pub enum TestOutcome {
 pub struct Stage {
     /// Seconds.
     pub duration: Option<f64>,
+    /// `passed`, `failed` or `skipped`.
     pub outcome: Option<String>,
+    /// Where and why it failed.
     pub crash: Option<Crash>,
     /// The failure's (or skip's) text; for skips often `('file', line, 'Skipped: why')`.
     pub longrepr: Option<serde_json::Value>,
@@ -71,7 +82,9 @@ pub struct Stage {
 /// Where and why a stage failed.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Crash {
+    /// The file the exception was raised in.
     pub path: Option<String>,
+    /// Its line.
     pub lineno: Option<i64>,
     /// `ExceptionType: message`, e.g. `RuntimeError: Error while lowering: [] aten::isnan`.
     pub message: String,

@@ -40,6 +40,7 @@ pub type ReasonHook<'a> = &'a dyn Fn(&str) -> Option<Reason>;
 
 /// One run of a suite on one device, as the importer sees it.
 pub struct Suite<'a> {
+    /// The framework the suite tests.
     pub framework: Framework,
     /// The device the suite ran on.
     pub device: Device,
@@ -47,7 +48,9 @@ pub struct Suite<'a> {
     pub report: Option<&'a PytestReport>,
     /// Timing files of the session(s), one per repeat, in order.
     pub timings: &'a [TimingFile],
+    /// Names each test file's function.
     pub namer: Namer<'a>,
+    /// Decides some failures' reason before the taxonomy (the paper's timer bug).
     pub reason_hook: Option<ReasonHook<'a>>,
 }
 

@@ -18,7 +18,9 @@ use super::ImportError;
 /// One timing file (one session), entries in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimingFile {
+    /// Where it was read from.
     pub path: PathBuf,
+    /// One per test, in file order.
     pub entries: Vec<TimingEntry>,
 }
 

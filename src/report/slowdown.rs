@@ -36,6 +36,7 @@ pub enum Measure {
 /// How to compare. Defaults: steady state, intolerable above 10×.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlowdownOptions {
+    /// What latency is compared.
     pub measure: Measure,
     /// A function whose ratio exceeds this is intolerably slower on B.
     pub threshold: f64,
@@ -50,10 +51,13 @@ impl Default for SlowdownOptions {
 /// One side of the comparison: a device in a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Side {
+    /// The run's id.
     pub run: i64,
+    /// The run's label.
     pub label: Option<String>,
     /// The machine (imports) or host (live runs).
     pub machine: String,
+    /// The device compared.
     pub device: Device,
 }
 
@@ -78,15 +82,21 @@ impl Side {
 /// One function compared.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FunctionSlowdown {
+    /// The function's framework.
     pub framework: Framework,
+    /// The function's name.
     pub name: String,
     /// Cases timed on both sides.
     pub cases: usize,
+    /// Mean latency on A over those cases' values, ns.
     pub a_mean_ns: f64,
+    /// Mean latency on B, ns.
     pub b_mean_ns: f64,
     /// `b_mean_ns / a_mean_ns`.
     pub mean_ratio: f64,
+    /// Median latency on A, ns.
     pub a_median_ns: f64,
+    /// Median latency on B, ns.
     pub b_median_ns: f64,
     /// `b_median_ns / a_median_ns`.
     pub median_ratio: f64,
@@ -95,16 +105,22 @@ pub struct FunctionSlowdown {
 /// A function with results on a side that could not be compared, and why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NotCompared {
+    /// The function's framework.
     pub framework: Framework,
+    /// The function's name.
     pub name: String,
+    /// `no result on B`, `no timing on A`, `no case timed on both`, ...
     pub why: String,
 }
 
 /// The ratios of one framework's compared functions, summarised.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Distribution {
+    /// Functions compared.
     pub functions: usize,
+    /// Median of their ratios; `None` when none was compared.
     pub median: Option<f64>,
+    /// Geometric mean of their ratios.
     pub geometric_mean: Option<f64>,
     /// Functions with a ratio below 1 (faster on B).
     pub faster: usize,
@@ -140,6 +156,7 @@ impl Distribution {
 /// One framework's part of the comparison.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FrameworkSlowdown {
+    /// The framework.
     pub framework: Framework,
     /// Distribution of the mean ratios.
     pub by_mean: Distribution,
@@ -150,12 +167,17 @@ pub struct FrameworkSlowdown {
 /// The whole comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlowdownReport {
+    /// The baseline.
     pub a: Side,
+    /// The device compared with it.
     pub b: Side,
+    /// How it was compared.
     pub options: SlowdownOptions,
     /// In A's planned order, then functions only B has.
     pub functions: Vec<FunctionSlowdown>,
+    /// Functions with results that could not be compared, and why.
     pub not_compared: Vec<NotCompared>,
+    /// The distribution of ratios per framework.
     pub frameworks: Vec<FrameworkSlowdown>,
     /// How the numbers were computed: the footer of every rendering.
     pub rule: String,

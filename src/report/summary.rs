@@ -62,6 +62,7 @@ pub struct RunHeader {
     pub mlport_version: String,
     /// Where the results came from (`live` for `mlport run`).
     pub source: RunSource,
+    /// The run's label, if it has one.
     pub label: Option<String>,
     /// The machine the data was measured on, when it is not `host`.
     pub machine: Option<String>,

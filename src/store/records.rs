@@ -173,6 +173,7 @@ pub enum RunSource {
 }
 
 impl RunSource {
+    /// Every source, in the order above.
     pub const ALL: [RunSource; 4] =
         [RunSource::Live, RunSource::Pytest, RunSource::ImportPytestJson, RunSource::ImportPaper];
 
@@ -216,6 +217,7 @@ impl std::fmt::Display for RunSource {
 /// nothing else.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunOrigin {
+    /// Where the results came from.
     pub source: RunSource,
     /// A user's name for the run (`--label`); `import paper` labels runs
     /// `paper/<framework>/<machine>/<device folder>`. Reports and `--slowdown` accept it in
@@ -231,11 +233,15 @@ pub struct RunOrigin {
 /// in one transaction with the others of the same import.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunData {
+    /// The run's environment, as far as it is known.
     pub info: RunInfo,
+    /// Where it came from.
     pub origin: RunOrigin,
+    /// The functions (test files) of the run.
     pub functions: Vec<FunctionRow>,
     /// In the order they are to be reported.
     pub cases: Vec<CaseRow>,
+    /// The devices results were recorded on.
     pub devices: Vec<DeviceInfo>,
     /// At most one per (case, device).
     pub results: Vec<CaseResult>,
