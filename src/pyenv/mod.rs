@@ -52,10 +52,18 @@ pub struct PythonEnv {
     pub install_failures: BTreeMap<Framework, String>,
 }
 
-#[derive(Serialize, Deserialize)]
+/// What an environment holds: the lock it follows, the frameworks installed into it and
+/// those whose install failed. Frameworks asked for later are added to the same env.
+#[derive(Serialize, Deserialize, Default)]
 struct Marker {
     lock_sha256: String,
+    #[serde(default)]
+    installed: Vec<Framework>,
     failed: BTreeMap<Framework, String>,
+}
+
+fn read_marker(path: &Path) -> Option<Marker> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// mlport's cache folder: `$MLPORT_CACHE`, else the platform cache dir + `/mlport`.
@@ -108,22 +116,32 @@ pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
     lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let python = venv_python(&dir);
     let marker_path = dir.join(MARKER);
-    if let Ok(text) = std::fs::read_to_string(&marker_path)
-        && let Ok(m) = serde_json::from_str::<Marker>(&text)
-        && m.lock_sha256 == lock_hash()
-        && python.exists()
-    {
-        let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| m.failed.contains_key(f)).collect();
-        if missing.is_empty() {
-            return Ok(PythonEnv { python, managed: true, install_failures: m.failed });
+    let marker = read_marker(&marker_path).filter(|m| m.lock_sha256 == lock_hash() && python.exists());
+    let mut marker = marker.unwrap_or_else(|| Marker { lock_sha256: lock_hash(), ..Marker::default() });
+    // Frameworks asked for that are not installed yet (or failed before: retried).
+    let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| !marker.installed.contains(f)).collect();
+    if !missing.is_empty() {
+        let failed = install(&dir, &missing)?;
+        for fw in missing {
+            match failed.get(&fw) {
+                Some(tail) => {
+                    marker.failed.insert(fw, tail.clone());
+                }
+                None => {
+                    marker.failed.remove(&fw);
+                    marker.installed.push(fw);
+                }
+            }
         }
-        // Retry frameworks that failed last time.
-        let _ = std::fs::remove_file(&marker_path);
+        if !marker.installed.contains(&Framework::Numpy) {
+            marker.installed.push(Framework::Numpy);
+        }
+        marker.installed.sort();
+        marker.installed.dedup();
+        std::fs::write(&marker_path, serde_json::to_string_pretty(&marker)?)
+            .with_context(|| format!("cannot write {}", marker_path.display()))?;
     }
-    create(&dir, frameworks)?;
-    let text = std::fs::read_to_string(&marker_path).context("reading the environment marker")?;
-    let m: Marker = serde_json::from_str(&text).context("parsing the environment marker")?;
-    Ok(PythonEnv { python, managed: true, install_failures: m.failed })
+    Ok(PythonEnv { python, managed: true, install_failures: marker.failed })
 }
 
 fn spinner(msg: &str) -> ProgressBar {
@@ -195,7 +213,9 @@ fn check_base_python(base: &str) -> Result<()> {
     }
 }
 
-fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
+/// Creates the venv if needed and installs `frameworks` (NumPy always) into it; returns
+/// the frameworks whose install failed, with the tail of pip's output.
+fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, String>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let base = std::env::var("MLPORT_BASE_PYTHON").unwrap_or_else(|_| "python3".into());
     let log = dir.join("install.log");
@@ -251,9 +271,7 @@ fn create(dir: &Path, frameworks: &[Framework]) -> Result<()> {
     if failed.contains_key(&Framework::Numpy) {
         bail!("numpy failed to install into {}; see {}", dir.display(), log.display());
     }
-    let marker = Marker { lock_sha256: lock_hash(), failed };
-    std::fs::write(dir.join(MARKER), serde_json::to_string_pretty(&marker)?)?;
-    Ok(())
+    Ok(failed)
 }
 
 #[cfg(test)]
