@@ -17,6 +17,7 @@ pub mod progress;
 pub mod pyenv;
 pub mod report;
 pub mod runner;
+pub mod scan;
 pub mod store;
 pub mod sysinfo;
 pub mod worker;

@@ -1,0 +1,14 @@
+//! `mlport scan`: which framework functions a code base calls. Python files and the code
+//! cells of notebooks are parsed with tree-sitter-python; imports and aliases are resolved;
+//! calls are counted by fully qualified, canonical name with their files and lines.
+
+pub mod calls;
+pub mod imports;
+pub mod notebook;
+pub mod output;
+pub mod source;
+pub mod walk;
+
+pub use imports::{canonical, framework_of};
+pub use output::{FunctionUse, ScanReport, Site, Unparsable, render_csv, render_json, render_table};
+pub use walk::{ScanOptions, measured_methods, scan};

@@ -1,0 +1,413 @@
+//! One Python source through the parser: the full parse (tree-sitter-python over every
+//! byte) and the fast path, which parses only what can hold a framework call and gives the
+//! same calls.
+//!
+//! The fast path: (1) a file whose text names no framework (`torch`, `tensorflow`, `jax`,
+//! `numpy`), lies outside a framework's package and star-imports nothing cannot bind a
+//! framework name: it is not parsed. (2) A small lexer (strings, comments, brackets, line
+//! continuations) splits the file into top-level statements. (3) The statements holding
+//! the word `import` are parsed first (tree-sitter's included ranges keep every position),
+//! giving the file's imports. (4) Of the rest, only statements holding a framework-bound
+//! name as a word are parsed. Every call rule in [`super::calls`] depends only on the imports
+//! and on the top-level statement a call sits in, so the calls found are those of the full
+//! parse. A file with a star import, a lexer surprise or a parse error in the parsed part is
+//! parsed in full. The one difference: a syntax error in a statement that is not parsed goes
+//! unnoticed (the full parse reports such a file as unparsable).
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use memchr::memmem;
+use tree_sitter::{Parser, Point, Range, Tree};
+
+use super::calls::{Extracted, collect_imports, extract};
+use super::imports::{Aliases, ROOTS};
+
+/// How a source was handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handling {
+    /// Parsed in full.
+    Full,
+    /// Only the top-level statements that can hold a framework call were parsed.
+    Partial,
+    /// Not parsed: nothing in it can refer to a framework.
+    Skipped,
+}
+
+/// The result of one source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceScan {
+    /// What the file's imports bind.
+    pub aliases: Aliases,
+    /// The calls found.
+    pub found: Extracted,
+    /// How it was parsed.
+    pub handling: Handling,
+    /// Bytes given to the parser.
+    pub parsed_bytes: usize,
+}
+
+/// A syntax error: the file is reported, not scanned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// 1-based line of the first error.
+    pub line: u32,
+    /// What the parser found there.
+    pub message: String,
+}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new({
+        let mut p = Parser::new();
+        p.set_language(&tree_sitter_python::LANGUAGE.into()).expect("tree-sitter-python matches tree-sitter");
+        p
+    });
+}
+
+fn parse(src: &[u8], ranges: Option<&[Range]>) -> Option<Tree> {
+    PARSER.with(|p| {
+        let mut p = p.borrow_mut();
+        let all = [Range {
+            start_byte: 0,
+            end_byte: usize::MAX,
+            start_point: Point::new(0, 0),
+            end_point: Point::new(usize::MAX, usize::MAX),
+        }];
+        p.set_included_ranges(ranges.unwrap_or(&all)).ok()?;
+        p.parse(src, None)
+    })
+}
+
+/// The first error or missing node of a tree with errors.
+fn first_error(tree: &Tree, src: &[u8]) -> SyntaxError {
+    let mut cursor = tree.walk();
+    loop {
+        let n = cursor.node();
+        if n.is_error() || n.is_missing() {
+            let line = n.start_position().row as u32 + 1;
+            let message = if n.is_missing() {
+                format!("missing `{}`", n.kind())
+            } else {
+                let t = String::from_utf8_lossy(&src[n.byte_range()]);
+                let t: String = t.lines().next().unwrap_or("").chars().take(40).collect();
+                format!("unexpected `{}`", t.trim())
+            };
+            return SyntaxError { line, message };
+        }
+        // Descend into the first child that holds an error, else move on.
+        if n.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return SyntaxError { line: 1, message: "syntax error".into() };
+            }
+        }
+    }
+}
+
+/// Scans a source by parsing all of it.
+pub fn scan_full(
+    src: &[u8],
+    module: Option<&[String]>,
+    is_package: bool,
+    measured: &HashSet<String>,
+) -> Result<SourceScan, SyntaxError> {
+    let tree = parse(src, None).ok_or_else(|| SyntaxError { line: 1, message: "the parser gave up".into() })?;
+    if tree.root_node().has_error() {
+        return Err(first_error(&tree, src));
+    }
+    let aliases = collect_imports(&tree, src, module, is_package);
+    let found = extract(&tree, src, &aliases, measured);
+    Ok(SourceScan { aliases, found, handling: Handling::Full, parsed_bytes: src.len() })
+}
+
+/// Whether `word` occurs in `hay` as a whole identifier.
+pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    memmem::find_iter(hay, word).any(|i| {
+        (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b))
+    })
+}
+
+/// Scans a source the fast way (see the module's notes); same calls as [`scan_full`].
+pub fn scan_fast(
+    src: &[u8],
+    module: Option<&[String]>,
+    is_package: bool,
+    measured: &HashSet<String>,
+) -> Result<SourceScan, SyntaxError> {
+    let in_framework = module.and_then(|m| m.first()).is_some_and(|m| ROOTS.iter().any(|(r, _)| r == m));
+    let star = memmem::find(src, b"*").is_some() && has_star_import(src);
+    if star {
+        return scan_full(src, module, is_package, measured);
+    }
+    if !in_framework && !ROOTS.iter().any(|(r, _)| memmem::find(src, r.as_bytes()).is_some()) {
+        return Ok(SourceScan {
+            aliases: Aliases::default(),
+            found: Extracted::default(),
+            handling: Handling::Skipped,
+            parsed_bytes: 0,
+        });
+    }
+    let Some(chunks) = top_level(src) else { return scan_full(src, module, is_package, measured) };
+    let (imports, rest): (Vec<&Chunk>, Vec<&Chunk>) = chunks.iter().partition(|c| has_word(c.bytes(src), b"import"));
+    let mut parsed = 0;
+    let mut aliases = Aliases::default();
+    let mut found = Extracted::default();
+    if !imports.is_empty() {
+        let ranges = merge(&imports);
+        parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
+        let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
+            return scan_full(src, module, is_package, measured);
+        };
+        aliases = collect_imports(&tree, src, module, is_package);
+        found = extract(&tree, src, &aliases, measured);
+    }
+    let names: Vec<&str> = aliases.framework_names().collect();
+    let wanted: Vec<&Chunk> =
+        rest.into_iter().filter(|c| names.iter().any(|n| has_word(c.bytes(src), n.as_bytes()))).collect();
+    if !wanted.is_empty() {
+        let ranges = merge(&wanted);
+        parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
+        let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
+            return scan_full(src, module, is_package, measured);
+        };
+        let more = extract(&tree, src, &aliases, measured);
+        found.calls.extend(more.calls);
+        found.unresolved.extend(more.unresolved);
+    }
+    Ok(SourceScan { aliases, found, handling: Handling::Partial, parsed_bytes: parsed })
+}
+
+/// Whether the source has `import *` (with any spacing).
+fn has_star_import(src: &[u8]) -> bool {
+    memmem::find_iter(src, b"import").any(|i| {
+        let after = &src[i + 6..];
+        let rest = after.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\\' | b'\n' | b'\r' | b'('));
+        rest.is_some_and(|p| p > 0 && after[p] == b'*')
+    })
+}
+
+/// A top-level statement (with the comments and blank lines after it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+    /// 0-based row of `start` (always at column 0).
+    pub row: usize,
+    /// Row and column of `end`.
+    pub end_point: (usize, usize),
+}
+
+impl Chunk {
+    fn bytes<'a>(&self, src: &'a [u8]) -> &'a [u8] {
+        &src[self.start..self.end]
+    }
+}
+
+/// Adjacent chunks as merged parser ranges.
+fn merge(chunks: &[&Chunk]) -> Vec<Range> {
+    let mut out: Vec<Range> = Vec::new();
+    for c in chunks {
+        match out.last_mut() {
+            Some(last) if last.end_byte == c.start => {
+                last.end_byte = c.end;
+                last.end_point = Point::new(c.end_point.0, c.end_point.1);
+            }
+            _ => out.push(Range {
+                start_byte: c.start,
+                end_byte: c.end,
+                start_point: Point::new(c.row, 0),
+                end_point: Point::new(c.end_point.0, c.end_point.1),
+            }),
+        }
+    }
+    out
+}
+
+/// Splits a source into top-level statements: lines at column 0 outside strings,
+/// brackets and continuations, except `else`/`elif`/`except`/`finally` and what follows a
+/// decorator. `None` when the lexer is unsure (an unterminated string, unbalanced brackets).
+pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
+    let mut starts: Vec<(usize, usize)> = vec![(0, 0)];
+    let mut depth: i64 = 0;
+    let mut row = 0usize;
+    let mut continued = false;
+    let mut after_decorator = false;
+    let mut i = 0;
+    let n = src.len();
+    let mut line_start = true;
+    while i < n {
+        if line_start {
+            line_start = false;
+            let b = src[i];
+            if depth == 0 && !continued && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'#' | b'\x0c') {
+                let rest = &src[i..];
+                let keyword = ["else", "elif", "except", "finally"].iter().any(|k| {
+                    rest.starts_with(k.as_bytes())
+                        && rest.get(k.len()).is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+                });
+                if !keyword && !after_decorator && i > 0 {
+                    starts.push((i, row));
+                }
+                after_decorator = b == b'@';
+            }
+            continued = false;
+        }
+        let b = src[i];
+        match b {
+            b'\n' => {
+                row += 1;
+                line_start = true;
+                i += 1;
+            }
+            b'#' => {
+                while i < n && src[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'\\' => {
+                if src.get(i + 1) == Some(&b'\n') || (src.get(i + 1) == Some(&b'\r') && src.get(i + 2) == Some(&b'\n')) {
+                    continued = true;
+                }
+                i += 1;
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return None;
+                }
+                i += 1;
+            }
+            b'\'' | b'"' => {
+                let triple = src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b);
+                i += if triple { 3 } else { 1 };
+                loop {
+                    let c = *src.get(i)?;
+                    match c {
+                        b'\\' => {
+                            if src.get(i + 1) == Some(&b'\n') {
+                                row += 1;
+                            }
+                            i += 2;
+                        }
+                        b'\n' => {
+                            if !triple {
+                                return None;
+                            }
+                            row += 1;
+                            i += 1;
+                        }
+                        _ if c == b => {
+                            if !triple {
+                                i += 1;
+                                break;
+                            }
+                            if src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b) {
+                                i += 3;
+                                break;
+                            }
+                            i += 1;
+                        }
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if depth != 0 {
+        return None;
+    }
+    let last_nl = src.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+    let eof = (row, n - last_nl);
+    let mut chunks = Vec::with_capacity(starts.len());
+    for (k, (start, srow)) in starts.iter().enumerate() {
+        let (end, end_point) = match starts.get(k + 1) {
+            Some((e, erow)) => (*e, (*erow, 0)),
+            None => (n, eof),
+        };
+        chunks.push(Chunk { start: *start, end, row: *srow, end_point });
+    }
+    Some(chunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured() -> HashSet<String> {
+        ["argsort", "sum"].iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn statements_split_at_column_zero() {
+        let src = b"import torch\n\n@dec\n# c\ndef f(x):\n    return (1,\n2)\n\nif a:\n    pass\nelse:\n    s = '''\nx = 1\n'''\nx = \\\n  2\n";
+        let c = top_level(src).unwrap();
+        let firsts: Vec<&str> =
+            c.iter().map(|c| std::str::from_utf8(&src[c.start..c.end]).unwrap().lines().next().unwrap()).collect();
+        assert_eq!(firsts, ["import torch", "@dec", "if a:", "x = \\"]);
+        assert_eq!(c[1].row, 2);
+        assert!(top_level(b"x = (1,\n").is_none());
+        assert!(top_level(b"s = 'abc\n").is_none());
+    }
+
+    #[test]
+    fn words_and_stars() {
+        assert!(has_word(b"x = torch.zeros(1)", b"torch"));
+        assert!(!has_word(b"x = torchvision.zeros(1)", b"torch"));
+        assert!(!has_word(b"x = my_torch", b"torch"));
+        assert!(has_star_import(b"from torch import *\n"));
+        assert!(has_star_import(b"from torch import (\n *)\n"));
+        assert!(!has_star_import(b"import torch\nx = 2 * 3\n"));
+    }
+
+    #[test]
+    fn fast_equals_full_on_a_mixed_file() {
+        let src = br#"import numpy as np
+from torch import nn
+import json
+
+def plain(a):
+    return json.dumps(a).strip()
+
+class M(nn.Module):
+    def forward(self, x: "t"):
+        y = np.zeros(3)
+        return y.argsort() + x.sum()
+
+def other(z):
+    return z.argsort()
+
+def lazy():
+    import jax.numpy as jnp
+    return jnp.ones(2)
+"#;
+        let full = scan_full(src, None, false, &measured()).unwrap();
+        let fast = scan_fast(src, None, false, &measured()).unwrap();
+        assert_eq!(fast.handling, Handling::Partial);
+        assert!(fast.parsed_bytes < src.len());
+        let mut a = full.found.calls.clone();
+        let mut b = fast.found.calls.clone();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert!(a.contains(&("numpy.ndarray.argsort".into(), 11)));
+        assert!(a.contains(&("jax.numpy.ones".into(), 18)));
+        assert_eq!(full.found.unresolved, fast.found.unresolved);
+        assert_eq!(full.found.unresolved, [("?.sum".to_string(), 11)]);
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        let e = scan_full(b"import torch\n\ndef f(:\n    pass\n", None, false, &measured()).unwrap_err();
+        assert_eq!(e.line, 3);
+    }
+}

@@ -1,0 +1,276 @@
+//! A scan of files and folders: find the Python files and notebooks (respecting
+//! `.gitignore`, `.ignore` and hidden files like git does), scan them on all cores (or
+//! `threads`), resolve star imports of modules of the scanned tree, and count each
+//! framework function's calls with their files and lines.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::calls::Extracted;
+use super::imports::{Aliases, canonical, framework_of};
+use super::notebook;
+use super::output::{FunctionUse, ScanReport, Site, Unparsable};
+use super::source::{self, Handling, SourceScan};
+
+/// How to scan. Defaults: all cores, the fast path, no progress bar, and the method names
+/// of mlport's built-in catalogue as the ones worth listing when unresolved.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Worker threads; 0 uses every core.
+    pub threads: usize,
+    /// Parse every byte of every file (the reference the fast path is checked against).
+    pub full_parse: bool,
+    /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
+    pub progress: bool,
+    /// Method names listed as unresolved when their receiver is unclear.
+    pub measured: HashSet<String>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions { threads: 0, full_parse: false, progress: false, measured: measured_methods() }
+    }
+}
+
+/// The last component of every function in the built-in catalogue (`argsort`, `svd`, `to`).
+pub fn measured_methods() -> HashSet<String> {
+    let Ok(cat) = crate::catalogue::builtin() else { return HashSet::new() };
+    cat.files
+        .iter()
+        .flat_map(|f| f.functions.iter())
+        .filter_map(|f| f.name.rsplit('.').next().map(str::to_string))
+        .collect()
+}
+
+/// A file to scan.
+#[derive(Clone, Debug)]
+struct Job {
+    path: PathBuf,
+    /// As shown in reports.
+    display: String,
+    notebook: bool,
+    /// Its module, when it lies in a package (folders with `__init__.py`).
+    module: Option<Vec<String>>,
+    is_package: bool,
+}
+
+/// What one file gave.
+struct FileResult {
+    job: Job,
+    bytes: u64,
+    result: Result<SourceScan, (Option<u32>, String)>,
+    notebook: Option<notebook::NotebookSource>,
+}
+
+/// The module path of a Python file: its stem below the folders that hold `__init__.py`.
+fn module_of(path: &Path, packages: &mut HashMap<PathBuf, Option<Vec<String>>>) -> (Option<Vec<String>>, bool) {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+    let is_package = stem == "__init__";
+    let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let pkg = package_of(&dir, packages);
+    let module = match pkg {
+        Some(mut p) => {
+            if !is_package {
+                p.push(stem);
+            }
+            Some(p)
+        }
+        None if !is_package => Some(vec![stem]),
+        None => None,
+    };
+    (module, is_package)
+}
+
+fn package_of(dir: &Path, cache: &mut HashMap<PathBuf, Option<Vec<String>>>) -> Option<Vec<String>> {
+    if let Some(v) = cache.get(dir) {
+        return v.clone();
+    }
+    let v = if dir.join("__init__.py").is_file() {
+        let name = dir.file_name().and_then(|s| s.to_str()).map(str::to_string);
+        match (name, dir.parent()) {
+            (Some(name), Some(parent)) => {
+                let mut p = package_of(parent, cache).unwrap_or_default();
+                p.push(name);
+                Some(p)
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    cache.insert(dir.to_path_buf(), v.clone());
+    v
+}
+
+/// The files under `paths`: `.py` and `.ipynb`, in path order, honouring ignore files.
+fn discover(paths: &[PathBuf]) -> Result<Vec<Job>, String> {
+    let mut jobs = Vec::new();
+    let mut packages = HashMap::new();
+    for root in paths {
+        if !root.exists() {
+            return Err(format!("{}: no such file or folder", root.display()));
+        }
+        let prefix = if paths.len() > 1 || root.is_file() { Some(root.clone()) } else { None };
+        let walker = ignore::WalkBuilder::new(root).require_git(false).sort_by_file_name(|a, b| a.cmp(b)).build();
+        for entry in walker {
+            let Ok(entry) = entry else { continue };
+            let path = entry.path();
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !(ext == "py" || ext == "ipynb") || !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let display = match &prefix {
+                Some(p) if root.is_file() => p.display().to_string(),
+                Some(p) => format!("{}/{}", p.display(), path.strip_prefix(root).unwrap_or(path).display()),
+                None => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+            };
+            let notebook = ext == "ipynb";
+            let (module, is_package) = if notebook { (None, false) } else { module_of(path, &mut packages) };
+            jobs.push(Job { path: path.to_path_buf(), display, notebook, module, is_package });
+        }
+    }
+    Ok(jobs)
+}
+
+fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
+    let bytes = match std::fs::read(&job.path) {
+        Ok(b) => b,
+        Err(e) => return FileResult { job, bytes: 0, result: Err((None, format!("cannot read: {e}"))), notebook: None },
+    };
+    let size = bytes.len() as u64;
+    if job.notebook {
+        let nb = match notebook::code_cells(&bytes) {
+            Ok(nb) => nb,
+            Err(e) => return FileResult { job, bytes: size, result: Err((None, e)), notebook: None },
+        };
+        let result = source::scan_full(nb.source.as_bytes(), None, false, &opts.measured)
+            .map_err(|e| (Some(e.line), e.message));
+        return FileResult { job, bytes: size, result, notebook: Some(nb) };
+    }
+    let module = job.module.as_deref();
+    let result = if opts.full_parse {
+        source::scan_full(&bytes, module, job.is_package, &opts.measured)
+    } else {
+        source::scan_fast(&bytes, module, job.is_package, &opts.measured)
+    }
+    .map_err(|e| (Some(e.line), e.message));
+    FileResult { job, bytes: size, result, notebook: None }
+}
+
+/// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
+/// an error only when a path does not exist or the thread pool cannot start.
+pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
+    let jobs = discover(paths)?;
+    let bar = if opts.progress {
+        let b = indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let parsed_bytes = AtomicU64::new(0);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build().map_err(|e| e.to_string())?;
+    let results: Vec<FileResult> = pool.install(|| {
+        jobs.into_par_iter()
+            .map(|job| {
+                let r = scan_job(job, opts);
+                if let Ok(s) = &r.result {
+                    parsed_bytes.fetch_add(s.parsed_bytes as u64, Ordering::Relaxed);
+                }
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    Ok(aggregate(paths, results, parsed_bytes.into_inner()))
+}
+
+fn aggregate(paths: &[PathBuf], results: Vec<FileResult>, parsed_bytes: u64) -> ScanReport {
+    // Star imports of the scanned tree's own modules: what those modules bind.
+    let exports: HashMap<String, &Aliases> = results
+        .iter()
+        .filter_map(|r| Some((r.job.module.as_ref()?.join("."), &r.result.as_ref().ok()?.aliases)))
+        .collect();
+    let mut report = ScanReport {
+        paths: paths.iter().map(|p| p.display().to_string()).collect(),
+        parsed_bytes,
+        ..ScanReport::default()
+    };
+    let mut found: BTreeMap<String, Vec<Site>> = BTreeMap::new();
+    let mut unresolved: BTreeMap<String, Vec<Site>> = BTreeMap::new();
+    for r in &results {
+        report.files += 1;
+        report.bytes += r.bytes;
+        if r.job.notebook {
+            report.notebooks += 1;
+        }
+        let s = match &r.result {
+            Ok(s) => s,
+            Err((line, error)) => {
+                report.unparsable.push(Unparsable { file: r.job.display.clone(), line: *line, error: error.clone() });
+                continue;
+            }
+        };
+        if s.handling == Handling::Skipped {
+            report.skipped += 1;
+        }
+        let site = |line: u32| match &r.notebook {
+            Some(nb) => {
+                let (cell, line) = nb.locate(line);
+                Site { file: r.job.display.clone(), line, cell: Some(cell) }
+            }
+            None => Site { file: r.job.display.clone(), line, cell: None },
+        };
+        let Extracted { calls, unresolved: unres, free_calls } = &s.found;
+        for (name, line) in calls {
+            found.entry(canonical(name)).or_default().push(site(*line));
+        }
+        for (name, line) in unres {
+            unresolved.entry(name.clone()).or_default().push(site(*line));
+        }
+        for (name, line) in free_calls {
+            let mut resolved = None;
+            for (module, _) in &s.aliases.stars {
+                if let Some(q) = exports.get(module).and_then(|a| a.resolve(name)).filter(|q| framework_of(q).is_some())
+                {
+                    resolved = Some(Ok(q));
+                    break;
+                }
+                if framework_of(module).is_some() {
+                    resolved = Some(Err(format!("{module}.{name}?")));
+                    break;
+                }
+            }
+            match resolved {
+                Some(Ok(q)) => found.entry(canonical(&q)).or_default().push(site(*line)),
+                Some(Err(u)) => unresolved.entry(u).or_default().push(site(*line)),
+                None => {}
+            }
+        }
+    }
+    report.functions = uses(found, true);
+    report.unresolved = uses(unresolved, false);
+    report
+}
+
+fn uses(map: BTreeMap<String, Vec<Site>>, resolved: bool) -> Vec<FunctionUse> {
+    let mut v: Vec<FunctionUse> = map
+        .into_iter()
+        .map(|(name, mut sites)| {
+            sites.sort();
+            let files = sites.iter().map(|s| s.file.as_str()).collect::<BTreeSet<_>>().len();
+            let framework = if resolved { framework_of(&name) } else { None };
+            FunctionUse { framework, calls: sites.len(), files, name, sites }
+        })
+        .collect();
+    v.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+    v
+}
