@@ -726,3 +726,46 @@ pub fn list(args: ListArgs) -> Result<i32> {
     }
     Ok(0)
 }
+
+/// `mlport scan`: the framework functions a code base calls; throughput on stderr.
+pub fn scan(args: cli::ScanArgs) -> Result<i32> {
+    let opts = crate::scan::ScanOptions {
+        threads: args.threads,
+        full_parse: args.full_parse,
+        progress: true,
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let rep = crate::scan::scan(&args.paths, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "mlport: scanned {} files ({:.1} MB, {:.1} MB parsed) in {secs:.2} s: {:.0} files/s, {:.1} MB/s",
+        rep.files,
+        rep.bytes as f64 / 1e6,
+        rep.parsed_bytes as f64 / 1e6,
+        rep.files as f64 / secs,
+        rep.bytes as f64 / 1e6 / secs
+    );
+    emit(&match args.format {
+        FormatArg::Table => crate::scan::render_table(&rep),
+        FormatArg::Json => crate::scan::render_json(&rep),
+        FormatArg::Csv => crate::scan::render_csv(&rep),
+        FormatArg::Markdown => bail!("scan renders as table, json or csv"),
+    })?;
+    Ok(0)
+}
+
+/// `mlport audit`.
+pub fn audit(_args: cli::AuditArgs) -> Result<i32> {
+    bail!("not yet")
+}
+
+/// `mlport mine`.
+pub fn mine(_args: cli::MineArgs) -> Result<i32> {
+    bail!("not yet")
+}
+
+/// `mlport sample`.
+pub fn sample(_args: cli::SampleArgs) -> Result<i32> {
+    bail!("not yet")
+}

@@ -43,6 +43,104 @@ pub enum Command {
     /// tpu:0, ...); a suite that times its calls writes them to MLPORT_TIMINGS. See
     /// docs/pytest.md for a conftest.py that does both.
     Pytest(PytestArgs),
+    /// List the framework functions a code base calls (Python files and notebooks).
+    Scan(ScanArgs),
+    /// Join a code base's framework calls with measured results on a device.
+    Audit(AuditArgs),
+    /// Usage frequencies of framework functions over a corpus of code.
+    Mine(MineArgs),
+    /// Draw a catalogue sample the paper's way from mined frequencies, reproducibly.
+    Sample(SampleArgs),
+}
+
+/// Arguments of `mlport scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files or folders to scan (.py and .ipynb; .gitignore is respected).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Output format: table, json or csv.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Worker threads (default: all cores).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
+    /// Parse every byte of every file instead of only what can hold a framework call.
+    #[arg(long)]
+    pub full_parse: bool,
+}
+
+/// Arguments of `mlport audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The store with the measured results.
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Files or folders to audit.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The target device (cpu, cuda:0, tpu:0, ...).
+    #[arg(long, value_name = "DEVICE")]
+    pub device: String,
+    /// Runs to take results from: ids or labels, comma-separated (default: every run in the store).
+    #[arg(long = "run", value_delimiter = ',', value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// The reference device the target is compared with.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    pub reference: String,
+    /// A function this many times slower on the target than on the reference is flagged.
+    #[arg(long, default_value_t = 10.0, value_name = "RATIO")]
+    pub threshold: f64,
+    /// Exit with code 3 when any called function has one of these findings:
+    /// complete_failure, partial, wrong_result, slowdown, unknown.
+    #[arg(long, value_delimiter = ',', value_name = "FINDING")]
+    pub fail_on: Vec<String>,
+    /// Write catalogue entries (TOML, to fill in) for the called functions no run has measured.
+    #[arg(long, value_name = "FILE")]
+    pub add_to_catalogue: Option<PathBuf>,
+    /// Output format: table, markdown, json or csv.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Worker threads for the scan (default: all cores).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
+}
+
+/// Arguments of `mlport mine`.
+#[derive(Debug, Args)]
+pub struct MineArgs {
+    /// The corpus: files or folders of Python code and notebooks.
+    #[arg(value_name = "CORPUS", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The framework whose functions are counted.
+    #[arg(long, value_name = "NAME")]
+    pub framework: String,
+    /// Output format: table, json or csv (csv is what `mlport sample` reads).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Worker threads (default: all cores).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
+}
+
+/// Arguments of `mlport sample`.
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    /// Frequencies as written by `mlport mine --format csv` (`function,calls` columns).
+    #[arg(value_name = "FREQUENCIES.csv")]
+    pub frequencies: PathBuf,
+    /// The k most used functions, always in the sample.
+    #[arg(long, default_value_t = 20, value_name = "K")]
+    pub top: usize,
+    /// Functions drawn from each usage decile.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub per_decile: usize,
+    /// The seed of the draw (stored in the output; the same seed gives the same sample).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output format: table, json or csv.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
 }
 
 /// The kinds of `mlport import`.

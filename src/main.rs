@@ -27,6 +27,10 @@ fn main() {
         Command::Import(ImportCommand::PytestJson(a)) => app::import_pytest_json(a),
         Command::Import(ImportCommand::Paper(a)) => app::import_paper(a),
         Command::Pytest(a) => app::pytest(a),
+        Command::Scan(a) => app::scan(a),
+        Command::Audit(a) => app::audit(a),
+        Command::Mine(a) => app::mine(a),
+        Command::Sample(a) => app::sample(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -400,12 +400,18 @@ const BUILTINS: [&str; 40] = [
     "reversed",
 ];
 
+/// A function's scope, worked out only when a call needs it.
+struct LazyScope<'t> {
+    node: Node<'t>,
+    scope: Option<Scope>,
+}
+
 /// The framework calls of a parsed file under `aliases` (from [`collect_imports`]).
 /// `measured` holds the method names worth listing as unresolved.
 pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<String>) -> Extracted {
-    let fw_names: HashSet<&str> = aliases.framework_names().collect();
+    let fw_names: Vec<&str> = aliases.framework_names().collect();
     let mut out = Extracted::default();
-    let mut scopes: Vec<Scope> = Vec::new();
+    let mut scopes: Vec<LazyScope<'_>> = Vec::new();
     let mut defined: HashSet<String> = HashSet::new();
     let mut pending: Vec<(String, u32)> = Vec::new();
     let root = tree.root_node();
@@ -413,59 +419,54 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
     let line = |n: Node<'_>| n.start_position().row as u32 + 1;
     let mut statements = root.walk();
     for stmt in root.named_children(&mut statements) {
-        let mut uses_framework = false;
         pending.clear();
-        walk(
-            stmt,
-            |n, enter| {
-                if !enter {
-                    if n.kind() == "function_definition" {
-                        scopes.pop();
-                    }
-                    return true;
+        walk(stmt, |n, enter| {
+            if !enter {
+                if n.kind() == "function_definition" {
+                    scopes.pop();
                 }
-                match n.kind() {
-                    "identifier" => {
-                        if fw_names.contains(text(n, src)) {
-                            uses_framework = true;
-                        }
+                return true;
+            }
+            match n.kind() {
+                "function_definition" => {
+                    if keep_free && let Some(name) = n.child_by_field_name("name") {
+                        defined.insert(text(name, src).to_string());
                     }
-                    "function_definition" => {
-                        if let Some(name) = n.child_by_field_name("name") {
-                            defined.insert(text(name, src).to_string());
-                        }
-                        scopes.push(function_scope(n, src, aliases));
-                    }
-                    "class_definition" => {
-                        if let Some(name) = n.child_by_field_name("name") {
-                            defined.insert(text(name, src).to_string());
-                        }
-                    }
-                    "assignment" if keep_free => {
-                        if let Some(left) = n.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
-                            defined.insert(text(left, src).to_string());
-                        }
-                    }
-                    "decorator" => {
-                        if let Some(e) = n.named_child(0)
-                            && let Some(q) = dotted(e, src).and_then(|d| aliases.resolve(&d))
-                            && framework_of(&q).is_some()
-                        {
-                            out.calls.push((q, line(n)));
-                        }
-                    }
-                    "call" => {
-                        if let Some(f) = n.child_by_field_name("function") {
-                            call(f, n, src, aliases, &scopes, measured, &mut out, &mut pending, keep_free);
-                        }
-                    }
-                    _ => {}
+                    scopes.push(LazyScope { node: n, scope: None });
                 }
-                true
-            },
-        );
-        if uses_framework {
-            out.unresolved.append(&mut pending);
+                "class_definition" if keep_free => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        defined.insert(text(name, src).to_string());
+                    }
+                }
+                "assignment" if keep_free => {
+                    if let Some(left) = n.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
+                        defined.insert(text(left, src).to_string());
+                    }
+                }
+                "decorator" => {
+                    if let Some(e) = n.named_child(0)
+                        && let Some(q) = dotted(e, src).and_then(|d| aliases.resolve(&d))
+                        && framework_of(&q).is_some()
+                    {
+                        out.calls.push((q, line(n)));
+                    }
+                }
+                "call" => {
+                    if let Some(f) = n.child_by_field_name("function") {
+                        call(f, n, src, aliases, &fw_names, &mut scopes, measured, &mut out, &mut pending, keep_free);
+                    }
+                }
+                _ => {}
+            }
+            true
+        });
+        // Unresolved calls count only in statements that use a framework name.
+        if !pending.is_empty() {
+            let bytes = &src[stmt.byte_range()];
+            if fw_names.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
+                out.unresolved.append(&mut pending);
+            }
         }
     }
     if keep_free {
@@ -474,13 +475,36 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
     out
 }
 
+/// The type of local `name` in the innermost function that binds it.
+fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, fw: &[&str]) -> Option<String> {
+    if name == "self" || name == "cls" {
+        return None;
+    }
+    for s in scopes.iter_mut().rev() {
+        let scope = s.scope.get_or_insert_with(|| {
+            // Without a framework name in its text, nothing in a function is typed.
+            let bytes = &src[s.node.byte_range()];
+            if fw.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
+                function_scope(s.node, src, aliases)
+            } else {
+                Scope::new()
+            }
+        });
+        if let Some(t) = scope.get(name) {
+            return t.clone();
+        }
+    }
+    None
+}
+
 #[allow(clippy::too_many_arguments)]
 fn call(
     f: Node<'_>,
     n: Node<'_>,
     src: &[u8],
     aliases: &Aliases,
-    scopes: &[Scope],
+    fw: &[&str],
+    scopes: &mut [LazyScope<'_>],
     measured: &HashSet<String>,
     out: &mut Extracted,
     pending: &mut Vec<(String, u32)>,
@@ -501,9 +525,9 @@ fn call(
             return;
         };
         // A local name of a function (innermost binding wins).
-        let ty = scopes.iter().rev().find_map(|s| s.get(head)).cloned().flatten();
+        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, fw) };
         match ty {
-            Some(t) if !head.contains('.') => out.calls.push((format!("{t}.{method}"), line)),
+            Some(t) => out.calls.push((format!("{t}.{method}"), line)),
             _ if measured.contains(method) => pending.push((format!("?.{method}"), line)),
             _ => {}
         }

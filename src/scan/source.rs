@@ -150,13 +150,13 @@ pub fn scan_fast(
             parsed_bytes: 0,
         });
     }
-    let Some(chunks) = top_level(src) else { return scan_full(src, module, is_package, measured) };
+    let Some((chunks, gaps)) = top_level(src) else { return scan_full(src, module, is_package, measured) };
     let (imports, rest): (Vec<&Chunk>, Vec<&Chunk>) = chunks.iter().partition(|c| has_word(c.bytes(src), b"import"));
     let mut parsed = 0;
     let mut aliases = Aliases::default();
     let mut found = Extracted::default();
     if !imports.is_empty() {
-        let ranges = merge(&imports);
+        let ranges = merge(&imports, &gaps);
         parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
         let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
             return scan_full(src, module, is_package, measured);
@@ -168,7 +168,7 @@ pub fn scan_fast(
     let wanted: Vec<&Chunk> =
         rest.into_iter().filter(|c| names.iter().any(|n| has_word(c.bytes(src), n.as_bytes()))).collect();
     if !wanted.is_empty() {
-        let ranges = merge(&wanted);
+        let ranges = merge(&wanted, &gaps);
         parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
         let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
             return scan_full(src, module, is_package, measured);
@@ -208,8 +208,8 @@ impl Chunk {
     }
 }
 
-/// Adjacent chunks as merged parser ranges.
-fn merge(chunks: &[&Chunk]) -> Vec<Range> {
+/// Adjacent chunks as merged parser ranges, less the gaps inside them.
+fn merge(chunks: &[&Chunk], gaps: &[Gap]) -> Vec<Range> {
     let mut out: Vec<Range> = Vec::new();
     for c in chunks {
         match out.last_mut() {
@@ -225,14 +225,39 @@ fn merge(chunks: &[&Chunk]) -> Vec<Range> {
             }),
         }
     }
-    out
+    if gaps.is_empty() {
+        return out;
+    }
+    let mut cut = Vec::with_capacity(out.len() + gaps.len());
+    let mut g = 0;
+    for mut r in out {
+        while g < gaps.len() && gaps[g].end <= r.start_byte {
+            g += 1;
+        }
+        while g < gaps.len() && gaps[g].start >= r.start_byte && gaps[g].end <= r.end_byte {
+            let gap = gaps[g];
+            cut.push(Range {
+                start_byte: r.start_byte,
+                end_byte: gap.start,
+                start_point: r.start_point,
+                end_point: Point::new(gap.start_point.0, gap.start_point.1),
+            });
+            r.start_byte = gap.end;
+            r.start_point = Point::new(gap.end_point.0, gap.end_point.1);
+            g += 1;
+        }
+        cut.push(r);
+    }
+    cut
 }
 
 /// Splits a source into top-level statements: lines at column 0 outside strings,
 /// brackets and continuations, except `else`/`elif`/`except`/`finally` and what follows a
 /// decorator. `None` when the lexer is unsure (an unterminated string, unbalanced brackets).
-pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
+pub fn top_level(src: &[u8]) -> Option<(Vec<Chunk>, Vec<Gap>)> {
     let mut starts: Vec<(usize, usize)> = vec![(0, 0)];
+    let mut gaps: Vec<Gap> = Vec::new();
+    let mut line_begin = 0usize;
     let mut depth: i64 = 0;
     let mut row = 0usize;
     let mut continued = false;
@@ -263,10 +288,16 @@ pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
                 row += 1;
                 line_start = true;
                 i += 1;
+                line_begin = i;
             }
             b'#' => {
+                let from = i + 1;
                 while i < n && src[i] != b'\n' {
                     i += 1;
+                }
+                let end = if i > 0 && src[i - 1] == b'\r' { i - 1 } else { i };
+                if end > from + MIN_GAP {
+                    gaps.push(Gap { start: from, end, start_point: (row, from - line_begin), end_point: (row, end - line_begin) });
                 }
             }
             b'\\' => {
@@ -288,13 +319,23 @@ pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
             }
             b'\'' | b'"' => {
                 let triple = src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b);
+                // An f-string (or t-string) holds code: its content is never skipped.
+                let mut p = i;
+                while p > 0 && matches!(src[p - 1], b'r' | b'R' | b'b' | b'B' | b'u' | b'U' | b'f' | b'F' | b't' | b'T') {
+                    p -= 1;
+                }
+                let prefix = &src[p..i];
+                let code = prefix.iter().any(|c| matches!(c, b'f' | b'F' | b't' | b'T'))
+                    && (p == 0 || !(src[p - 1].is_ascii_alphanumeric() || src[p - 1] == b'_'));
                 i += if triple { 3 } else { 1 };
+                let from = (i, row, i - line_begin);
                 loop {
                     let c = *src.get(i)?;
                     match c {
                         b'\\' => {
                             if src.get(i + 1) == Some(&b'\n') {
                                 row += 1;
+                                line_begin = i + 2;
                             }
                             i += 2;
                         }
@@ -304,14 +345,20 @@ pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
                             }
                             row += 1;
                             i += 1;
+                            line_begin = i;
                         }
                         _ if c == b => {
-                            if !triple {
-                                i += 1;
-                                break;
-                            }
-                            if src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b) {
-                                i += 3;
+                            let closing = !triple || (src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b));
+                            if closing {
+                                if !code && i > from.0 + MIN_GAP {
+                                    gaps.push(Gap {
+                                        start: from.0,
+                                        end: i,
+                                        start_point: (from.1, from.2),
+                                        end_point: (row, i - line_begin),
+                                    });
+                                }
+                                i += if triple { 3 } else { 1 };
                                 break;
                             }
                             i += 1;
@@ -336,7 +383,25 @@ pub fn top_level(src: &[u8]) -> Option<Vec<Chunk>> {
         };
         chunks.push(Chunk { start: *start, end, row: *srow, end_point });
     }
-    Some(chunks)
+    Some((chunks, gaps))
+}
+
+/// Gaps shorter than this are parsed anyway (each gap splits a parser range).
+const MIN_GAP: usize = 24;
+
+/// The content of a string (not an f-string) or of a comment: never holds a call, so the
+/// fast path leaves it out of the parser's ranges, keeping the quotes (`"""` + `"""` still
+/// parses as a string) and the `#`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gap {
+    /// First byte left out.
+    pub start: usize,
+    /// One past the last byte left out.
+    pub end: usize,
+    /// Row and column of `start`.
+    pub start_point: (usize, usize),
+    /// Row and column of `end`.
+    pub end_point: (usize, usize),
 }
 
 #[cfg(test)]
@@ -350,7 +415,7 @@ mod tests {
     #[test]
     fn statements_split_at_column_zero() {
         let src = b"import torch\n\n@dec\n# c\ndef f(x):\n    return (1,\n2)\n\nif a:\n    pass\nelse:\n    s = '''\nx = 1\n'''\nx = \\\n  2\n";
-        let c = top_level(src).unwrap();
+        let (c, _) = top_level(src).unwrap();
         let firsts: Vec<&str> =
             c.iter().map(|c| std::str::from_utf8(&src[c.start..c.end]).unwrap().lines().next().unwrap()).collect();
         assert_eq!(firsts, ["import torch", "@dec", "if a:", "x = \\"]);
