@@ -755,17 +755,109 @@ pub fn scan(args: cli::ScanArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `mlport audit`.
-pub fn audit(_args: cli::AuditArgs) -> Result<i32> {
-    bail!("not yet")
+/// Exit code of `mlport audit` when a `--fail-on` finding is present.
+pub const EXIT_FINDINGS: i32 = 3;
+
+fn scan_with(paths: &[PathBuf], threads: usize) -> Result<crate::scan::ScanReport> {
+    let opts = crate::scan::ScanOptions { threads, progress: true, ..Default::default() };
+    let rep = crate::scan::scan(paths, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    for u in &rep.unparsable {
+        eprintln!("mlport: unparsable, skipped: {}{}: {}", u.file, u.line.map(|l| format!(":{l}")).unwrap_or_default(), u.error);
+    }
+    Ok(rep)
 }
 
-/// `mlport mine`.
-pub fn mine(_args: cli::MineArgs) -> Result<i32> {
-    bail!("not yet")
+/// `mlport audit`: scan, join with the store's results on the device, report; exit 3 on
+/// a `--fail-on` finding.
+pub fn audit(args: cli::AuditArgs) -> Result<i32> {
+    use crate::audit::{self, Finding};
+    let device: Device = args.device.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
+    let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
+    let threshold = cli::positive("--threshold", args.threshold)?;
+    let fail_on: Vec<Finding> =
+        args.fail_on.iter().map(|f| f.parse().map_err(|e: String| anyhow::anyhow!("--fail-on: {e}"))).collect::<Result<_>>()?;
+    let store = open_existing(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
+    let runs = if args.runs.is_empty() {
+        store.runs()?
+    } else {
+        args.runs.iter().map(|r| resolve_run(&store, Some(r))).collect::<Result<Vec<_>>>()?
+    };
+    let scan = scan_with(&args.paths, args.threads)?;
+    let rep = audit::audit(&store, &runs, &scan, &audit::AuditOptions { device, reference, threshold })?;
+    emit(&audit::render(&rep, format_of(args.format)))?;
+    if let Some(path) = &args.add_to_catalogue {
+        let drafts = audit::catalogue_drafts(&rep);
+        let several = drafts.len() > 1;
+        for (fw, text) in drafts {
+            let target = if several {
+                let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                path.with_file_name(format!("{stem}.{fw}.toml"))
+            } else {
+                path.clone()
+            };
+            std::fs::write(&target, text).with_context(|| format!("cannot write {}", target.display()))?;
+            eprintln!("mlport: wrote catalogue drafts for {fw} to {}", target.display());
+        }
+    }
+    if fail_on.iter().any(|f| rep.count(*f) > 0) {
+        return Ok(EXIT_FINDINGS);
+    }
+    Ok(0)
 }
 
-/// `mlport sample`.
-pub fn sample(_args: cli::SampleArgs) -> Result<i32> {
-    bail!("not yet")
+/// `mlport mine`: usage frequencies of one framework's functions over a corpus.
+pub fn mine(args: cli::MineArgs) -> Result<i32> {
+    let framework: Framework = args.framework.parse().map_err(|e: String| anyhow::anyhow!("--framework: {e}"))?;
+    let scan = scan_with(&args.paths, args.threads)?;
+    let freq = crate::mine::frequencies(&scan, framework);
+    emit(&match args.format {
+        FormatArg::Csv => crate::mine::to_csv(&freq),
+        FormatArg::Json => {
+            let v = serde_json::json!({"format": "mlport.frequencies", "version": 1, "framework": framework,
+                "files": scan.files, "functions": freq});
+            format!("{}\n", serde_json::to_string_pretty(&v)?)
+        }
+        FormatArg::Table | FormatArg::Markdown => {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header(["function", "calls", "files", "decile"]);
+            for u in &freq {
+                t.add_row([u.function.clone(), u.calls.to_string(), u.files.to_string(), u.decile.to_string()]);
+            }
+            format!("{} {framework} functions called in {} files\n{t}\n", freq.len(), scan.files)
+        }
+    })?;
+    Ok(0)
+}
+
+/// `mlport sample`: the paper's draw from mined frequencies, seeded.
+pub fn sample(args: cli::SampleArgs) -> Result<i32> {
+    let text = std::fs::read_to_string(&args.frequencies)
+        .with_context(|| format!("cannot read {}", args.frequencies.display()))?;
+    let freq = crate::mine::read_csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.frequencies.display()))?;
+    let drawn = crate::mine::sample(&freq, args.top, args.per_decile, args.seed);
+    emit(&match args.format {
+        FormatArg::Csv => {
+            let mut s = String::from("function,calls,decile,why\r\n");
+            for d in &drawn {
+                s.push_str(&format!("{},{},{},{}\r\n", d.function, d.calls, d.decile, d.why));
+            }
+            s
+        }
+        FormatArg::Json => {
+            let v = serde_json::json!({"format": "mlport.sample", "version": 1, "seed": args.seed, "top": args.top,
+                "per_decile": args.per_decile, "sample": drawn});
+            format!("{}\n", serde_json::to_string_pretty(&v)?)
+        }
+        FormatArg::Table | FormatArg::Markdown => {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header(["function", "calls", "decile", "why"]);
+            for d in &drawn {
+                t.add_row([d.function.clone(), d.calls.to_string(), d.decile.to_string(), d.why.to_string()]);
+            }
+            format!("{} functions drawn (top {}, {} per decile, seed {})\n{t}\n", drawn.len(), args.top, args.per_decile, args.seed)
+        }
+    })?;
+    Ok(0)
 }

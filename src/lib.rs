@@ -7,9 +7,11 @@
 //! into the same store.
 
 pub mod app;
+pub mod audit;
 pub mod catalogue;
 pub mod cli;
 pub mod import;
+pub mod mine;
 pub mod model;
 pub mod outcome;
 pub mod plan;

@@ -1,0 +1,355 @@
+//! The join of scanned calls with stored results. Names meet in canonical form
+//! ([`crate::scan::canonical`]: `tf.linalg.svd` ≡ `tensorflow.linalg.svd`); the paper's
+//! imported runs name functions through the catalogue's `paper` stems, so they join the
+//! same way (a paper test file the catalogue lacks keeps its stem and joins nothing).
+//!
+//! Per called function: the status on the target device from the latest run (highest id)
+//! that has it there, counted device-attributably against the reference device, with its
+//! failure reasons; the slowdown (median steady-state latency on the target over the
+//! reference, [`crate::report::slowdown`]) from the first run pair that times it on both
+//! devices (the same run first, then runs of the same machine, then any).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use comfy_table::{Table, presets};
+use serde::Serialize;
+
+use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::report::{self, ReportOptions, SlowdownOptions};
+use crate::scan::{ScanReport, canonical};
+use crate::store::{ResultRow, RunSummary, Store, StoreError};
+
+/// What a called function's measurement says, for `--fail-on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finding {
+    /// Every counted case failed on the target.
+    CompleteFailure,
+    /// Some counted cases failed on the target.
+    Partial,
+    /// A counted failure on the target is a numeric mismatch.
+    WrongResult,
+    /// More than the threshold times slower on the target than on the reference.
+    Slowdown,
+    /// No run measured it on the target.
+    Unknown,
+}
+
+impl std::str::FromStr for Finding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "complete_failure" => Finding::CompleteFailure,
+            "partial" => Finding::Partial,
+            "wrong_result" => Finding::WrongResult,
+            "slowdown" => Finding::Slowdown,
+            "unknown" => Finding::Unknown,
+            _ => {
+                return Err(format!(
+                    "unknown finding `{s}` (expected complete_failure, partial, wrong_result, slowdown or unknown)"
+                ));
+            }
+        })
+    }
+}
+
+/// How to audit.
+#[derive(Clone, Debug)]
+pub struct AuditOptions {
+    /// The target device.
+    pub device: Device,
+    /// The device the target is compared with (default cpu).
+    pub reference: Device,
+    /// Slowdown above this is flagged (default 10, the paper's mark).
+    pub threshold: f64,
+}
+
+/// One function the code calls.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AuditRow {
+    /// Canonical name.
+    pub function: String,
+    /// Its framework.
+    pub framework: Framework,
+    /// Calls in the code.
+    pub calls: usize,
+    /// Files calling it.
+    pub files: usize,
+    /// Status on the target; `None` when unknown.
+    pub status: Option<FunctionStatus>,
+    /// Counted failure reasons on the target.
+    pub reasons: BTreeMap<Reason, usize>,
+    /// Median latency on the target over the reference.
+    pub slowdown: Option<f64>,
+    /// The run the status comes from (label, else id).
+    pub run: Option<String>,
+    /// Findings for `--fail-on`.
+    pub findings: Vec<Finding>,
+}
+
+/// The audit of a code base on a device.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AuditReport {
+    /// The target device.
+    pub device: Device,
+    /// The reference device.
+    pub reference: Device,
+    /// The slowdown threshold.
+    pub threshold: f64,
+    /// Runs consulted (label or id).
+    pub runs: Vec<String>,
+    /// Files scanned.
+    pub files: usize,
+    /// Per called framework function: failures first, then slowdowns, successes, unknowns.
+    pub rows: Vec<AuditRow>,
+}
+
+impl AuditReport {
+    /// Functions with `finding`.
+    pub fn count(&self, finding: Finding) -> usize {
+        self.rows.iter().filter(|r| r.findings.contains(&finding)).count()
+    }
+
+    /// The summary sentence.
+    pub fn summary(&self) -> String {
+        let failing = self.rows.iter().filter(|r| r.status.is_some_and(|s| s != FunctionStatus::Success)).count();
+        let slow_only = self
+            .rows
+            .iter()
+            .filter(|r| r.findings.contains(&Finding::Slowdown) && r.status == Some(FunctionStatus::Success))
+            .count();
+        format!(
+            "{failing} of {} functions this code calls fail on {} ({} completely, {} partly); {slow_only} more run >{}× \
+             slower than on {}; {} not measured on {} by any run (unknown)",
+            self.rows.len(),
+            self.device,
+            self.count(Finding::CompleteFailure),
+            self.count(Finding::Partial),
+            self.threshold,
+            self.reference,
+            self.count(Finding::Unknown),
+            self.device
+        )
+    }
+}
+
+fn run_name(r: &RunSummary) -> String {
+    r.origin.label.clone().unwrap_or_else(|| format!("run {}", r.id))
+}
+
+/// Joins `scan` with the results of `runs` in `store`.
+pub fn audit(store: &Store, runs: &[RunSummary], scan: &ScanReport, opts: &AuditOptions) -> Result<AuditReport, StoreError> {
+    // Status per canonical name on the target, latest run first.
+    let mut runs: Vec<&RunSummary> = runs.iter().collect();
+    runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+    let rows_of: Vec<(&RunSummary, Vec<ResultRow>)> =
+        runs.iter().map(|r| Ok((*r, store.results(r.id)?))).collect::<Result<_, StoreError>>()?;
+    let mut status: BTreeMap<String, (Option<FunctionStatus>, BTreeMap<Reason, usize>, String)> = BTreeMap::new();
+    let ropts = ReportOptions { attributable: true, reference: Some(opts.reference.clone()) };
+    for (run, rows) in &rows_of {
+        if !rows.iter().any(|r| r.result.device == opts.device) {
+            continue;
+        }
+        let rep = report::build(run, &store.devices(run.id)?, rows, &ropts);
+        for t in rep.targets.iter().filter(|t| t.device == opts.device) {
+            for f in &t.functions {
+                if f.status.is_some() {
+                    status.entry(canonical(&f.name)).or_insert((f.status, f.reasons.clone(), run_name(run)));
+                }
+            }
+        }
+    }
+    // Slowdowns: pairs of (reference side, target side), the same run first, then same machine.
+    let mut slow: BTreeMap<String, f64> = BTreeMap::new();
+    let machine = |r: &RunSummary| r.origin.machine.clone().unwrap_or_else(|| r.info.host.clone());
+    for (b_run, b_rows) in rows_of.iter().filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.device)) {
+        let mut sides: Vec<&(&RunSummary, Vec<ResultRow>)> =
+            rows_of.iter().filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.reference)).collect();
+        sides.sort_by_key(|(r, _)| (r.id != b_run.id, machine(r) != machine(b_run), std::cmp::Reverse(r.id)));
+        for (a_run, a_rows) in sides {
+            let sd = report::slowdown::slowdown(
+                (a_run, &opts.reference, a_rows),
+                (b_run, &opts.device, b_rows),
+                &SlowdownOptions { threshold: opts.threshold, ..Default::default() },
+            );
+            for f in sd.functions {
+                slow.entry(canonical(&f.name)).or_insert(f.median_ratio);
+            }
+        }
+    }
+    let mut rows: Vec<AuditRow> = scan
+        .functions
+        .iter()
+        .filter_map(|f| {
+            let framework = f.framework?;
+            let (st, reasons, run) = match status.get(&f.name) {
+                Some((s, r, run)) => (*s, r.clone(), Some(run.clone())),
+                None => (None, BTreeMap::new(), None),
+            };
+            let slowdown = slow.get(&f.name).copied();
+            let mut findings = Vec::new();
+            match st {
+                Some(FunctionStatus::CompleteFailure) => findings.push(Finding::CompleteFailure),
+                Some(FunctionStatus::Partial) => findings.push(Finding::Partial),
+                Some(FunctionStatus::Success) => {}
+                None => findings.push(Finding::Unknown),
+            }
+            if reasons.contains_key(&Reason::WrongResult) {
+                findings.push(Finding::WrongResult);
+            }
+            if slowdown.is_some_and(|s| s > opts.threshold) {
+                findings.push(Finding::Slowdown);
+            }
+            Some(AuditRow {
+                function: f.name.clone(),
+                framework,
+                calls: f.calls,
+                files: f.files,
+                status: st,
+                reasons,
+                slowdown,
+                run,
+                findings,
+            })
+        })
+        .collect();
+    let rank = |r: &AuditRow| match (r.status, r.findings.contains(&Finding::Slowdown)) {
+        (Some(FunctionStatus::CompleteFailure), _) => 0,
+        (Some(FunctionStatus::Partial), _) => 1,
+        (Some(FunctionStatus::Success), true) => 2,
+        (Some(FunctionStatus::Success), false) => 3,
+        (None, _) => 4,
+    };
+    rows.sort_by(|a, b| rank(a).cmp(&rank(b)).then(b.calls.cmp(&a.calls)).then(a.function.cmp(&b.function)));
+    Ok(AuditReport {
+        device: opts.device.clone(),
+        reference: opts.reference.clone(),
+        threshold: opts.threshold,
+        runs: rows_of.iter().map(|(r, _)| run_name(r)).collect(),
+        files: scan.files,
+        rows,
+    })
+}
+
+fn reasons_text(r: &BTreeMap<Reason, usize>) -> String {
+    r.iter().map(|(k, n)| format!("{} {n}", k.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+fn status_text(r: &AuditRow) -> &'static str {
+    r.status.map_or("unknown", |s| s.as_str())
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map(report::slowdown::ratio).unwrap_or_default()
+}
+
+/// Renders as `table`, `markdown`, `json` (`mlport.audit` version 1) or `csv`.
+pub fn render(r: &AuditReport, format: report::Format) -> String {
+    let mut out = String::new();
+    match format {
+        report::Format::Json => {
+            let v = serde_json::json!({"format": "mlport.audit", "version": 1, "summary": r.summary(), "audit": r});
+            out = serde_json::to_string_pretty(&v).expect("serialisable");
+            out.push('\n');
+        }
+        report::Format::Csv => {
+            out.push_str("function,framework,calls,files,status,reasons,slowdown,run\r\n");
+            for row in &r.rows {
+                let _ = write!(
+                    out,
+                    "{},{},{},{},{},\"{}\",{},\"{}\"\r\n",
+                    row.function,
+                    row.framework,
+                    row.calls,
+                    row.files,
+                    status_text(row),
+                    reasons_text(&row.reasons),
+                    row.slowdown.map(|s| format!("{s:.3}")).unwrap_or_default(),
+                    row.run.clone().unwrap_or_default()
+                );
+            }
+        }
+        report::Format::Markdown => {
+            let _ = writeln!(out, "**{}**\n", r.summary());
+            out.push_str("| function | calls | files | status | reasons | slowdown | run |\n| --- | ---: | ---: | --- | --- | ---: | --- |\n");
+            for row in &r.rows {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} | {} | {} |",
+                    row.function,
+                    row.calls,
+                    row.files,
+                    status_text(row).replace('_', " "),
+                    reasons_text(&row.reasons),
+                    ratio(row.slowdown),
+                    row.run.clone().unwrap_or_default()
+                );
+            }
+        }
+        report::Format::Table => {
+            let _ = writeln!(out, "{}", r.summary());
+            let mut t = Table::new();
+            t.load_preset(presets::UTF8_FULL_CONDENSED);
+            t.set_header(["function", "calls", "files", &format!("on {}", r.device), "reasons", "slowdown", "run"]);
+            for row in &r.rows {
+                t.add_row([
+                    row.function.clone(),
+                    row.calls.to_string(),
+                    row.files.to_string(),
+                    status_text(row).to_string(),
+                    reasons_text(&row.reasons),
+                    ratio(row.slowdown),
+                    row.run.clone().unwrap_or_default(),
+                ]);
+            }
+            let _ = writeln!(out, "{t}");
+            let _ = writeln!(
+                out,
+                "Status: device-attributable against {} (the runs' own rule); slowdown: median steady-state latency \
+                 on {} over {}; runs consulted: {}.",
+                r.reference,
+                r.device,
+                r.reference,
+                if r.runs.is_empty() { "none".to_string() } else { r.runs.join(", ") }
+            );
+        }
+    }
+    out
+}
+
+/// Catalogue drafts (docs/catalogue.md format) for the called functions no run measured:
+/// one TOML text per framework, each function with a skipped case to fill in.
+pub fn catalogue_drafts(r: &AuditReport) -> BTreeMap<Framework, String> {
+    let mut by_fw: BTreeMap<Framework, Vec<&AuditRow>> = BTreeMap::new();
+    for row in r.rows.iter().filter(|row| row.status.is_none()) {
+        by_fw.entry(row.framework).or_default().push(row);
+    }
+    let mut seen = BTreeSet::new();
+    by_fw
+        .into_iter()
+        .map(|(fw, rows)| {
+            let mut s = format!(
+                "# Drafted by `mlport audit`: functions the audited code calls that no run has measured on {}.\n\
+                 # Fill in each case's inputs and code (docs/catalogue.md), then remove its `skip`.\n\
+                 format = 1\nframework = \"{fw}\"\nversion = \"draft\"\n",
+                r.device
+            );
+            for row in rows {
+                let name = match row.function.strip_prefix("tensorflow.") {
+                    Some(rest) => format!("tf.{rest}"),
+                    None => row.function.clone(),
+                };
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                let _ = write!(
+                    s,
+                    "\n[[function]]\nname = \"{name}\"\nnote = \"called {} times in {} files\"\n\n  [[function.case]]\n  id = \"todo\"\n  skip = \"to be written\"\n  code = '''\ndef build(ctx):\n    return lambda: None\n'''\n",
+                    row.calls, row.files
+                );
+            }
+            (fw, s)
+        })
+        .collect()
+}

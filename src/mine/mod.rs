@@ -1,0 +1,194 @@
+//! `mlport mine` and `mlport sample`: usage frequencies of one framework's functions over
+//! a corpus (from [`crate::scan`]), and a catalogue sample drawn the paper's way ("The Grand
+//! Illusion", section 3: the most used functions plus a random draw from each usage decile),
+//! seeded with a portable generator (SplitMix64) so the same seed gives the same sample on
+//! every machine — the paper's draw was not reproducible.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::model::Framework;
+use crate::scan::ScanReport;
+
+/// One function's usage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Canonical name.
+    pub function: String,
+    /// Calls in the corpus.
+    pub calls: usize,
+    /// Files calling it.
+    pub files: usize,
+    /// Usage decile: 10 (rarest tenth) .. 100 (most used tenth), by rank.
+    pub decile: u32,
+}
+
+/// The frequencies of `framework`'s functions in a scan, most used first.
+pub fn frequencies(scan: &ScanReport, framework: Framework) -> Vec<Usage> {
+    let mut v: Vec<Usage> = scan
+        .functions
+        .iter()
+        .filter(|f| f.framework == Some(framework))
+        .map(|f| Usage { function: f.name.clone(), calls: f.calls, files: f.files, decile: 0 })
+        .collect();
+    v.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.function.cmp(&b.function)));
+    let n = v.len();
+    for (i, u) in v.iter_mut().enumerate() {
+        // Rank from the rarest: the last row is rank 0.
+        let from_rarest = n - 1 - i;
+        u.decile = 10 * (1 + (10 * from_rarest / n.max(1)) as u32).min(10);
+    }
+    v
+}
+
+/// Frequencies as CSV (`function,calls,files,decile`), what [`read_csv`] reads.
+pub fn to_csv(v: &[Usage]) -> String {
+    let mut s = String::from("function,calls,files,decile\r\n");
+    for u in v {
+        let _ = write!(s, "{},{},{},{}\r\n", u.function, u.calls, u.files, u.decile);
+    }
+    s
+}
+
+/// Reads frequencies from CSV with at least `function` and `calls` columns; deciles are
+/// recomputed from the calls. Errors name the line.
+pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
+    let mut lines = text.lines().enumerate();
+    let (_, header) = lines.next().ok_or("empty frequency file")?;
+    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    let fi = cols.iter().position(|c| *c == "function").ok_or("line 1: no `function` column")?;
+    let ci = cols.iter().position(|c| *c == "calls").ok_or("line 1: no `calls` column")?;
+    let mut v = Vec::new();
+    for (i, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        let name = f.get(fi).ok_or(format!("line {}: too few columns", i + 1))?;
+        let calls: usize =
+            f.get(ci).and_then(|c| c.parse().ok()).ok_or(format!("line {}: `calls` is not a count", i + 1))?;
+        v.push(Usage { function: name.to_string(), calls, files: 0, decile: 0 });
+    }
+    let scan = ScanReport {
+        functions: v
+            .iter()
+            .map(|u| crate::scan::FunctionUse {
+                name: u.function.clone(),
+                framework: Some(Framework::Numpy),
+                calls: u.calls,
+                files: 0,
+                sites: Vec::new(),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    Ok(frequencies(&scan, Framework::Numpy))
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): tiny, portable, fully specified by its seed.
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by rejection so there is no modulo bias.
+    pub fn below(&mut self, n: u64) -> u64 {
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let x = self.next_u64();
+            if x < zone {
+                return x % n;
+            }
+        }
+    }
+}
+
+/// One sampled function and why it is in the sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Sampled {
+    /// The function.
+    pub function: String,
+    /// Its calls in the corpus.
+    pub calls: usize,
+    /// Its usage decile.
+    pub decile: u32,
+    /// `top` (one of the k most used) or `decile`.
+    pub why: &'static str,
+}
+
+/// The paper's draw: the `top` most used, then `per_decile` drawn uniformly without
+/// replacement from each decile's remaining functions (fewer where a decile has fewer).
+pub fn sample(freq: &[Usage], top: usize, per_decile: usize, seed: u64) -> Vec<Sampled> {
+    let mut rng = SplitMix64::new(seed);
+    let mut out: Vec<Sampled> = freq
+        .iter()
+        .take(top)
+        .map(|u| Sampled { function: u.function.clone(), calls: u.calls, decile: u.decile, why: "top" })
+        .collect();
+    for decile in (1..=10).map(|d| d * 10) {
+        let mut pool: Vec<&Usage> = freq.iter().skip(top).filter(|u| u.decile == decile).collect();
+        for _ in 0..per_decile.min(pool.len()) {
+            let i = rng.below(pool.len() as u64) as usize;
+            let u = pool.swap_remove(i);
+            out.push(Sampled { function: u.function.clone(), calls: u.calls, decile, why: "decile" });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn freq(n: usize) -> Vec<Usage> {
+        let csv: String = std::iter::once("function,calls".to_string())
+            .chain((0..n).map(|i| format!("f{i},{}", i + 1)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        read_csv(&csv).unwrap()
+    }
+
+    #[test]
+    fn deciles_by_rank() {
+        let f = freq(20);
+        assert_eq!(f[0].function, "f19");
+        assert_eq!(f[0].decile, 100);
+        assert_eq!(f[19].decile, 10);
+        assert_eq!(f.iter().filter(|u| u.decile == 50).count(), 2);
+    }
+
+    #[test]
+    fn the_draw_is_reproducible() {
+        let f = freq(200);
+        let a = sample(&f, 5, 3, 42);
+        assert_eq!(a, sample(&f, 5, 3, 42));
+        assert_ne!(a, sample(&f, 5, 3, 43));
+        assert_eq!(a.len(), 5 + 30);
+        assert_eq!(a.iter().filter(|s| s.why == "top").count(), 5);
+        let mut names: Vec<&str> = a.iter().map(|s| s.function.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 35);
+        // SplitMix64's reference output for seed 0 (the first value is fixed by its definition).
+        assert_eq!(SplitMix64::new(0).next_u64(), 0xE220_A839_7B1D_CDAF);
+    }
+
+    #[test]
+    fn bad_csv_names_the_line() {
+        assert!(read_csv("function,calls\nx,many\n").unwrap_err().contains("line 2"));
+        assert!(read_csv("name,calls\n").unwrap_err().contains("function"));
+    }
+}
