@@ -32,7 +32,8 @@ pub struct Extracted {
     pub calls: Vec<(String, u32)>,
     /// Method calls whose receiver is not clearly a framework object (`?.argsort`).
     pub unresolved: Vec<(String, u32)>,
-    /// Calls of names the file neither imports nor defines (kept only with star imports).
+    /// Calls of names (and chains rooted in names) the file neither imports nor defines,
+    /// kept only with star imports.
     pub free_calls: Vec<(String, u32)>,
 }
 
@@ -470,7 +471,10 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
         }
     }
     if keep_free {
-        out.free_calls.retain(|(name, _)| !defined.contains(name) && !BUILTINS.contains(&name.as_str()));
+        out.free_calls.retain(|(chain, _)| {
+            let root = chain.split('.').next().unwrap_or(chain);
+            !defined.contains(root) && !BUILTINS.contains(&root)
+        });
     }
     out
 }
@@ -518,12 +522,10 @@ fn call(
             }
             return;
         }
-        let Some((head, method)) = chain.rsplit_once('.') else {
-            if keep_free {
-                out.free_calls.push((chain, line));
-            }
-            return;
-        };
+        if keep_free {
+            out.free_calls.push((chain.clone(), line));
+        }
+        let Some((head, method)) = chain.rsplit_once('.') else { return };
         // A local name of a function (innermost binding wins).
         let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, fw) };
         match ty {

@@ -244,7 +244,7 @@ fn aggregate(paths: &[PathBuf], results: Vec<FileResult>, parsed_bytes: u64) -> 
                     resolved = Some(Ok(q));
                     break;
                 }
-                if framework_of(module).is_some() {
+                if framework_of(module).is_some() && !name.contains('.') {
                     resolved = Some(Err(format!("{module}.{name}?")));
                     break;
                 }

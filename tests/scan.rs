@@ -1,0 +1,171 @@
+//! `mlport scan`, `audit`, `mine` and `sample` on small Python sources written for the
+//! purpose (tests/fixtures/scan/proj: every alias form, relative and star imports, nested
+//! attribute chains, decorators, a notebook, a file with a syntax error, a .gitignore), and
+//! the fast path checked against the full parse on a real tree (the installed jax).
+
+mod common;
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use mlport::scan::{self, ScanOptions};
+
+fn proj() -> PathBuf {
+    common::fixture("scan/proj")
+}
+
+fn scan_proj(full: bool) -> scan::ScanReport {
+    let opts = ScanOptions { threads: 2, full_parse: full, ..Default::default() };
+    let mut r = scan::scan(&[proj()], &opts).unwrap();
+    r.paths = vec!["proj".into()];
+    r
+}
+
+fn names(r: &scan::ScanReport) -> Vec<&str> {
+    r.functions.iter().map(|f| f.name.as_str()).collect()
+}
+
+#[test]
+fn every_alias_form_resolves() {
+    let r = scan_proj(false);
+    let n = names(&r);
+    for want in [
+        "torch.nn.functional.conv2d",       // from torch.nn import functional as F
+        "torch.nn.functional.relu",         // from torch import nn; nested chain
+        "jax.numpy.argsort",                // from jax import numpy as jnp
+        "jax.numpy.sum",                    // import jax.numpy
+        "numpy.array",                      // import numpy
+        "numpy.ones",                       // import numpy as np
+        "tensorflow.compat.v1.placeholder", // import tensorflow.compat.v1 as tf
+        "torch.no_grad",                    // decorator with a call
+        "torch.jit.script",                 // bare decorator
+        "torch.Tensor.argsort",             // annotated parameter
+        "torch.Tensor.sum",                 // local bound once to torch.zeros
+        "torch.Tensor.cumsum",              // method of a framework call's result
+        "torch.nn.Linear.forward",          // method of a framework class instance
+        "torch.randperm",                   // star import of the tree's own package
+        "torch.nn.GELU",                    // ditto
+        "tensorflow.linalg.svd",            // notebook
+    ] {
+        assert!(n.contains(&want), "{want} missing from {n:?}");
+    }
+    assert!(!n.iter().any(|f| f.starts_with("os.")), "non-framework calls are not listed");
+    assert!(!n.contains(&"torch.cuda.synchronize"), ".gitignore'd files are not scanned");
+    // Receivers that are not clearly tensors are listed, never guessed.
+    let unresolved: Vec<&str> = r.unresolved.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(unresolved, ["?.sum", "torch.nn.functional.softmax?"]);
+    assert_eq!(r.unresolved[0].calls, 3);
+    // The notebook's sites name cell and line.
+    let svd = r.functions.iter().find(|f| f.name == "tensorflow.linalg.svd").unwrap();
+    assert_eq!(svd.sites[0].to_string(), "nb.ipynb[3]:3");
+    // The broken file is reported, not fatal.
+    assert_eq!(r.unparsable.len(), 1);
+    assert_eq!((r.unparsable[0].file.as_str(), r.unparsable[0].line), ("broken.py", Some(3)));
+}
+
+#[test]
+fn fast_path_equals_full_parse_on_the_fixtures() {
+    let (fast, full) = (scan_proj(false), scan_proj(true));
+    assert_eq!(fast.functions, full.functions);
+    assert_eq!(fast.unresolved, full.unresolved);
+    assert_eq!(fast.unparsable, full.unparsable);
+}
+
+#[test]
+fn scan_renderings() {
+    let r = scan_proj(false);
+    insta::assert_snapshot!("scan_table", scan::render_table(&r));
+    insta::assert_snapshot!("scan_json", scan::render_json(&r));
+    insta::assert_snapshot!("scan_csv", scan::render_csv(&r));
+}
+
+/// The fast path gives the full parse's calls on a real tree: the installed jax package.
+#[test]
+fn fast_path_equals_full_parse_on_a_real_tree() {
+    let out = std::process::Command::new(common::python())
+        .args(["-c", "import os, jax; print(os.path.dirname(jax.__file__))"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "jax is importable");
+    let jax = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let run = |full| scan::scan(std::slice::from_ref(&jax), &ScanOptions { full_parse: full, ..Default::default() }).unwrap();
+    let (fast, full) = (run(false), run(true));
+    assert!(full.files > 300 && full.calls() > 10_000, "{} files, {} calls", full.files, full.calls());
+    assert!(fast.parsed_bytes < full.parsed_bytes, "the fast path parses less");
+    assert_eq!(fast.functions, full.functions);
+    assert_eq!(fast.unresolved, full.unresolved);
+    // A syntax error in a statement the fast path does not parse goes unnoticed there.
+    assert!(fast.unparsable.iter().all(|u| full.unparsable.contains(u)));
+}
+
+fn mlport() -> Command {
+    Command::cargo_bin("mlport").unwrap()
+}
+
+#[test]
+fn scan_cli_formats_and_missing_paths() {
+    let out = mlport().arg("scan").arg(proj()).args(["--format", "csv", "--threads", "1"]).assert().success();
+    let csv = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(csv.starts_with("kind,framework,function,calls,files,sites\r\n"));
+    assert!(csv.contains("resolved,torch,torch.zeros,2,1,pkg/aliases.py:24 pkg/aliases.py:27\r\n"));
+    mlport().args(["scan", "/no/such/dir"]).assert().code(1).stderr(predicates::str::contains("no such file or folder"));
+    mlport().arg("scan").arg(proj()).args(["--format", "markdown"]).assert().code(1);
+}
+
+#[test]
+fn audit_against_the_papers_tpu_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("m.db");
+    mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    let out = mlport()
+        .arg("audit")
+        .arg(proj())
+        .arg("--db")
+        .arg(&db)
+        .args(["--device", "tpu:0", "--format", "markdown"])
+        .arg("--add-to-catalogue")
+        .arg(tmp.path().join("todo.toml"))
+        .assert()
+        .success();
+    let md = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    insta::assert_snapshot!("audit_markdown", md);
+    assert!(md.contains("| `torch.randperm` | 1 | 1 | complete failure |"), "{md}");
+    assert!(tmp.path().join("todo.torch.toml").is_file());
+    // The drafts are a valid catalogue.
+    mlport().args(["list", "--no-probe", "--catalogue"]).arg(tmp.path().join("todo.torch.toml")).assert().success();
+    // CI exit codes.
+    let fail = |what: &str| {
+        mlport().arg("audit").arg(proj()).arg("--db").arg(&db).args(["--device", "tpu:0", "--fail-on", what]).assert()
+    };
+    fail("complete_failure").code(3);
+    fail("nonsense").code(1).stderr(predicates::str::contains("unknown finding"));
+    let json = mlport()
+        .arg("audit")
+        .arg(proj())
+        .arg("--db")
+        .arg(&db)
+        .args(["--device", "tpu:0", "--format", "json", "--run", "paper/torch/tpu_vm/tpu"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    assert_eq!(v["format"], "mlport.audit");
+    assert_eq!(v["audit"]["runs"], serde_json::json!(["paper/torch/tpu_vm/tpu"]));
+}
+
+#[test]
+fn mine_then_sample_is_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = mlport().arg("mine").arg(proj()).args(["--framework", "torch", "--format", "csv"]).assert().success();
+    let csv = tmp.path().join("freq.csv");
+    std::fs::write(&csv, &out.get_output().stdout).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("function,calls,files,decile\r\ntorch.zeros,2,1,100\r\n"), "{text}");
+    let draw = |seed: &str| {
+        let o = mlport().arg("sample").arg(&csv).args(["--top", "2", "--per-decile", "1", "--seed", seed, "--format", "csv"]).assert().success();
+        String::from_utf8(o.get_output().stdout.clone()).unwrap()
+    };
+    let a = draw("7");
+    assert_eq!(a, draw("7"));
+    assert_eq!(a.lines().filter(|l| l.ends_with(",top")).count(), 2);
+    assert!(a.lines().count() > 1 + 2 + 5, "{a}");
+}
