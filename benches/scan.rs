@@ -24,10 +24,19 @@ fn main() {
     let bin = PathBuf::from(target).join("release").join("mlport");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("scan benchmark: {} cores, load average {}", cores, load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!(
+        "scan benchmark: {} cores, load average {}",
+        cores,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
     let mut rows = Vec::new();
     let (mut files, mut bytes) = (0.0, 0.0);
-    for (label, threads, full) in [("mlport scan, 1 thread", 1, false), ("mlport scan, all cores", cores, false), ("mlport scan --full-parse, 1 thread", 1, true), ("mlport scan --full-parse, all cores", cores, true)] {
+    for (label, threads, full) in [
+        ("mlport scan, 1 thread", 1, false),
+        ("mlport scan, all cores", cores, false),
+        ("mlport scan --full-parse, 1 thread", 1, true),
+        ("mlport scan --full-parse, all cores", cores, true),
+    ] {
         let mut cmd = Command::new(&bin);
         cmd.arg("scan").args(&dirs).args(["--format", "json", "--threads", &threads.to_string()]);
         if full {
@@ -56,10 +65,17 @@ fn main() {
         rows.push((label.to_string(), jobs, secs, v["calls"].as_u64().unwrap()));
     }
     println!("{files} files, {:.1} MB", bytes / 1e6);
-    println!("{:<38} {:>7} {:>8} {:>9} {:>8} {:>12} {:>9}", "scanner", "threads", "seconds", "files/s", "MB/s", "MB/s/thread", "calls");
+    println!(
+        "{:<38} {:>7} {:>8} {:>9} {:>8} {:>12} {:>9}",
+        "scanner", "threads", "seconds", "files/s", "MB/s", "MB/s/thread", "calls"
+    );
     for (label, threads, secs, calls) in &rows {
         let mbs = bytes / 1e6 / secs;
-        println!("{label:<38} {threads:>7} {secs:>8.2} {:>9.0} {mbs:>8.1} {:>12.1} {calls:>9}", files / secs, mbs / *threads as f64);
+        println!(
+            "{label:<38} {threads:>7} {secs:>8.2} {:>9.0} {mbs:>8.1} {:>12.1} {calls:>9}",
+            files / secs,
+            mbs / *threads as f64
+        );
     }
     let per_core = |i: usize| bytes / rows[i].2 / rows[i].1 as f64;
     println!(

@@ -762,7 +762,12 @@ fn scan_with(paths: &[PathBuf], threads: usize) -> Result<crate::scan::ScanRepor
     let opts = crate::scan::ScanOptions { threads, progress: true, ..Default::default() };
     let rep = crate::scan::scan(paths, &opts).map_err(|e| anyhow::anyhow!(e))?;
     for u in &rep.unparsable {
-        eprintln!("mlport: unparsable, skipped: {}{}: {}", u.file, u.line.map(|l| format!(":{l}")).unwrap_or_default(), u.error);
+        eprintln!(
+            "mlport: unparsable, skipped: {}{}: {}",
+            u.file,
+            u.line.map(|l| format!(":{l}")).unwrap_or_default(),
+            u.error
+        );
     }
     Ok(rep)
 }
@@ -774,8 +779,11 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
     let device: Device = args.device.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let threshold = cli::positive("--threshold", args.threshold)?;
-    let fail_on: Vec<Finding> =
-        args.fail_on.iter().map(|f| f.parse().map_err(|e: String| anyhow::anyhow!("--fail-on: {e}"))).collect::<Result<_>>()?;
+    let fail_on: Vec<Finding> = args
+        .fail_on
+        .iter()
+        .map(|f| f.parse().map_err(|e: String| anyhow::anyhow!("--fail-on: {e}")))
+        .collect::<Result<_>>()?;
     let store = open_existing(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
     let runs = if args.runs.is_empty() {
         store.runs()?
@@ -856,7 +864,13 @@ pub fn sample(args: cli::SampleArgs) -> Result<i32> {
             for d in &drawn {
                 t.add_row([d.function.clone(), d.calls.to_string(), d.decile.to_string(), d.why.to_string()]);
             }
-            format!("{} functions drawn (top {}, {} per decile, seed {})\n{t}\n", drawn.len(), args.top, args.per_decile, args.seed)
+            format!(
+                "{} functions drawn (top {}, {} per decile, seed {})\n{t}\n",
+                drawn.len(),
+                args.top,
+                args.per_decile,
+                args.seed
+            )
         }
     })?;
     Ok(0)

@@ -88,7 +88,8 @@ fn fast_path_equals_full_parse_on_a_real_tree() {
         .unwrap();
     assert!(out.status.success(), "jax is importable");
     let jax = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    let run = |full| scan::scan(std::slice::from_ref(&jax), &ScanOptions { full_parse: full, ..Default::default() }).unwrap();
+    let run =
+        |full| scan::scan(std::slice::from_ref(&jax), &ScanOptions { full_parse: full, ..Default::default() }).unwrap();
     let (fast, full) = (run(false), run(true));
     assert!(full.files > 300 && full.calls() > 10_000, "{} files, {} calls", full.files, full.calls());
     assert!(fast.parsed_bytes < full.parsed_bytes, "the fast path parses less");
@@ -108,7 +109,11 @@ fn scan_cli_formats_and_missing_paths() {
     let csv = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(csv.starts_with("kind,framework,function,calls,files,sites\r\n"));
     assert!(csv.contains("resolved,torch,torch.zeros,2,1,pkg/aliases.py:24 pkg/aliases.py:27\r\n"));
-    mlport().args(["scan", "/no/such/dir"]).assert().code(1).stderr(predicates::str::contains("no such file or folder"));
+    mlport()
+        .args(["scan", "/no/such/dir"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no such file or folder"));
     mlport().arg("scan").arg(proj()).args(["--format", "markdown"]).assert().code(1);
 }
 
@@ -161,7 +166,12 @@ fn mine_then_sample_is_reproducible() {
     let text = std::fs::read_to_string(&csv).unwrap();
     assert!(text.starts_with("function,calls,files,decile\r\ntorch.zeros,2,1,100\r\n"), "{text}");
     let draw = |seed: &str| {
-        let o = mlport().arg("sample").arg(&csv).args(["--top", "2", "--per-decile", "1", "--seed", seed, "--format", "csv"]).assert().success();
+        let o = mlport()
+            .arg("sample")
+            .arg(&csv)
+            .args(["--top", "2", "--per-decile", "1", "--seed", seed, "--format", "csv"])
+            .assert()
+            .success();
         String::from_utf8(o.get_output().stdout.clone()).unwrap()
     };
     let a = draw("7");

@@ -134,18 +134,26 @@ impl AuditReport {
     }
 }
 
+/// A function's status on the target, its reasons and the run they come from.
+type Measured = (Option<FunctionStatus>, BTreeMap<Reason, usize>, String);
+
 fn run_name(r: &RunSummary) -> String {
     r.origin.label.clone().unwrap_or_else(|| format!("run {}", r.id))
 }
 
 /// Joins `scan` with the results of `runs` in `store`.
-pub fn audit(store: &Store, runs: &[RunSummary], scan: &ScanReport, opts: &AuditOptions) -> Result<AuditReport, StoreError> {
+pub fn audit(
+    store: &Store,
+    runs: &[RunSummary],
+    scan: &ScanReport,
+    opts: &AuditOptions,
+) -> Result<AuditReport, StoreError> {
     // Status per canonical name on the target, latest run first.
     let mut runs: Vec<&RunSummary> = runs.iter().collect();
     runs.sort_by_key(|r| std::cmp::Reverse(r.id));
     let rows_of: Vec<(&RunSummary, Vec<ResultRow>)> =
         runs.iter().map(|r| Ok((*r, store.results(r.id)?))).collect::<Result<_, StoreError>>()?;
-    let mut status: BTreeMap<String, (Option<FunctionStatus>, BTreeMap<Reason, usize>, String)> = BTreeMap::new();
+    let mut status: BTreeMap<String, Measured> = BTreeMap::new();
     let ropts = ReportOptions { attributable: true, reference: Some(opts.reference.clone()) };
     for (run, rows) in &rows_of {
         if !rows.iter().any(|r| r.result.device == opts.device) {

@@ -89,35 +89,35 @@ fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, bool) -> bool) {
 /// `__init__.py`.
 pub fn collect_imports(tree: &Tree, src: &[u8], module: Option<&[String]>, is_package: bool) -> Aliases {
     let mut aliases = Aliases::default();
-    walk(
-        tree.root_node(),
-        |n, enter| enter && match n.kind() {
-            "import_statement" => {
-                let mut c = n.walk();
-                for child in n.named_children(&mut c) {
-                    match child.kind() {
-                        "dotted_name" => aliases.add_import(text(child, src), None),
-                        "aliased_import" => {
-                            if let (Some(name), Some(alias)) =
-                                (child.child_by_field_name("name"), child.child_by_field_name("alias"))
-                            {
-                                aliases.add_import(text(name, src), Some(text(alias, src)));
+    walk(tree.root_node(), |n, enter| {
+        enter
+            && match n.kind() {
+                "import_statement" => {
+                    let mut c = n.walk();
+                    for child in n.named_children(&mut c) {
+                        match child.kind() {
+                            "dotted_name" => aliases.add_import(text(child, src), None),
+                            "aliased_import" => {
+                                if let (Some(name), Some(alias)) =
+                                    (child.child_by_field_name("name"), child.child_by_field_name("alias"))
+                                {
+                                    aliases.add_import(text(name, src), Some(text(alias, src)));
+                                }
                             }
+                            _ => {}
                         }
-                        _ => {}
                     }
+                    false
                 }
-                false
+                "import_from_statement" => {
+                    from_import(n, src, module, is_package, &mut aliases);
+                    false
+                }
+                // Expressions hold no import statements; statements and blocks may.
+                "call" | "expression_statement" | "string" | "return_statement" => false,
+                _ => true,
             }
-            "import_from_statement" => {
-                from_import(n, src, module, is_package, &mut aliases);
-                false
-            }
-            // Expressions hold no import statements; statements and blocks may.
-            "call" | "expression_statement" | "string" | "return_statement" => false,
-            _ => true,
-        }
-    );
+    });
     aliases
 }
 
@@ -264,19 +264,16 @@ fn bind(scope: &mut Scope, name: &str, ty: Option<String>) {
 
 /// Marks every identifier in a binding target as unknown.
 fn bind_unknown(scope: &mut Scope, target: Node<'_>, src: &[u8]) {
-    walk(
-        target,
-        |n, enter| {
-            if !enter {
-                return true;
-            }
-            if n.kind() == "identifier" {
-                bind(scope, text(n, src), None);
-            }
-            // `a.b = ...` and `a[i] = ...` bind nothing.
-            !matches!(n.kind(), "attribute" | "subscript")
+    walk(target, |n, enter| {
+        if !enter {
+            return true;
         }
-    );
+        if n.kind() == "identifier" {
+            bind(scope, text(n, src), None);
+        }
+        // `a.b = ...` and `a[i] = ...` bind nothing.
+        !matches!(n.kind(), "attribute" | "subscript")
+    });
 }
 
 /// The local names of a function and what they hold.
@@ -304,50 +301,50 @@ fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
         }
     }
     let Some(body) = f.child_by_field_name("body") else { return scope };
-    walk(
-        body,
-        |n, enter| enter && match n.kind() {
-            "function_definition" | "class_definition" | "lambda" => false,
-            "assignment" => {
-                if let Some(left) = n.child_by_field_name("left") {
-                    if left.kind() == "identifier" {
-                        let ty = match (n.child_by_field_name("type"), n.child_by_field_name("right")) {
-                            (Some(t), _) => annotation_type(t, src, aliases),
-                            (None, Some(r)) if r.kind() == "call" => receiver(r, src, aliases),
-                            _ => None,
-                        };
-                        bind(&mut scope, text(left, src), ty);
-                    } else {
+    walk(body, |n, enter| {
+        enter
+            && match n.kind() {
+                "function_definition" | "class_definition" | "lambda" => false,
+                "assignment" => {
+                    if let Some(left) = n.child_by_field_name("left") {
+                        if left.kind() == "identifier" {
+                            let ty = match (n.child_by_field_name("type"), n.child_by_field_name("right")) {
+                                (Some(t), _) => annotation_type(t, src, aliases),
+                                (None, Some(r)) if r.kind() == "call" => receiver(r, src, aliases),
+                                _ => None,
+                            };
+                            bind(&mut scope, text(left, src), ty);
+                        } else {
+                            bind_unknown(&mut scope, left, src);
+                        }
+                    }
+                    true
+                }
+                "for_statement" | "for_in_clause" => {
+                    if let Some(left) = n.child_by_field_name("left") {
                         bind_unknown(&mut scope, left, src);
                     }
+                    true
                 }
-                true
-            }
-            "for_statement" | "for_in_clause" => {
-                if let Some(left) = n.child_by_field_name("left") {
-                    bind_unknown(&mut scope, left, src);
+                "as_pattern" => {
+                    if let Some(alias) = n.child_by_field_name("alias") {
+                        bind_unknown(&mut scope, alias, src);
+                    }
+                    true
                 }
-                true
-            }
-            "as_pattern" => {
-                if let Some(alias) = n.child_by_field_name("alias") {
-                    bind_unknown(&mut scope, alias, src);
+                "named_expression" => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        bind_unknown(&mut scope, name, src);
+                    }
+                    true
                 }
-                true
-            }
-            "named_expression" => {
-                if let Some(name) = n.child_by_field_name("name") {
-                    bind_unknown(&mut scope, name, src);
+                "global_statement" | "nonlocal_statement" => {
+                    bind_unknown(&mut scope, n, src);
+                    false
                 }
-                true
+                _ => true,
             }
-            "global_statement" | "nonlocal_statement" => {
-                bind_unknown(&mut scope, n, src);
-                false
-            }
-            _ => true,
-        }
-    );
+    });
     scope
 }
 

@@ -125,9 +125,8 @@ pub fn scan_full(
 /// Whether `word` occurs in `hay` as a whole identifier.
 pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
     let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
-    memmem::find_iter(hay, word).any(|i| {
-        (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b))
-    })
+    memmem::find_iter(hay, word)
+        .any(|i| (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b)))
 }
 
 /// Scans a source the fast way (see the module's notes); same calls as [`scan_full`].
@@ -297,11 +296,17 @@ pub fn top_level(src: &[u8]) -> Option<(Vec<Chunk>, Vec<Gap>)> {
                 }
                 let end = if i > 0 && src[i - 1] == b'\r' { i - 1 } else { i };
                 if end > from + MIN_GAP {
-                    gaps.push(Gap { start: from, end, start_point: (row, from - line_begin), end_point: (row, end - line_begin) });
+                    gaps.push(Gap {
+                        start: from,
+                        end,
+                        start_point: (row, from - line_begin),
+                        end_point: (row, end - line_begin),
+                    });
                 }
             }
             b'\\' => {
-                if src.get(i + 1) == Some(&b'\n') || (src.get(i + 1) == Some(&b'\r') && src.get(i + 2) == Some(&b'\n')) {
+                if src.get(i + 1) == Some(&b'\n') || (src.get(i + 1) == Some(&b'\r') && src.get(i + 2) == Some(&b'\n'))
+                {
                     continued = true;
                 }
                 i += 1;
@@ -321,7 +326,8 @@ pub fn top_level(src: &[u8]) -> Option<(Vec<Chunk>, Vec<Gap>)> {
                 let triple = src.get(i + 1) == Some(&b) && src.get(i + 2) == Some(&b);
                 // An f-string (or t-string) holds code: its content is never skipped.
                 let mut p = i;
-                while p > 0 && matches!(src[p - 1], b'r' | b'R' | b'b' | b'B' | b'u' | b'U' | b'f' | b'F' | b't' | b'T') {
+                while p > 0 && matches!(src[p - 1], b'r' | b'R' | b'b' | b'B' | b'u' | b'U' | b'f' | b'F' | b't' | b'T')
+                {
                     p -= 1;
                 }
                 let prefix = &src[p..i];

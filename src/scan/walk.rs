@@ -138,7 +138,9 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<Job>, String> {
 fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
     let bytes = match std::fs::read(&job.path) {
         Ok(b) => b,
-        Err(e) => return FileResult { job, bytes: 0, result: Err((None, format!("cannot read: {e}"))), notebook: None },
+        Err(e) => {
+            return FileResult { job, bytes: 0, result: Err((None, format!("cannot read: {e}"))), notebook: None };
+        }
     };
     let size = bytes.len() as u64;
     if job.notebook {
@@ -146,8 +148,8 @@ fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
             Ok(nb) => nb,
             Err(e) => return FileResult { job, bytes: size, result: Err((None, e)), notebook: None },
         };
-        let result = source::scan_full(nb.source.as_bytes(), None, false, &opts.measured)
-            .map_err(|e| (Some(e.line), e.message));
+        let result =
+            source::scan_full(nb.source.as_bytes(), None, false, &opts.measured).map_err(|e| (Some(e.line), e.message));
         return FileResult { job, bytes: size, result, notebook: Some(nb) };
     }
     let module = job.module.as_deref();
@@ -165,7 +167,8 @@ fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
     let jobs = discover(paths)?;
     let bar = if opts.progress {
-        let b = indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
+        let b =
+            indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
         b.set_style(
             indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files {msg}")
                 .expect("valid template")
