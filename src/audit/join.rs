@@ -7,7 +7,7 @@
 //! that has it there, counted device-attributably against the reference device, with its
 //! failure reasons; the slowdown (median steady-state latency on the target over the
 //! reference, [`crate::report::slowdown`]) from the first run pair that times it on both
-//! devices (the same run first, then runs of the same machine, then any).
+//! devices: the same run first, then runs of the same machine; never across machines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -172,8 +172,13 @@ pub fn audit(
     let mut slow: BTreeMap<String, f64> = BTreeMap::new();
     let machine = |r: &RunSummary| r.origin.machine.clone().unwrap_or_else(|| r.info.host.clone());
     for (b_run, b_rows) in rows_of.iter().filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.device)) {
-        let mut sides: Vec<&(&RunSummary, Vec<ResultRow>)> =
-            rows_of.iter().filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.reference)).collect();
+        // Ratios only within one machine: another machine's reference timing says nothing
+        // about this device.
+        let mut sides: Vec<&(&RunSummary, Vec<ResultRow>)> = rows_of
+            .iter()
+            .filter(|(r, _)| r.id == b_run.id || machine(r) == machine(b_run))
+            .filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.reference))
+            .collect();
         sides.sort_by_key(|(r, _)| (r.id != b_run.id, machine(r) != machine(b_run), std::cmp::Reverse(r.id)));
         for (a_run, a_rows) in sides {
             let sd = report::slowdown::slowdown(
