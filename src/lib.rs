@@ -21,5 +21,6 @@ pub mod report;
 pub mod runner;
 pub mod scan;
 pub mod store;
+pub mod stats;
 pub mod sysinfo;
 pub mod worker;
