@@ -157,7 +157,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
         run_dir: run_dir(&db, run_id),
         devices,
         case_timeout: Duration::from_secs_f64(timeout),
-        timing: Timing { budget_ms: budget, ..Timing::default() },
+        timing: Timing {
+            budget_ms: budget,
+            target_spread: cli::positive("--target-spread", args.target_spread)?,
+            ..Timing::default()
+        },
+        threads: match args.threads {
+            Some(0) => bail!("--threads must be at least 1"),
+            t => t,
+        },
         ..RunConfig::default()
     };
     std::fs::create_dir_all(&cfg.run_dir).with_context(|| format!("cannot create {}", cfg.run_dir.display()))?;

@@ -302,6 +302,14 @@ pub struct RunArgs {
     /// Steady-state time budget per case, ms.
     #[arg(long, default_value_t = 100.0, value_name = "MS")]
     pub budget_ms: f64,
+    /// Stop a case's timing once IQR/median of its blocks is under this (0.05 = 5%).
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    pub target_spread: f64,
+    /// Host compute threads for every framework (torch.set_num_threads, TensorFlow intra-op,
+    /// OMP/MKL/OpenBLAS, XLA); default: each framework's own (usually all cores). Recorded
+    /// with the run, per framework.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
     /// Continue an interrupted run (the latest, or the one given) instead of starting one.
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "latest")]
     pub resume: Option<String>,

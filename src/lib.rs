@@ -20,7 +20,7 @@ pub mod pyenv;
 pub mod report;
 pub mod runner;
 pub mod scan;
-pub mod store;
 pub mod stats;
+pub mod store;
 pub mod sysinfo;
 pub mod worker;

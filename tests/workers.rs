@@ -56,7 +56,7 @@ fn a_real_worker_says_hello_with_its_versions_and_devices() {
         env: vec![],
     };
     let w = worker::spawn(&spec, Duration::from_secs(120), &AtomicBool::new(false)).unwrap();
-    assert_eq!(w.hello.protocol, 1);
+    assert_eq!(w.hello.protocol, worker::protocol::PROTOCOL_VERSION);
     assert_eq!(w.hello.framework, "numpy");
     assert!(w.hello.import_error.is_none());
     let numpy = w.hello.packages.get("numpy").expect("numpy version").clone();
@@ -112,6 +112,40 @@ fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
     // The worker was restarted after the crash and the last case ran.
     assert_eq!(by_case("after").outcome, Outcome::Pass);
     assert_eq!(results.len(), 5);
+}
+
+#[test]
+fn blocked_timing_blocks_fast_calls_and_flags_a_noisy_case_unstable() {
+    use mlport::stats::{StatsConfig, Summary};
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = Catalogue::new(load_path(&common::fixture("timing")).unwrap()).unwrap();
+    let p = plan(&cat, &Selection::default(), 0).unwrap();
+    let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
+    let mut inf = info();
+    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let cfg = RunConfig { threads: Some(1), ..config(tmp.path()) };
+    runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut NullSink, &AtomicBool::new(false)).unwrap();
+    assert_eq!(inf.frameworks.get(&Framework::Torch).and_then(|f| f.threads), Some(1), "--threads reached torch");
+    let results = store.results(run).unwrap();
+    let by_case = |id: &str| results.iter().find(|r| r.case.case_id == id).unwrap().result.clone();
+    let stats = StatsConfig::default();
+
+    let fast = by_case("small");
+    assert_eq!(fast.outcome, Outcome::Pass, "{fast:?}");
+    assert!(fast.first_call_ns.is_some());
+    assert_eq!(fast.block_sizes.len(), fast.samples_ns.len());
+    assert!(fast.samples_ns.len() >= 5, "{fast:?}");
+    let n = fast.block_sizes[0];
+    assert!(n >= 16 && fast.block_sizes.iter().all(|&b| b == n), "an add of 1000 floats takes µs: {fast:?}");
+    // Each block lasted at least the minimum block time (1 ms).
+    assert!(fast.samples_ns.iter().all(|&ns| ns * n >= 900_000), "{fast:?}");
+
+    let noisy = by_case("noisy");
+    assert_eq!(noisy.outcome, Outcome::Pass, "{noisy:?}");
+    assert!(noisy.block_sizes.iter().all(|&b| b == 1), "ms calls need no blocking: {noisy:?}");
+    let samples: Vec<f64> = noisy.samples_ns.iter().map(|&x| x as f64).collect();
+    let s = Summary::of(&samples, &stats).unwrap();
+    assert!(s.unstable, "1 ms / 4 ms calls must be flagged: {s:?}");
 }
 
 /// Sets the interrupt flag after `after` finished cases, like Ctrl-C would.

@@ -293,6 +293,7 @@ impl Suite<'_> {
                     wall_ms: merged.test_time_s.map_or(0.0, |s| s * 1e3),
                     first_call_ns: merged.first_call_ns,
                     samples_ns: merged.samples_ns,
+                    block_sizes: Vec::new(),
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };
@@ -338,6 +339,7 @@ impl Suite<'_> {
             stderr_tail: None,
             first_call_ns: merged.first_call_ns,
             samples_ns: merged.samples_ns,
+            block_sizes: Vec::new(),
             outputs: serde_json::Value::Null,
             wall_ms,
             finished_at: finished_at.to_string(),

@@ -518,6 +518,7 @@ pub(crate) mod tests {
                 stderr_tail: None,
                 first_call_ns: None,
                 samples_ns: samples.to_vec(),
+                block_sizes: Vec::new(),
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),

@@ -30,6 +30,7 @@ fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
         stderr_tail: None,
         first_call_ns: None,
         samples_ns: Vec::new(),
+        block_sizes: Vec::new(),
         outputs: serde_json::Value::Null,
         wall_ms: 0.0,
         finished_at: String::new(),
@@ -88,6 +89,7 @@ pub fn execute_case(
             let mut r = blank(case, device, if passed { Outcome::Pass } else { Outcome::Fail });
             r.first_call_ns = reply.first_call_ns;
             r.samples_ns = reply.samples_ns;
+            r.block_sizes = reply.block_sizes;
             r.outputs = reply.outputs;
             if let Some(e) = reply.error {
                 if !passed {

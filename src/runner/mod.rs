@@ -39,6 +39,9 @@ pub struct RunConfig {
     pub start_timeout: Duration,
     /// Steady-state repetition settings sent with every case.
     pub timing: Timing,
+    /// Host compute threads for every framework's worker (`--threads`); `None` leaves each
+    /// framework's default (all cores, usually).
+    pub threads: Option<u32>,
 }
 
 impl Default for RunConfig {
@@ -53,6 +56,7 @@ impl Default for RunConfig {
             case_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(300),
             timing: Timing::default(),
+            threads: None,
         }
     }
 }
@@ -90,7 +94,7 @@ pub fn execute(
             script_dir: cfg.script_dir.clone(),
             framework: fw,
             device: device.clone(),
-            env: Vec::new(),
+            env: cfg.threads.map(worker::thread_env).unwrap_or_default(),
         };
         sink.event(&Event::FrameworkStarting { framework: fw });
         let probe = match worker::spawn(&spec(&Device::cpu()), cfg.start_timeout, interrupted) {

@@ -52,8 +52,9 @@ pub struct Summary {
     pub mild_outliers: usize,
     /// Samples beyond 3×IQR from the quartiles (Tukey's severe outliers).
     pub severe_outliers: usize,
-    /// Spread above [`StatsConfig::unstable_spread`], or fewer than
-    /// [`StatsConfig::min_samples`] samples: the median should not be trusted to a few percent.
+    /// Spread above [`StatsConfig::unstable_spread`], more than 10% of the samples severe
+    /// outliers, or fewer than [`StatsConfig::min_samples`] samples: the median should not be
+    /// trusted to a few percent.
     pub unstable: bool,
 }
 
@@ -83,7 +84,7 @@ impl Summary {
             spread,
             mild_outliers: beyond_mild - severe,
             severe_outliers: severe,
-            unstable: spread > config.unstable_spread || v.len() < config.min_samples,
+            unstable: spread > config.unstable_spread || severe * 10 > v.len() || v.len() < config.min_samples,
         })
     }
 }
@@ -131,6 +132,10 @@ mod tests {
         let noisy: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 1000.0 } else { 1500.0 }).collect();
         assert!(Summary::of(&noisy, &cfg).unwrap().unstable);
         assert!(Summary::of(&[1.0, 1.0], &cfg).unwrap().unstable, "too few samples");
+        // A tight middle with 2 of 5 samples far out (IQR 0.4% of the median) is unstable too.
+        let spiky = [1.37e6, 4.0931e6, 4.0934e6, 4.1096e6, 9.26e6];
+        let s = Summary::of(&spiky, &cfg).unwrap();
+        assert!(s.spread < 0.01 && s.severe_outliers == 2 && s.unstable, "{s:?}");
         assert!(Summary::of(&[], &cfg).is_none());
     }
 }

@@ -133,8 +133,13 @@ pub struct CaseResult {
     pub stderr_tail: Option<String>,
     /// First call, including compilation and caches, in ns.
     pub first_call_ns: Option<u64>,
-    /// Steady-state samples, ns per call, in the order taken.
+    /// Steady-state samples, ns per call, in the order taken (one per timed block for live
+    /// runs; one per timed call for imports).
     pub samples_ns: Vec<u64>,
+    /// Calls per sample, parallel to `samples_ns`; empty means one call each (imports and
+    /// stores older than schema version 3).
+    #[serde(default)]
+    pub block_sizes: Vec<u64>,
     /// Output descriptions (index, dtype, shape, .npy path) as JSON.
     pub outputs: serde_json::Value,
     /// Wall time of the whole case including harness work, in ms.

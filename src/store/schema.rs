@@ -48,6 +48,7 @@ pub const APPLICATION: &str = "mlport";
 pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "initial schema", sql: V1 },
     Migration { version: 2, name: "run origin: source, label, machine, notes", sql: V2 },
+    Migration { version: 3, name: "blocked timing: calls per sample", sql: V3 },
 ];
 
 /// The newest schema version this binary knows.
@@ -163,6 +164,13 @@ ALTER TABLE runs ADD COLUMN label TEXT;
 ALTER TABLE runs ADD COLUMN machine TEXT;
 ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX runs_label ON runs (label);
+";
+
+/// Version 3: blocked timing (protocol 2). A sample is a block's time over its calls, ns
+/// per call; `calls` is the block size. NULL for samples stored before (one call each) and
+/// for imports, whose samples are single timed calls.
+const V3: &str = "
+ALTER TABLE samples ADD COLUMN calls BIGINT;
 ";
 
 #[cfg(test)]

@@ -437,15 +437,20 @@ impl Store {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
         let mut samples: HashMap<i64, Vec<u64>> = HashMap::new();
+        let mut calls: HashMap<i64, Vec<u64>> = HashMap::new();
         prepare(
             &self.conn,
-            "SELECT s.result_id, s.ns FROM samples s JOIN results r ON r.id = s.result_id \
+            "SELECT s.result_id, s.ns, s.calls FROM samples s JOIN results r ON r.id = s.result_id \
              WHERE r.run_id = $1 ORDER BY s.result_id, s.idx",
         )
         .and_then(|mut s| {
             let mut rows = s.query([run])?;
             while let Some(row) = rows.next()? {
-                samples.entry(row.get(0)?).or_default().push(unsigned(row, 1)?);
+                let id: i64 = row.get(0)?;
+                samples.entry(id).or_default().push(unsigned(row, 1)?);
+                if let Some(n) = row.get::<_, Option<i64>>(2)? {
+                    calls.entry(id).or_default().push(to_u64(n, 2)?);
+                }
             }
             Ok(())
         })
@@ -481,6 +486,7 @@ impl Store {
                     outputs: json(row, 27)?,
                     finished_at: row.get(28)?,
                     samples_ns: samples.remove(&id).unwrap_or_default(),
+                    block_sizes: calls.remove(&id).unwrap_or_default(),
                 };
                 Ok(ResultRow { function, case, result })
             })?
@@ -586,6 +592,15 @@ fn insert_plan<'k>(
 /// Checks that a result's durations fit the store's signed 64-bit nanoseconds.
 fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+    if !r.block_sizes.is_empty() && r.block_sizes.len() != r.samples_ns.len() {
+        return Err(ctx.invalid(format!(
+            "result {}: {} block sizes for {} samples",
+            r.case_key,
+            r.block_sizes.len(),
+            r.samples_ns.len()
+        )));
+    }
+    r.block_sizes.iter().try_for_each(|&n| ctx.int(n, "block size").map(|_| ()))?;
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
 }
 
@@ -633,10 +648,11 @@ fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseRes
     prepare(tx, "DELETE FROM samples WHERE result_id = $1")
         .and_then(|mut s| s.execute([result]))
         .map_err(|e| ctx.db(e))?;
-    let mut insert =
-        prepare(tx, "INSERT INTO samples (result_id, idx, ns) VALUES ($1, $2, $3)").map_err(|e| ctx.db(e))?;
+    let mut insert = prepare(tx, "INSERT INTO samples (result_id, idx, ns, calls) VALUES ($1, $2, $3, $4)")
+        .map_err(|e| ctx.db(e))?;
     for (idx, ns) in samples.iter().enumerate() {
-        insert.execute(params![result, idx as i64, ns]).map_err(|e| ctx.db(e))?;
+        let calls = r.block_sizes.get(idx).map(|&n| n as i64);
+        insert.execute(params![result, idx as i64, ns, calls]).map_err(|e| ctx.db(e))?;
     }
     Ok(())
 }
@@ -930,6 +946,7 @@ mod tests {
             stderr_tail: Some("warning: x\nwarning: y".into()),
             first_call_ns: Some(1_234_567_890),
             samples_ns: vec![30, 10, 20, i64::MAX as u64],
+            block_sizes: vec![1, 2, 3, 4],
             outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
             wall_ms: 12.75,
             finished_at: "2026-12-01T10:00:03Z".into(),
@@ -950,6 +967,7 @@ mod tests {
             stderr_tail: None,
             first_call_ns: None,
             samples_ns: vec![],
+            block_sizes: vec![],
             outputs: json!(null),
             wall_ms: 0.0,
             finished_at: "2026-12-01T10:00:04Z".into(),
@@ -1330,13 +1348,43 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, vec![1, 2]);
+        assert_eq!(versions, vec![1, 2, 3]);
         let old = store.latest_run().unwrap().unwrap();
         assert_eq!((old.info.host.as_str(), old.info.seed, old.state.as_str()), ("old-box", 7, "finished"));
         assert_eq!(old.origin, RunOrigin::default());
         // And the upgraded store takes imports.
         let ids = store.import_runs(&[imported("after upgrade")]).unwrap();
         assert_eq!(store.run(ids[0]).unwrap().origin.source, RunSource::ImportPaper);
+    }
+
+    #[test]
+    fn a_version_2_store_upgrades_and_its_samples_read_as_single_calls() {
+        let (dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let mut r = full_result(&cases()[0].key, "cpu");
+        r.block_sizes.clear();
+        store.record_result(run, &r).unwrap();
+        // Make it what mlport wrote before blocked timing: no `calls` column, version 2.
+        store
+            .conn
+            .execute_batch("ALTER TABLE samples DROP COLUMN calls; DELETE FROM schema_version WHERE version = 3;")
+            .unwrap();
+        let path = dir.path().join("mlport.db");
+        drop(store);
+        let mut store = Store::open(&path).unwrap();
+        let v: i64 = store.conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, 3);
+        let got = &store.results(run).unwrap()[0].result;
+        assert_eq!(got.samples_ns, vec![30, 10, 20, i64::MAX as u64]);
+        assert!(got.block_sizes.is_empty(), "old samples are single calls");
+        // New results keep their block sizes.
+        let mut r = full_result(&cases()[1].key, "cpu");
+        r.block_sizes = vec![64, 64, 64, 64];
+        store.record_result(run, &r).unwrap();
+        assert_eq!(store.results(run).unwrap()[1].result.block_sizes, vec![64, 64, 64, 64]);
+        // Block sizes must match the samples one to one.
+        r.block_sizes = vec![2];
+        assert!(matches!(store.record_result(run, &r), Err(StoreError::Invalid { .. })));
     }
 
     #[test]

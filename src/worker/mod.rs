@@ -5,7 +5,7 @@
 pub mod process;
 pub mod protocol;
 
-pub use process::{Failure, Worker, WorkerSpec, install_scripts, spawn};
+pub use process::{Failure, Worker, WorkerSpec, install_scripts, spawn, thread_env};
 
 use sha2::{Digest, Sha256};
 

@@ -39,6 +39,23 @@ pub struct WorkerSpec {
     pub env: Vec<(String, String)>,
 }
 
+/// The environment that sets a worker's host compute threads to `n` for every framework:
+/// `MLPORT_THREADS` (read by the adapters: torch.set_num_threads, TensorFlow's intra- and
+/// inter-op parallelism), the OpenMP/MKL/OpenBLAS variables (NumPy and the BLAS under all of
+/// them) and, for one thread, XLA's `--xla_cpu_multi_thread_eigen=false` (JAX).
+pub fn thread_env(n: u32) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> =
+        ["MLPORT_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"]
+            .iter()
+            .map(|k| (k.to_string(), n.to_string()))
+            .collect();
+    if n == 1 {
+        let old = std::env::var("XLA_FLAGS").unwrap_or_default();
+        env.push(("XLA_FLAGS".into(), format!("{old} --xla_cpu_multi_thread_eigen=false").trim().to_string()));
+    }
+    env
+}
+
 /// How a request ended when the worker did not answer normally.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {

@@ -1,4 +1,4 @@
-//! The worker protocol, version 1 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 2 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,24 +8,33 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
-/// Repetition settings for steady-state timing.
+/// Settings of blocked steady-state timing (after torch.utils.benchmark's
+/// `blocked_autorange`): after one warm-up call the block size doubles from 1 until a block
+/// lasts `min_block_ms`; then blocks are timed until the spread (IQR/median of their ns per
+/// call) is under `target_spread` with `min_blocks` taken, or `budget_ms` is spent with
+/// `min_blocks` taken, or `max_blocks` are taken.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Timing {
-    /// At least this many steady-state calls.
-    pub min_reps: u32,
-    /// At most this many steady-state calls.
-    pub max_reps: u32,
-    /// Stop after this many ms of steady-state calls once `min_reps` are taken.
+    /// Shortest block, ms: the timer's own cost (~100 ns a reading) is then under 1e-4 of
+    /// a block, torch's `blocked_autorange` criterion.
+    pub min_block_ms: f64,
+    /// At least this many blocks.
+    pub min_blocks: u32,
+    /// At most this many blocks.
+    pub max_blocks: u32,
+    /// Stop once IQR/median of the blocks' ns per call is under this (and `min_blocks` are taken).
+    pub target_spread: f64,
+    /// Stop once this many ms have passed since the warm-up began (and `min_blocks` are taken).
     pub budget_ms: f64,
 }
 
 impl Default for Timing {
-    /// 5..=100 repetitions within a 100 ms budget per case: enough for a stable median
-    /// of calls from microseconds to tens of milliseconds on CPU.
+    /// Blocks of at least 1 ms, 5..=1000 of them, until IQR/median < 5% or 100 ms per case:
+    /// a call of a few µs gets blocks of hundreds of calls, one of 50 ms blocks of one call.
     fn default() -> Self {
-        Timing { min_reps: 5, max_reps: 100, budget_ms: 100.0 }
+        Timing { min_block_ms: 1.0, min_blocks: 5, max_blocks: 1000, target_spread: 0.05, budget_ms: 100.0 }
     }
 }
 
@@ -133,8 +142,9 @@ pub struct Hello {
     /// ml_dtypes, by distribution name (`importlib.metadata`); packages not installed are absent.
     #[serde(default)]
     pub packages: BTreeMap<String, String>,
-    /// Threads for host compute: `torch.get_num_threads()` for PyTorch, `os.cpu_count()` for the
-    /// others; absent after an import error.
+    /// Threads for host compute as the framework reports them: `torch.get_num_threads()` for
+    /// PyTorch, TensorFlow's intra-op setting, `--threads` or `os.cpu_count()` for the others;
+    /// absent after an import error.
     #[serde(default)]
     pub threads: Option<u32>,
 }
@@ -156,10 +166,14 @@ pub struct RunReply {
     /// Time of the first call and its device synchronisation, in ns (`time.perf_counter_ns`);
     /// includes compilation, autotuning and cache warm-up. `None` when the case failed before it ended.
     pub first_call_ns: Option<u64>,
-    /// Steady-state samples, ns per synchronised call, each call timed alone after one warm-up
-    /// call, in the order taken (see [`Timing`]); empty when the case failed before `steady`.
+    /// Steady-state samples, one per block: the block's time over its calls, ns per call
+    /// (rounded, at least 1), in the order taken (see [`Timing`]); empty when the case failed
+    /// before `steady`.
     #[serde(default)]
     pub samples_ns: Vec<u64>,
+    /// Calls in each block, parallel to `samples_ns`.
+    #[serde(default)]
+    pub block_sizes: Vec<u64>,
     /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
     /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
     /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.
@@ -217,7 +231,7 @@ mod tests {
         let spec = serde_json::json!({"function": "torch.add"});
         let t = Timing::default();
         let r = Request::Run {
-            v: 1,
+            v: 2,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -229,24 +243,28 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":1,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"min_reps":5,"max_reps":100,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":2,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 1 }).unwrap(), r#"{"op":"shutdown","v":1}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 2 }).unwrap(), r#"{"op":"shutdown","v":2}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":1,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":2,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
                 assert_eq!(r.error.unwrap().phase, "first_call");
-                assert!(r.samples_ns.is_empty());
+                assert!(r.samples_ns.is_empty() && r.block_sizes.is_empty());
             }
             other => panic!("{other:?}"),
         }
-        assert!(parse_line(r#"{"v":2,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
+        match parse_line(r#"{"v":2,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64]}"#).unwrap() {
+            Message::Result(r) => assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64])),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"v":1,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":2,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

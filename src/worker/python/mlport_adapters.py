@@ -12,6 +12,20 @@ Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS C
 fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
 outputs' devices are checked against the target after the first call.
 JAX runs with jax_enable_x64 on, so float64/int64/complex128 cases mean what they say.
+
+Timing semantics, the same for every framework (mlport_worker.blocked): a block of N
+calls is issued back to back and synchronised ONCE, after the last call, with the
+adapter's synchronize() above; the block's time over N is the sample. On the host this
+is plain wall time; on CUDA/XPU/MPS the device queue runs in order, so waiting for the
+last call waits for all N; TPU (torch_xla) and JAX wait on the last output's readiness.
+
+Threads (mlport run --threads N, passed as MLPORT_THREADS; the core also sets
+OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS for NumPy/BLAS):
+  torch       torch.set_num_threads(N) and, where still allowed, set_num_interop_threads(N)
+  tensorflow  tf.config.threading intra-op and inter-op parallelism N
+  jax         XLA_FLAGS --xla_cpu_multi_thread_eigen=false when N == 1 (set by the core;
+              XLA has no portable per-count flag), reported as N
+Each adapter's threads() reports what the framework itself says, recorded with the run.
 """
 
 import contextlib
@@ -23,6 +37,9 @@ import sys
 import numpy as np
 
 import mlport_inputs as inputs
+
+_threads_env = os.environ.get("MLPORT_THREADS")
+THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
@@ -123,7 +140,7 @@ class Adapter:
         return [{"device": "cpu", "available": True, "native": "cpu", "detail": ""}]
 
     def threads(self):
-        return os.cpu_count()
+        return THREADS or os.cpu_count()
 
     def context(self, fn, dtype, seed):
         return Ctx(self, fn, dtype, seed)
@@ -224,6 +241,12 @@ class TorchAdapter(Adapter):
         self.torch = torch
         self.root = torch
         self.version = torch.__version__
+        if THREADS:
+            torch.set_num_threads(THREADS)
+            try:
+                torch.set_num_interop_threads(THREADS)
+            except RuntimeError:
+                pass
         if self.kind == "tpu":
             try:
                 import torch_xla.core.xla_model as xm  # noqa: F401
@@ -390,6 +413,9 @@ class TensorflowAdapter(Adapter):
         import tensorflow as tf
 
         tf.config.set_soft_device_placement(False)
+        if THREADS:
+            tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+            tf.config.threading.set_inter_op_parallelism_threads(THREADS)
         for gpu in tf.config.list_physical_devices("GPU"):
             try:
                 tf.config.experimental.set_memory_growth(gpu, True)
@@ -400,6 +426,10 @@ class TensorflowAdapter(Adapter):
         self.version = tf.__version__
         tfname = {"cpu": "CPU", "cuda": "GPU", "tpu": "TPU", "mps": "GPU", "xpu": "XPU"}[self.kind]
         self.native_device = f"/{tfname}:{self.index}"
+
+    def threads(self):
+        n = self.tf.config.threading.get_intra_op_parallelism_threads()
+        return n if n > 0 else os.cpu_count()
 
     def devices(self):
         out = [{"device": "cpu", "available": True, "native": "/CPU:0", "detail": ""}]

@@ -5,7 +5,7 @@ and boring on purpose: import the framework, map the device name, build inputs, 
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
 
-Protocol (version 1, documented in docs/protocol.md): the core writes one JSON object
+Protocol (version 2, documented in docs/protocol.md): the core writes one JSON object
 per line to the worker's stdin; the worker answers one JSON object per line on a
 dedicated pipe. At start-up, before any framework is imported, the worker moves the
 pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
@@ -18,7 +18,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -180,7 +180,7 @@ def run_case(adapter, req):
                 raise CaseError("outputs", e)
             phase = "steady"
             try:
-                result["samples_ns"] = steady_state(call, adapter, timing)
+                result["samples_ns"], result["block_sizes"] = blocked(call, adapter, timing)
             except Exception as e:
                 raise CaseError("steady", e, harness=is_harness_error(e, case_filename))
         result["outcome"] = "pass"
@@ -199,23 +199,60 @@ def run_case(adapter, req):
         return result
 
 
-def steady_state(call, adapter, timing):
-    """Synchronised repetitions after one warm-up call, each timed alone (ns per call).
-    Stops after max_reps calls or once budget_ms is spent and min_reps are taken."""
-    min_reps = int(timing.get("min_reps", 5))
-    max_reps = int(timing.get("max_reps", 100))
-    budget_ns = int(float(timing.get("budget_ms", 100.0)) * 1e6)
-    adapter.synchronize(call())  # warm-up
-    samples = []
-    start = time.perf_counter_ns()
-    while len(samples) < max_reps:
-        t0 = time.perf_counter_ns()
-        out = call()
-        adapter.synchronize(out)
-        samples.append(time.perf_counter_ns() - t0)
-        if len(samples) >= min_reps and time.perf_counter_ns() - start >= budget_ns:
+def _spread(values):
+    """IQR / median of values (linear-interpolation quartiles, NumPy's default)."""
+    v = sorted(values)
+    n = len(v)
+
+    def q(p):
+        h = (n - 1) * p
+        lo = int(h)
+        hi = min(lo + 1, n - 1)
+        return v[lo] + (h - lo) * (v[hi] - v[lo])
+
+    med = q(0.5)
+    return (q(0.75) - q(0.25)) / med if med > 0 else 0.0
+
+
+def blocked(call, adapter, timing):
+    """Blocked steady-state timing, after torch.utils.benchmark's blocked_autorange.
+
+    One warm-up call; then the block size (calls per timed block) doubles from 1 until a
+    block lasts at least min_block_ms, so the timer's own cost (~100 ns against >= 1 ms) is
+    negligible; then blocks of that size until IQR/median of the per-call times falls under
+    target_spread with at least min_blocks taken, or budget_ms (counted from the warm-up) is
+    spent with min_blocks taken, or max_blocks are taken. Each block: N calls back to back,
+    then ONE synchronisation on the last output (the device's queue runs in order, so this
+    waits for all N), timed with perf_counter_ns. Returns (ns per call per block, block sizes)."""
+    min_block_ns = float(timing.get("min_block_ms", 1.0)) * 1e6
+    min_blocks = int(timing.get("min_blocks", 5))
+    max_blocks = int(timing.get("max_blocks", 1000))
+    target = float(timing.get("target_spread", 0.05))
+    budget_ns = float(timing.get("budget_ms", 100.0)) * 1e6
+    clock = time.perf_counter_ns
+    sync = adapter.synchronize
+    start = clock()
+    sync(call())  # warm-up
+
+    def block(n):
+        t0 = clock()
+        for _ in range(n - 1):
+            call()
+        sync(call())
+        return clock() - t0
+
+    number = 1
+    while True:
+        took = block(number)
+        if took >= min_block_ns or clock() - start >= budget_ns or number >= (1 << 30):
             break
-    return samples
+        number *= 2
+    samples = [took / number]  # the block that reached the size is the first sample
+    while len(samples) < max_blocks:
+        if len(samples) >= min_blocks and (_spread(samples) < target or clock() - start >= budget_ns):
+            break
+        samples.append(block(number) / number)
+    return [max(1, round(x)) for x in samples], [number] * len(samples)
 
 
 def hello(adapter_or_error, framework, device):
@@ -297,7 +334,7 @@ def selftest(framework, device, path, only, dtypes_filter):
                 if dtypes_filter and dt not in dtypes_filter:
                     continue
                 req = {"case": spec, "dtype": dt, "seed": case.get("seed", 0), "case_key": None,
-                       "out_dir": None, "timing": {"min_reps": 2, "max_reps": 3, "budget_ms": 5}}
+                       "out_dir": None, "timing": {"min_blocks": 2, "max_blocks": 3, "budget_ms": 5}}
                 r = run_case(adapter, req)
                 n[r["outcome"]] += 1
                 line = f"{r['outcome']:4} {func['name']}[{case.get('id', 'default')}:{dt}]"
