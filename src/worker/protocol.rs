@@ -11,12 +11,15 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
-/// `blocked_autorange`): after one warm-up call the block size doubles from 1 until a block
+/// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
 /// lasts `min_block_ms`; then blocks are timed until the spread (IQR/median of their ns per
-/// call) is under `target_spread` with `min_blocks` taken, or `budget_ms` is spent with
-/// `min_blocks` taken, or `max_blocks` are taken.
+/// call) is under `target_spread` with `min_blocks` taken and `min_time_ms` spent in blocks,
+/// or `budget_ms` is spent with `min_blocks` taken, or `max_blocks` are taken.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Timing {
+    /// Warm-up before anything is timed, ms (at least one call): thread pools awake, caches
+    /// warm, the allocator settled.
+    pub warmup_ms: f64,
     /// Shortest block, ms: the timer's own cost (~100 ns a reading) is then under 1e-4 of
     /// a block, torch's `blocked_autorange` criterion.
     pub min_block_ms: f64,
@@ -24,17 +27,30 @@ pub struct Timing {
     pub min_blocks: u32,
     /// At most this many blocks.
     pub max_blocks: u32,
-    /// Stop once IQR/median of the blocks' ns per call is under this (and `min_blocks` are taken).
+    /// Stop once IQR/median of the blocks' ns per call is under this (and `min_blocks` are
+    /// taken, and `min_time_ms` spent).
     pub target_spread: f64,
+    /// Least time spent in blocks before the spread may stop the timing, ms: a burst of
+    /// interference shorter than this cannot pass for a steady state.
+    pub min_time_ms: f64,
     /// Stop once this many ms have passed since the warm-up began (and `min_blocks` are taken).
     pub budget_ms: f64,
 }
 
 impl Default for Timing {
-    /// Blocks of at least 1 ms, 5..=1000 of them, until IQR/median < 5% or 100 ms per case:
-    /// a call of a few µs gets blocks of hundreds of calls, one of 50 ms blocks of one call.
+    /// 10 ms of warm-up, then blocks of at least 1 ms, 5..=1000 of them, at least 20 ms of them, until IQR/median
+    /// < 5% or 100 ms per case: a call of a few µs gets blocks of hundreds of calls, one of
+    /// 50 ms blocks of one call.
     fn default() -> Self {
-        Timing { min_block_ms: 1.0, min_blocks: 5, max_blocks: 1000, target_spread: 0.05, budget_ms: 100.0 }
+        Timing {
+            warmup_ms: 10.0,
+            min_block_ms: 1.0,
+            min_blocks: 5,
+            max_blocks: 1000,
+            target_spread: 0.05,
+            min_time_ms: 20.0,
+            budget_ms: 100.0,
+        }
     }
 }
 
@@ -243,7 +259,7 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":2,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":2,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
         assert_eq!(serde_json::to_string(&Request::Shutdown { v: 2 }).unwrap(), r#"{"op":"shutdown","v":2}"#);
     }
