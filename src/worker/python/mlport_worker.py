@@ -43,6 +43,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
@@ -225,17 +226,30 @@ def blocked(call, adapter, timing):
     negligible; then blocks of that size until IQR/median of the per-call times falls under
     target_spread with at least min_blocks taken and min_time_ms spent in blocks (so a short
     burst of interference cannot pass for a steady state), or budget_ms (counted from the
-    warm-up) is spent with min_blocks taken, or max_blocks are taken. Each block: N calls back to back,
+    warm-up) is spent with min_blocks taken, or max_blocks are taken. The garbage collector
+    is off meanwhile (as in timeit). Each block: N calls back to back,
     then ONE synchronisation on the last output (the device's queue runs in order, so this
     waits for all N), timed with perf_counter_ns. Returns (ns per call per block, block sizes)."""
+    clock = time.perf_counter_ns
+    sync = adapter.synchronize
+    # Python's garbage collector is off while timing, as timeit (and so torch's Timer) does:
+    # a collection triggered by the call's own allocations is not the framework's time.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _blocked(call, sync, clock, timing)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _blocked(call, sync, clock, timing):
     min_block_ns = float(timing.get("min_block_ms", 1.0)) * 1e6
     min_blocks = int(timing.get("min_blocks", 5))
     min_time_ns = float(timing.get("min_time_ms", 20.0)) * 1e6
     max_blocks = int(timing.get("max_blocks", 1000))
     target = float(timing.get("target_spread", 0.05))
     budget_ns = float(timing.get("budget_ms", 100.0)) * 1e6
-    clock = time.perf_counter_ns
-    sync = adapter.synchronize
     start = clock()
     # Warm-up: calls until warmup_ms has passed (at least one call), so thread pools are
     # awake, caches warm and the allocator settled (a fresh 4 MB output page-faults for
