@@ -1,7 +1,7 @@
 //! mlport's latency against torch.utils.benchmark's `Timer.blocked_autorange` in one
 //! session, at the same thread count, with the paper's one-call method beside them:
 //! add on 1e3 and 1e6 float32 elements, a 256×256 matmul, argsort of 1e5 — through the
-//! release binary (`mlport run --threads T`), then `benches/latency_timer.py`, three rounds interleaved,
+//! release binary (`mlport run --threads T`), then `benches/latency_timer.py`, five rounds interleaved,
 //! for T = 1 (Timer's default) and T = 2; each side's figure is its median over the rounds. Prints the table; target: mlport's medians within 5% of Timer's.
 //!
 //! Run with `MLPORT_TEST_PYTHON=/path/to/python cargo bench --bench latency` (the managed
@@ -105,7 +105,7 @@ fn run_mlport(dir: &Path, threads: u32, budget_ms: f64) -> Vec<(String, Mlport)>
         .collect()
 }
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 fn run_timer(threads: u32) -> serde_json::Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/latency_timer.py");
