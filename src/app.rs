@@ -404,7 +404,26 @@ pub fn report(args: ReportArgs) -> Result<i32> {
         let sd = report::slowdown::slowdown(
             (&ra, &a.device, &rows_a),
             (&rb, &b.device, &rows_b),
-            &report::SlowdownOptions { measure, threshold },
+            &report::SlowdownOptions {
+                measure,
+                threshold,
+                function_thresholds: args
+                    .threshold_for
+                    .iter()
+                    .map(|t| {
+                        let (name, x) =
+                            t.split_once('=').with_context(|| format!("--threshold-for `{t}`: expected NAME=RATIO"))?;
+                        let x: f64 = x.parse().map_err(|_| anyhow::anyhow!("--threshold-for `{t}`: not a number"))?;
+                        Ok((name.to_string(), cli::positive("--threshold-for", x)?))
+                    })
+                    .collect::<Result<_>>()?,
+                a_framework: a.framework,
+                b_framework: b.framework,
+                stats: crate::stats::StatsConfig {
+                    seed: args.stats_seed.unwrap_or(ra.info.seed),
+                    ..Default::default()
+                },
+            },
         );
         let out = match format {
             Format::Table => report::slowdown::render_table(&sd),

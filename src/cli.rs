@@ -330,9 +330,11 @@ pub struct ReportArgs {
     /// Output format (csv: the overview's rows, or with --slowdown its table).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
-    /// Slowdown of device B relative to device A: `A..B`, each `DEVICE[@RUN]` (RUN an id or a
-    /// label; default --run's, else the other side's, else the latest), e.g. `cpu..tpu:0` or
-    /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`.
+    /// Slowdown of B relative to A: `A..B`, each `[FRAMEWORK/]DEVICE[@RUN]` (RUN an id or a
+    /// label; default --run's, else the other side's, else the latest): two devices
+    /// (`cpu..tpu:0`), two runs (`cpu@torch-2.4..cpu@torch-2.5`,
+    /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`) or two frameworks
+    /// (`torch/cpu..jax/cpu`, functions matched by op).
     #[arg(long, value_name = "A..B")]
     pub slowdown: Option<String>,
     /// What --slowdown compares.
@@ -341,6 +343,12 @@ pub struct ReportArgs {
     /// With --slowdown: a function more than this many times slower on B is intolerable.
     #[arg(long, default_value_t = 10.0, value_name = "RATIO")]
     pub threshold: f64,
+    /// With --slowdown: a function's own threshold, `NAME=RATIO` (repeatable).
+    #[arg(long = "threshold-for", value_name = "NAME=RATIO")]
+    pub threshold_for: Vec<String>,
+    /// With --slowdown: the bootstrap's seed (default: run A's stored seed).
+    #[arg(long, value_name = "SEED")]
+    pub stats_seed: Option<u64>,
     /// Count every failure, not only device-attributable ones.
     #[arg(long)]
     pub all_failures: bool,
@@ -393,28 +401,38 @@ pub fn parse_frameworks(v: &[String]) -> Result<Vec<Framework>> {
     Ok(out)
 }
 
-/// One side of `--slowdown`: a device and, optionally, the run (id or label) it is in.
+/// One side of `--slowdown`: a device, optionally a framework, and optionally the run (id or
+/// label) it is in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowdownSide {
+    /// Only this framework's results (`FRAMEWORK/DEVICE`); `None` for every framework.
+    pub framework: Option<Framework>,
     /// The device compared.
     pub device: Device,
     /// The run (an id or a label) holding its results; `None` for the default run.
     pub run: Option<String>,
 }
 
-/// Parses `--slowdown A..B`, each side `DEVICE[@RUN]`, naming the bad part.
+/// Parses `--slowdown A..B`, each side `[FRAMEWORK/]DEVICE[@RUN]`, naming the bad part.
 pub fn parse_slowdown(s: &str) -> Result<(SlowdownSide, SlowdownSide)> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| anyhow::anyhow!("--slowdown `{s}`: expected A..B, e.g. cpu..tpu:0 or cuda:0@3..tpu:0@5"))?;
+    let (a, b) = s.split_once("..").ok_or_else(|| {
+        anyhow::anyhow!("--slowdown `{s}`: expected A..B, e.g. cpu..tpu:0, cuda:0@3..tpu:0@5 or torch/cpu..jax/cpu")
+    })?;
     let side = |part: &str| -> Result<SlowdownSide> {
         let (device, run) = match part.split_once('@') {
             Some((d, r)) if !r.is_empty() => (d, Some(r.to_string())),
             Some(_) => bail!("--slowdown `{s}`: `{part}` names no run after @"),
             None => (part, None),
         };
+        let (framework, device) = match device.split_once('/') {
+            Some((f, d)) => {
+                let f: Framework = f.parse().map_err(|e: String| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
+                (Some(f), d)
+            }
+            None => (None, device),
+        };
         let device = device.parse::<Device>().map_err(|e| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
-        Ok(SlowdownSide { device, run })
+        Ok(SlowdownSide { framework, device, run })
     };
     Ok((side(a)?, side(b)?))
 }
@@ -455,5 +473,11 @@ mod tests {
         assert!(parse_slowdown("cpu").unwrap_err().to_string().contains("expected A..B"));
         assert!(parse_slowdown("gpu..cpu").unwrap_err().to_string().contains("unknown device `gpu`"));
         assert!(parse_slowdown("cpu@..cpu").unwrap_err().to_string().contains("names no run"));
+        let (a, b) = parse_slowdown("torch/cpu..jax/cpu@4").unwrap();
+        assert_eq!(
+            (a.framework, b.framework, b.run.as_deref()),
+            (Some(Framework::Torch), Some(Framework::Jax), Some("4"))
+        );
+        assert!(parse_slowdown("pandas/cpu..cpu").is_err());
     }
 }

@@ -301,3 +301,58 @@ fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frame
         }
     }
 }
+
+#[test]
+fn threads_are_recorded_and_two_frameworks_compare_with_intervals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("x.db");
+    mlport()
+        .args(["run", "--device", "cpu", "--threads", "1", "--budget-ms", "30", "--format", "json", "--catalogue"])
+        .arg(common::fixture("crossfw"))
+        .arg("--python")
+        .arg(common::python())
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .success();
+    let out = mlport()
+        .args(["report", "--slowdown", "numpy/cpu..torch/cpu", "--threshold-for", "numpy.add=1000", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("numpy.add vs torch.add"), "{text}");
+    assert!(
+        text.contains("torch on cpu is ")
+            && text.contains(" than numpy on cpu, geometric mean over 1 functions; 0 beyond 10×"),
+        "{text}"
+    );
+    assert!(text.contains("Median ratios B/A (log scale") && text.contains("95% CI"), "{text}");
+    let json = mlport()
+        .args(["report", "--slowdown", "numpy/cpu..torch/cpu", "--format", "json", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    assert_eq!(doc["stats"]["seed"], 0, "the run's stored seed");
+    let f = &doc["functions"][0];
+    assert!(f["median_ratio_ci"]["lower"].as_f64().unwrap() <= f["median_ratio"].as_f64().unwrap());
+    // Bad sides and thresholds are named.
+    mlport()
+        .args(["report", "--slowdown", "pandas/cpu..torch/cpu", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown framework `pandas`"));
+    mlport()
+        .args(["report", "--slowdown", "numpy/cpu..torch/cpu", "--threshold-for", "numpy.add", "--db"])
+        .arg(&db)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("expected NAME=RATIO"));
+    // --threads reached both frameworks, recorded with the run.
+    let store = mlport::store::Store::open(&db).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    let threads: Vec<Option<u32>> = run.info.frameworks.values().map(|f| f.threads).collect();
+    assert_eq!(threads, vec![Some(1), Some(1)], "{:?}", run.info.frameworks);
+}

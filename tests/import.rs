@@ -169,10 +169,17 @@ fn the_paper_overview_and_a_cross_run_slowdown() {
             .arg(&db),
     );
     let sd: Value = serde_json::from_str(&json).unwrap();
-    assert_eq!((sd["format"].as_str(), sd["version"].as_u64()), (Some("mlport.slowdown"), Some(1)));
+    assert_eq!((sd["format"].as_str(), sd["version"].as_u64()), (Some("mlport.slowdown"), Some(2)));
     let fw = &sd["frameworks"][0];
     assert_eq!(fw["framework"], "torch");
     assert!(fw["by_mean"]["functions"].as_u64().unwrap() >= 40, "{fw:#}");
+    // Intervals with the stored seed, and the summary line.
+    let g = &fw["by_median"]["geometric_mean_ci"];
+    assert!(g["lower"].as_f64().unwrap() <= g["point"].as_f64().unwrap(), "{g}");
+    assert!(g["point"].as_f64().unwrap() <= g["upper"].as_f64().unwrap(), "{g}");
+    let line = sd["summary"][0].as_str().unwrap();
+    assert!(line.starts_with("torch on tpu:0 (run ") && line.contains("slower than on cuda:0 (run "), "{line}");
+    assert!(line.contains("geometric mean over") && line.contains("beyond 10×"), "{line}");
     let table = stdout(
         mlport()
             .args([

@@ -137,7 +137,7 @@ pub fn ratio_of_medians(a: &[&[f64]], b: &[&[f64]], config: &StatsConfig) -> Opt
 /// interval over the functions (resampled with replacement). `None` when empty or when a
 /// ratio is not positive.
 pub fn geometric_mean(ratios: &[f64], config: &StatsConfig) -> Option<Estimate> {
-    if ratios.is_empty() || ratios.iter().any(|r| !(*r > 0.0)) {
+    if ratios.is_empty() || ratios.iter().any(|r| r.is_nan() || *r <= 0.0) {
         return None;
     }
     let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
