@@ -151,7 +151,7 @@ fn main() {
     let (one, _) = run(
         dir,
         "sweep1",
-        &sweep_catalogue().split("\n  [[function.case]]\n  id = \"n2\"").next().unwrap(),
+        sweep_catalogue().split("\n  [[function.case]]\n  id = \"n2\"").next().unwrap(),
         "torch",
         &[],
     );
