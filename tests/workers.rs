@@ -216,6 +216,12 @@ fn hostile_cases_cannot_shift_answers_blame_the_next_case_or_leave_processes() {
     let after = by_case("after_late_death");
     assert_eq!(after.outcome, Outcome::Pass, "{after:?}");
 
+    // A 50 MB stderr line is kept as a few kilobytes.
+    let flood = by_case("flood");
+    assert_eq!(flood.outcome, Outcome::Crash, "{:?}", flood.message);
+    let tail = flood.stderr_tail.unwrap_or_default();
+    assert!(tail.len() < 64 * 1024 && tail.contains("[…cut]"), "{} bytes", tail.len());
+
     // The worker that died left a child in its group: it is gone too.
     let orphan = by_case("orphan");
     assert_eq!(orphan.outcome, Outcome::Crash, "{orphan:?}");

@@ -10,6 +10,7 @@ pub mod suite;
 pub mod timings;
 
 use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use paper::{PaperImport, import_paper};
@@ -164,7 +165,21 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
     let report = pytest_json::read(&args.report)?;
     let timings: Vec<TimingFile> = args.timings.iter().map(|p| timings::read(p)).collect::<Result<_, _>>()?;
     let framework = args.framework;
-    let namer = move |stem: &str, file: &str| stem_function(framework, stem, file);
+    // Files in different folders may share a stem (a/test_x.py, b/test_x.py): those are
+    // named by their path instead, so that two functions never merge into one.
+    let mut files_of_stem: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for t in &report.tests {
+        let file = t.nodeid.split("::").next().unwrap_or(&t.nodeid);
+        files_of_stem.entry(suite::function_stem(file)).or_default().insert(file);
+    }
+    let namer = move |stem: &str, file: &str| {
+        if files_of_stem.get(stem).is_some_and(|files| files.len() > 1) {
+            let path = file.strip_suffix(".py").unwrap_or(file).trim_start_matches("./");
+            stem_function(framework, path, file)
+        } else {
+            stem_function(framework, stem, file)
+        }
+    };
     let suite = Suite {
         framework,
         device: args.device.clone(),
