@@ -288,22 +288,10 @@ fn new_start(args: &RunArgs) -> Result<Start> {
 /// The description of a new run: this machine, now, and how it was asked for.
 /// Python and framework versions are filled in as workers report them.
 fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Device) -> RunInfo {
-    let mut info = RunInfo {
-        started_at: now(),
-        host: String::new(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 0,
-        accelerators: Vec::new(),
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: Default::default(),
-        catalogue_version,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        seed,
-        reference_device: reference,
-        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-    };
+    let mut info = RunInfo::blank(&command_line(), reference);
+    info.started_at = now();
+    info.catalogue_version = catalogue_version;
+    info.seed = seed;
     runner::machine_info(&mut info);
     info
 }

@@ -314,12 +314,7 @@ fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
         let cat = Catalogue::new(load_path(&common::fixture("small/numpy.toml")).unwrap()).unwrap();
         let p = plan(&cat, &Selection::default(), 0).unwrap();
         let mut store = mlport::store::Store::open(&db).unwrap();
-        let info: mlport::store::RunInfo = serde_json::from_value(serde_json::json!({
-            "started_at": "2026-11-30T00:00:00Z", "host": "h", "os": "", "cpu_model": "", "cpu_cores": 1,
-            "accelerators": [], "python_version": "", "python_executable": "", "frameworks": {},
-            "catalogue_version": {}, "command_line": "test", "seed": 0, "reference_device": "cpu",
-            "mlport_version": "test"}))
-        .unwrap();
+        let info = mlport::store::RunInfo::blank("test", mlport::model::Device::cpu());
         store.create_run(&info, &p.functions, &p.cases).unwrap()
     };
     // Resumed on a device this machine lacks: nothing can run, the run is incomplete, not finished.

@@ -15,22 +15,9 @@ use mlport::store::records::RunInfo;
 use mlport::worker::{self, WorkerSpec};
 
 fn info() -> RunInfo {
-    RunInfo {
-        started_at: "2026-11-30T00:00:00Z".into(),
-        host: "test".into(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 1,
-        accelerators: vec![],
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: Default::default(),
-        catalogue_version: Default::default(),
-        command_line: "test".into(),
-        seed: 0,
-        reference_device: Device::cpu(),
-        mlport_version: "test".into(),
-    }
+    let mut info = RunInfo::blank("test", Device::cpu());
+    info.host = "test".into();
+    info
 }
 
 fn config(tmp: &std::path::Path) -> RunConfig {

@@ -9,7 +9,6 @@ pub mod pytest_json;
 pub mod suite;
 pub mod timings;
 
-use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -86,22 +85,9 @@ impl ImportError {
 /// A run description with nothing known but the framework and the command: the base every
 /// importer fills in.
 pub fn blank_info(framework: Framework, command_line: &str) -> RunInfo {
-    RunInfo {
-        started_at: String::new(),
-        host: String::new(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 0,
-        accelerators: Vec::new(),
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: BTreeMap::from([(framework, FrameworkInfo::default())]),
-        catalogue_version: BTreeMap::new(),
-        command_line: command_line.to_string(),
-        seed: 0,
-        reference_device: Device::cpu(),
-        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-    }
+    let mut info = RunInfo::blank(command_line, Device::cpu());
+    info.frameworks.insert(framework, FrameworkInfo::default());
+    info
 }
 
 /// Fills `info` from a report's environment: start time (`created` minus `duration`, UTC),

@@ -938,23 +938,9 @@ mod tests {
     }
 
     fn bare_result(key: &str, device: &str) -> CaseResult {
-        CaseResult {
-            case_key: key.into(),
-            device: dev(device),
-            outcome: Outcome::Pass,
-            reason: None,
-            error_type: None,
-            message: None,
-            traceback: None,
-            phase: None,
-            signal: None,
-            stderr_tail: None,
-            first_call_ns: None,
-            samples_ns: vec![],
-            outputs: json!(null),
-            wall_ms: 0.0,
-            finished_at: "2026-12-01T10:00:04Z".into(),
-        }
+        let mut r = CaseResult::new(key, dev(device), Outcome::Pass);
+        r.finished_at = "2026-12-01T10:00:04Z".into();
+        r
     }
 
     fn new_store() -> (TempDir, Store) {
