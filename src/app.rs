@@ -1,7 +1,8 @@
 //! The commands: each takes parsed arguments, does its job through the library
 //! modules, and writes results to stdout (logs and progress go to stderr).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -240,11 +241,19 @@ fn resume_start(
     devices: &mut Option<Vec<Device>>,
 ) -> Result<Option<Start>> {
     let summary = if which == "latest" {
-        store.latest_run()?.with_context(|| format!("{}: no run to resume", store.path().display()))?
+        let live = store.runs()?.into_iter().filter(|r| r.origin.source == RunSource::Live).max_by_key(|r| r.id);
+        live.with_context(|| format!("{}: no `mlport run` run to resume", store.path().display()))?
     } else {
         let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
         store.run(id)?
     };
+    if summary.origin.source != RunSource::Live {
+        bail!(
+            "run {} was not made by `mlport run` (it is {}): only live runs can be resumed",
+            summary.id,
+            summary.origin.source
+        );
+    }
     if pending_cases(store, summary.id)? == 0 && summary.results > 0 {
         eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
         if summary.state != "finished" {
@@ -287,22 +296,10 @@ fn new_start(args: &RunArgs) -> Result<Start> {
 /// The description of a new run: this machine, now, and how it was asked for.
 /// Python and framework versions are filled in as workers report them.
 fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Device) -> RunInfo {
-    let mut info = RunInfo {
-        started_at: now(),
-        host: String::new(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 0,
-        accelerators: Vec::new(),
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: Default::default(),
-        catalogue_version,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        seed,
-        reference_device: reference,
-        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-    };
+    let mut info = RunInfo::blank(&command_line(), reference);
+    info.started_at = now();
+    info.catalogue_version = catalogue_version;
+    info.seed = seed;
     runner::machine_info(&mut info);
     info
 }
@@ -320,24 +317,28 @@ fn emit(text: &str) -> Result<()> {
 }
 
 /// Planned cases still to run: those without a result on an available device of their
-/// framework, and every case of a framework that never got as far as finding its devices
-/// (unless it failed to import).
+/// framework, and those with no result anywhere (unless their framework failed to import).
 fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
     let cases = store.cases(run_id)?;
     let info = store.run(run_id)?.info;
-    let devices = store.devices(run_id)?;
-    let mut left = 0;
-    for d in devices.iter().filter(|d| d.available) {
+    let mut pending: HashSet<&str> = HashSet::new();
+    let mut done_somewhere: HashSet<String> = HashSet::new();
+    for d in store.devices(run_id)? {
         let done = store.done_keys(run_id, &d.device)?;
-        left += cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).count();
+        if d.available {
+            pending.extend(
+                cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).map(|c| c.key.as_str()),
+            );
+        }
+        done_somewhere.extend(done);
     }
-    for fw in Framework::ALL {
-        let unusable = info.frameworks.get(&fw).is_some_and(|i| i.import_error.is_some());
-        if !unusable && !devices.iter().any(|d| d.framework == fw) {
-            left += cases.iter().filter(|c| c.framework == fw).count();
+    for c in &cases {
+        let unusable = info.frameworks.get(&c.framework).is_some_and(|i| i.import_error.is_some());
+        if !unusable && !done_somewhere.contains(&c.key) {
+            pending.insert(&c.key);
         }
     }
-    Ok(left)
+    Ok(pending.len())
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -346,17 +347,37 @@ fn plural(n: usize, what: &str) -> String {
 
 fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
     let rep = build_report(store, run_id, opts)?;
-    let mut out = report::render(&rep, format);
-    if functions {
-        out.push_str(&report::render_functions(&rep, format));
-    }
-    emit(&out)?;
-    Ok(())
+    emit(&if functions { report::render_with_functions(&rep, format) } else { report::render(&rep, format) })
 }
 
 fn build_report(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<report::PortabilityReport> {
     let summary = store.run(run_id)?;
     Ok(report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
+}
+
+/// Checks a `--label`: it must name a run wherever a run id is accepted (`--run`,
+/// `--slowdown A@RUN..B@RUN`), so it cannot look like an id or a keyword, hold `..` or
+/// `@`, or repeat a label the store already has.
+fn check_label(store: &Store, label: Option<&str>) -> Result<()> {
+    let Some(label) = label else { return Ok(()) };
+    let bad = if label.trim().is_empty() {
+        Some("is empty")
+    } else if label.bytes().all(|b| b.is_ascii_digit()) {
+        Some("looks like a run id")
+    } else if matches!(label, "all" | "latest") {
+        Some("is a keyword of --run")
+    } else if label.contains("..") || label.contains('@') {
+        Some("holds `..` or `@`, which --slowdown uses to separate runs")
+    } else {
+        None
+    };
+    if let Some(why) = bad {
+        bail!("--label `{label}` {why}; choose another");
+    }
+    if store.run_by_label(label)?.is_some() {
+        bail!("{}: a run is already labelled `{label}`; choose another label", store.path().display());
+    }
+    Ok(())
 }
 
 /// A run named by id, by label, or `None` for the latest.
@@ -462,6 +483,7 @@ pub fn import_pytest_json(args: ImportPytestJsonArgs) -> Result<i32> {
     };
     let data = import::pytest_json_run(&spec)?;
     let mut store = open_store(&args.db.db)?;
+    check_label(&store, args.label.as_deref())?;
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!(
         "mlport: imported {} as run {id}: {} tests of {} functions on {}",
@@ -482,6 +504,17 @@ pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
         eprintln!("mlport: left out {}: {why}", path.display());
     }
     let mut store = open_store(&args.db.db)?;
+    for run in &data.runs {
+        if let Some(label) = &run.origin.label
+            && let Some(existing) = store.run_by_label(label)?
+        {
+            bail!(
+                "{}: the paper's data is already here (run {} is labelled `{label}`); nothing was imported again",
+                args.db.db.display(),
+                existing.id
+            );
+        }
+    }
     let ids = store.import_runs(&data.runs)?;
     let reports: Vec<report::PortabilityReport> =
         ids.iter().map(|id| build_report(&store, *id, &ReportOptions::default())).collect::<Result<_>>()?;
@@ -508,6 +541,9 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
     if !args.path.exists() {
         bail!("{}: no such test file or folder", args.path.display());
     }
+    // The store is checked before the suite runs, so its results have somewhere to go.
+    let mut store = open_store(&args.db.db)?;
+    check_label(&store, args.label.as_deref())?;
     let env = python_env(&args.python, &[framework])?;
     let check = std::process::Command::new(&env.python)
         .args(["-c", "import pytest, pytest_jsonreport"])
@@ -542,13 +578,32 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
         args.path.display(),
         env.python.display()
     );
-    let status = cmd.status().with_context(|| format!("cannot run {} -m pytest", env.python.display()))?;
+    let limit = match args.timeout {
+        Some(t) => Some(Duration::from_secs_f64(cli::positive("--timeout", t)?.min(catalogue::MAX_TIMEOUT_S))),
+        None => None,
+    };
+    let status = match run_in_group(&mut cmd, limit)? {
+        GroupEnd::Exited(status) => status,
+        GroupEnd::Interrupted => {
+            eprintln!("mlport: interrupted; pytest's process group was stopped and nothing was imported");
+            return Ok(EXIT_INTERRUPTED);
+        }
+        GroupEnd::TimedOut => bail!(
+            "pytest did not finish within --timeout {:.0} s; its process group was killed and nothing was imported",
+            limit.unwrap_or_default().as_secs_f64()
+        ),
+    };
     match status.code() {
         Some(c) if PYTEST_OK.contains(&c) => {}
         Some(5) => bail!("pytest collected no tests from {}", args.path.display()),
         Some(2) => bail!("pytest was interrupted (exit code 2); nothing was imported"),
         Some(c) => bail!("pytest exited with code {c} (internal or usage error); nothing was imported"),
-        None => bail!("pytest was killed by a signal; nothing was imported"),
+        None => bail!(
+            "pytest was killed by {} — a test most likely crashed the interpreter, and pytest-json-report \
+             writes its report only at the end of a session, so nothing was imported; run the crashing \
+             tests in subprocesses or deselect them (`-- -k 'not NAME'`)",
+            status.signal().map_or("a signal".to_string(), signal_name)
+        ),
     }
     let spec = import::PytestJsonImport {
         report: report_path.clone(),
@@ -568,11 +623,62 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
         data.info.frameworks.insert(framework, FrameworkInfo { version: Some(v), ..Default::default() });
     }
     data.origin.notes.push(format!("pytest's report is kept in {}", out_dir.display()));
-    let mut store = open_store(&args.db.db)?;
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!("mlport: stored as run {id} ({} tests of {} functions)", data.cases.len(), data.functions.len());
     print_report(&store, id, format_of(args.format), &ReportOptions::default(), false)?;
     Ok(0)
+}
+
+/// How a command run by [`run_in_group`] ended.
+enum GroupEnd {
+    Exited(std::process::ExitStatus),
+    /// Ctrl-C or SIGTERM reached mlport; the group was stopped.
+    Interrupted,
+    /// The time limit passed; the group was stopped.
+    TimedOut,
+}
+
+/// Runs `cmd` in its own process group and waits, stopping the whole group (SIGTERM, 2 s,
+/// SIGKILL) on Ctrl-C/SIGTERM or once `limit` has passed, so nothing it started outlives it.
+fn run_in_group(cmd: &mut std::process::Command, limit: Option<Duration>) -> Result<GroupEnd> {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    use std::os::unix::process::CommandExt;
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    let mut child = cmd.process_group(0).spawn().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let group = Pid::from_raw(child.id() as i32);
+    let started = Instant::now();
+    let stop = |child: &mut std::process::Child| {
+        let _ = killpg(group, Signal::SIGTERM);
+        let grace = Instant::now();
+        while grace.elapsed() < worker::process::KILL_GRACE {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = child.wait();
+    };
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let _ = killpg(group, Signal::SIGKILL); // what the suite left running
+            return Ok(GroupEnd::Exited(status));
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            stop(&mut child);
+            return Ok(GroupEnd::Interrupted);
+        }
+        if limit.is_some_and(|l| started.elapsed() >= l) {
+            stop(&mut child);
+            return Ok(GroupEnd::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| format!("{s} ({sig})"))
 }
 
 /// Where `mlport pytest` keeps pytest's raw report: `.mlport/pytest-<time>-<pid>/` beside the store.

@@ -218,6 +218,9 @@ pub struct PytestArgs {
     /// A name for the run, usable wherever a run id is.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// Stop the whole suite after this many seconds (its process group is killed; nothing is imported).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
     /// Format of the report printed at the end.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,

@@ -278,11 +278,12 @@ fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frame
         .get_output()
         .stdout
         .clone();
-    // `--functions` appends the per-function document after the summary.
-    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&json).into_iter().map(Result::unwrap).collect();
-    let rep = &docs[0];
+    // `--functions` in JSON: one document holding the summary and the per-function detail.
+    let bundle: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(bundle["format"], "mlport.portability.bundle");
+    let rep = &bundle["summary"];
     // The per-function detail names each failing case with its dtype and the framework's message.
-    let detail = &docs[1];
+    let detail = &bundle["functions"];
     let torch = detail["targets"].as_array().unwrap().iter().find(|t| t["framework"] == "torch").unwrap();
     let svd = torch["not_portable"].as_array().unwrap().iter().find(|f| f["name"] == "torch.linalg.svd").unwrap();
     let failing = svd["failing_cases"].as_array().unwrap();
@@ -300,6 +301,55 @@ fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frame
             assert_eq!(r.result.outcome == mlport::model::Outcome::Pass, r.case.dtype == "float32", "{}", r.case.key);
         }
     }
+}
+
+#[test]
+fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
+    use mlport::catalogue::{Catalogue, load_path};
+    use mlport::plan::{Selection, plan};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.db");
+    // A live run planned but never run (as if killed before its first case).
+    let run = {
+        let cat = Catalogue::new(load_path(&common::fixture("small/numpy.toml")).unwrap()).unwrap();
+        let p = plan(&cat, &Selection::default(), 0).unwrap();
+        let mut store = mlport::store::Store::open(&db).unwrap();
+        let info = mlport::store::RunInfo::blank("test", mlport::model::Device::cpu());
+        store.create_run(&info, &p.functions, &p.cases).unwrap()
+    };
+    // Resumed on a device this machine lacks: nothing can run, the run is incomplete, not finished.
+    mlport()
+        .args(["run", "--resume", &run.to_string(), "--device", "cuda:0", "--python"])
+        .arg(common::python())
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("4 cases still pending").and(predicate::str::contains("no case could run")));
+    let store = mlport::store::Store::open(&db).unwrap();
+    assert_eq!(store.run(run).unwrap().state, "incomplete");
+    drop(store);
+
+    // An imported run is never resumed.
+    let report = tmp.path().join("r.json");
+    let doc = serde_json::json!({"created": 1.0, "duration": 1.0, "exitcode": 0, "root": "/r", "environment": {},
+        "summary": {"passed": 1, "total": 1, "collected": 1},
+        "tests": [{"nodeid": "test_a.py::test_cuda", "outcome": "passed", "keywords": [],
+                   "call": {"duration": 0.01, "outcome": "passed"}}]});
+    std::fs::write(&report, serde_json::to_vec(&doc).unwrap()).unwrap();
+    mlport()
+        .args(["import", "pytest-json"])
+        .arg(&report)
+        .args(["--framework", "torch", "--device", "cuda:0", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    mlport()
+        .args(["run", "--resume", &(run + 1).to_string(), "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("only live runs can be resumed"));
 }
 
 #[test]

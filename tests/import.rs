@@ -148,6 +148,15 @@ fn the_paper_overview_and_a_cross_run_slowdown() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("paper.db");
     let out = mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    // A second import of the same data is refused, and labels stay unique.
+    mlport()
+        .args(["import", "paper"])
+        .arg(common::paper_dir())
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the paper's data is already here"));
     let out = out.get_output();
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("paper/torch/tpu_vm/tpu") && table.contains("35 (54.69%)"), "{table}");
@@ -282,4 +291,90 @@ fn mlport_pytest_passes_the_device_to_the_tests() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("no such test file or folder"));
+}
+
+#[test]
+fn test_files_sharing_a_name_in_different_folders_stay_separate_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("x.db");
+    let report = tmp.path().join("r.json");
+    let test = |nodeid: &str, outcome: &str| {
+        serde_json::json!({"nodeid": nodeid, "outcome": outcome, "keywords": [],
+            "call": {"duration": 0.01, "outcome": outcome}})
+    };
+    let doc = serde_json::json!({
+        "created": 1.0, "duration": 1.0, "exitcode": 1, "root": "/r", "environment": {},
+        "summary": {"passed": 1, "failed": 2, "total": 3, "collected": 3},
+        "tests": [test("a/test_x.py::test_one", "passed"), test("a/test_x.py::test_two", "failed"),
+                  test("b/test_x.py::test_one", "failed")]
+    });
+    std::fs::write(&report, serde_json::to_vec(&doc).unwrap()).unwrap();
+    mlport()
+        .args(["import", "pytest-json"])
+        .arg(&report)
+        .args(["--framework", "torch", "--device", "cpu", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    let rep: Value =
+        serde_json::from_str(&stdout(mlport().args(["report", "--format", "json", "--db"]).arg(&db))).unwrap();
+    let t = target(&rep, "torch", "cpu");
+    let mut f: Vec<(String, String)> = t["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f["status"].as_str().unwrap().to_string()))
+        .collect();
+    f.sort();
+    assert_eq!(f, [("a/test_x".into(), "partial".into()), ("b/test_x".into(), "complete_failure".into())]);
+    // Labels must stay usable wherever a run id is.
+    for (label, why) in [("007", "looks like a run id"), ("all", "keyword"), ("a..b", "`..`"), (" ", "is empty")] {
+        mlport()
+            .args(["import", "pytest-json"])
+            .arg(&report)
+            .args(["--framework", "torch", "--device", "cpu", "--label", label, "--db"])
+            .arg(&db)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(why));
+    }
+}
+
+#[test]
+fn a_suite_past_its_timeout_is_stopped_with_everything_it_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("t.db");
+    let suite = tmp.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    let marker = format!("mlport-pytest-orphan-{}", std::process::id());
+    std::fs::write(
+        suite.join("test_hang.py"),
+        format!(
+            "import subprocess, sys, time\n\ndef test_hang():\n    subprocess.Popen([sys.executable, '-c', \
+             'import time; time.sleep(300)', '{marker}'])\n    time.sleep(300)\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    mlport()
+        .arg("pytest")
+        .arg(&suite)
+        .args(["--framework", "numpy", "--device", "cpu", "--timeout", "3", "--python"])
+        .arg(common::pytest_python())
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("did not finish within --timeout 3 s"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .filter(|c| c.contains(&marker))
+        .collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+    assert_eq!(runs_in(&db), 0);
 }

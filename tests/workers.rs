@@ -15,22 +15,9 @@ use mlport::store::records::RunInfo;
 use mlport::worker::{self, WorkerSpec};
 
 fn info() -> RunInfo {
-    RunInfo {
-        started_at: "2026-11-30T00:00:00Z".into(),
-        host: "test".into(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 1,
-        accelerators: vec![],
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: Default::default(),
-        catalogue_version: Default::default(),
-        command_line: "test".into(),
-        seed: 0,
-        reference_device: Device::cpu(),
-        mlport_version: "test".into(),
-    }
+    let mut info = RunInfo::blank("test", Device::cpu());
+    info.host = "test".into();
+    info
 }
 
 fn config(tmp: &std::path::Path) -> RunConfig {
@@ -249,6 +236,12 @@ fn hostile_cases_cannot_shift_answers_blame_the_next_case_or_leave_processes() {
     assert_eq!(by_case("late_death").outcome, Outcome::Pass);
     let after = by_case("after_late_death");
     assert_eq!(after.outcome, Outcome::Pass, "{after:?}");
+
+    // A 50 MB stderr line is kept as a few kilobytes.
+    let flood = by_case("flood");
+    assert_eq!(flood.outcome, Outcome::Crash, "{:?}", flood.message);
+    let tail = flood.stderr_tail.unwrap_or_default();
+    assert!(tail.len() < 64 * 1024 && tail.contains("[…cut]"), "{} bytes", tail.len());
 
     // The worker that died left a child in its group: it is gone too.
     let orphan = by_case("orphan");

@@ -9,7 +9,7 @@ pub mod pytest_json;
 pub mod suite;
 pub mod timings;
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use paper::{PaperImport, import_paper};
@@ -85,22 +85,9 @@ impl ImportError {
 /// A run description with nothing known but the framework and the command: the base every
 /// importer fills in.
 pub fn blank_info(framework: Framework, command_line: &str) -> RunInfo {
-    RunInfo {
-        started_at: String::new(),
-        host: String::new(),
-        os: String::new(),
-        cpu_model: String::new(),
-        cpu_cores: 0,
-        accelerators: Vec::new(),
-        python_version: String::new(),
-        python_executable: String::new(),
-        frameworks: BTreeMap::from([(framework, FrameworkInfo::default())]),
-        catalogue_version: BTreeMap::new(),
-        command_line: command_line.to_string(),
-        seed: 0,
-        reference_device: Device::cpu(),
-        mlport_version: env!("CARGO_PKG_VERSION").to_string(),
-    }
+    let mut info = RunInfo::blank(command_line, Device::cpu());
+    info.frameworks.insert(framework, FrameworkInfo::default());
+    info
 }
 
 /// Fills `info` from a report's environment: start time (`created` minus `duration`, UTC),
@@ -164,7 +151,21 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
     let report = pytest_json::read(&args.report)?;
     let timings: Vec<TimingFile> = args.timings.iter().map(|p| timings::read(p)).collect::<Result<_, _>>()?;
     let framework = args.framework;
-    let namer = move |stem: &str, file: &str| stem_function(framework, stem, file);
+    // Files in different folders may share a stem (a/test_x.py, b/test_x.py): those are
+    // named by their path instead, so that two functions never merge into one.
+    let mut files_of_stem: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for t in &report.tests {
+        let file = t.nodeid.split("::").next().unwrap_or(&t.nodeid);
+        files_of_stem.entry(suite::function_stem(file)).or_default().insert(file);
+    }
+    let namer = move |stem: &str, file: &str| {
+        if files_of_stem.get(stem).is_some_and(|files| files.len() > 1) {
+            let path = file.strip_suffix(".py").unwrap_or(file).trim_start_matches("./");
+            stem_function(framework, path, file)
+        } else {
+            stem_function(framework, stem, file)
+        }
+    };
     let suite = Suite {
         framework,
         device: args.device.clone(),

@@ -326,24 +326,11 @@ impl Suite<'_> {
 
     fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {
         let wall_ms = merged.test_time_s.or_else(|| t.call.as_ref().and_then(|c| c.duration)).map_or(0.0, |s| s * 1e3);
-        let mut r = CaseResult {
-            case_key: placed.key.clone(),
-            device: self.role_device(placed.role),
-            outcome: Outcome::Pass,
-            reason: None,
-            error_type: None,
-            message: None,
-            traceback: None,
-            phase: None,
-            signal: None,
-            stderr_tail: None,
-            first_call_ns: merged.first_call_ns,
-            samples_ns: merged.samples_ns,
-            block_sizes: Vec::new(),
-            outputs: serde_json::Value::Null,
-            wall_ms,
-            finished_at: finished_at.to_string(),
-        };
+        let mut r = CaseResult::new(&placed.key, self.role_device(placed.role), Outcome::Pass);
+        r.first_call_ns = merged.first_call_ns;
+        r.samples_ns = merged.samples_ns;
+        r.wall_ms = wall_ms;
+        r.finished_at = finished_at.to_string();
         match t.outcome {
             TestOutcome::Passed | TestOutcome::Xpassed => {}
             TestOutcome::Skipped | TestOutcome::Xfailed => {

@@ -17,7 +17,10 @@ use crate::store::RunSource;
 pub const FORMAT: &str = "mlport.portability";
 /// The `format` of the per-function detail document.
 pub const FUNCTIONS_FORMAT: &str = "mlport.portability.functions";
-/// The version of both documents; bumped on any incompatible change.
+/// The `format` of the summary and detail together (`report --functions --format json`):
+/// `{"format", "version", "summary": <mlport.portability>, "functions": <…functions>}`.
+pub const BUNDLE_FORMAT: &str = "mlport.portability.bundle";
+/// The version of these documents; bumped on any incompatible change.
 pub const VERSION: u32 = 1;
 
 #[derive(Serialize)]
@@ -240,6 +243,17 @@ fn function(f: &FunctionSummary) -> Function<'_> {
             .map(|c| FailingCase { case: &c.case_id, dtype: &c.dtype, reason: c.reason, message: &c.message })
             .collect(),
     }
+}
+
+/// The summary and the per-function detail as one JSON document.
+pub(super) fn bundle(report: &PortabilityReport) -> String {
+    let parse = |text: String| serde_json::from_str::<serde_json::Value>(&text).expect("our own JSON parses");
+    pretty(&serde_json::json!({
+        "format": BUNDLE_FORMAT,
+        "version": VERSION,
+        "summary": parse(self::report(report)),
+        "functions": parse(functions(report)),
+    }))
 }
 
 fn pretty(doc: &impl Serialize) -> String {

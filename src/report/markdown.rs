@@ -87,12 +87,13 @@ fn code(text: &str) -> String {
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
-/// Escapes what Markdown would read as markup in prose (emphasis, links, HTML, tables).
+/// Escapes what Markdown would read as markup in prose (emphasis, links, HTML, code).
 /// Underscores stay: GFM does not read them as emphasis inside words like `not_implemented`.
+/// Pipes are left to [`row`], which escapes them once inside table cells.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if matches!(c, '\\' | '*' | '<' | '[' | ']' | '`' | '|') {
+        if matches!(c, '\\' | '*' | '<' | '[' | ']' | '`') {
             out.push('\\');
         }
         out.push(c);
@@ -110,5 +111,7 @@ mod tests {
         assert_eq!(code("use `x` here"), "``use `x` here``");
         assert_eq!(row(&[code("a|b"), "x\ny".into()]), "| `a\\|b` | x y |");
         assert_eq!(escape("2*3 [x] <b>"), "2\\*3 \\[x\\] \\<b>");
+        // A pipe in a message is escaped once, in the cell: GFM reads `\\|` as a literal pipe.
+        assert_eq!(row(&[escape("unsupported operand type(s) for |")]), "| unsupported operand type(s) for \\| |");
     }
 }

@@ -11,8 +11,11 @@ pub mod slowdown;
 mod summary;
 mod table;
 
-pub use json::{FORMAT as JSON_FORMAT, FUNCTIONS_FORMAT as JSON_FUNCTIONS_FORMAT, VERSION as JSON_VERSION};
-pub use render::{Format, latency, render, render_functions};
+pub use json::{
+    BUNDLE_FORMAT as JSON_BUNDLE_FORMAT, FORMAT as JSON_FORMAT, FUNCTIONS_FORMAT as JSON_FUNCTIONS_FORMAT,
+    VERSION as JSON_VERSION,
+};
+pub use render::{Format, latency, render, render_functions, render_with_functions};
 pub use slowdown::{Measure, SlowdownOptions, SlowdownReport};
 pub use summary::{
     Attribution, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader, TargetSummary, build,

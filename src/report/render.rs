@@ -69,6 +69,15 @@ pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
     }
 }
 
+/// The summary followed by the per-function detail; in JSON one document holding both
+/// (`mlport.portability.bundle`), so the output stays a single parseable value.
+pub fn render_with_functions(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Json => json::bundle(report),
+        _ => render(report, format) + &render_functions(report, format),
+    }
+}
+
 /// The report's title line.
 pub(super) fn title(report: &PortabilityReport) -> String {
     let r = &report.run;
@@ -286,6 +295,14 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(doc["format"], "mlport.portability.functions");
         insta::assert_snapshot!("json_functions", text);
+        // With --functions, JSON stays one document: the two above, bundled.
+        let bundle: serde_json::Value = serde_json::from_str(&render_with_functions(&report(), Format::Json)).unwrap();
+        assert_eq!(bundle["format"], "mlport.portability.bundle");
+        assert_eq!(
+            bundle["summary"],
+            serde_json::from_str::<serde_json::Value>(&render(&report(), Format::Json)).unwrap()
+        );
+        assert_eq!(bundle["functions"]["format"], "mlport.portability.functions");
     }
 
     #[test]

@@ -17,24 +17,7 @@ fn signal_name(sig: i32) -> String {
 }
 
 fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
-    CaseResult {
-        case_key: case.key.clone(),
-        device: device.clone(),
-        outcome,
-        reason: None,
-        error_type: None,
-        message: None,
-        traceback: None,
-        phase: None,
-        signal: None,
-        stderr_tail: None,
-        first_call_ns: None,
-        samples_ns: Vec::new(),
-        block_sizes: Vec::new(),
-        outputs: serde_json::Value::Null,
-        wall_ms: 0.0,
-        finished_at: String::new(),
-    }
+    CaseResult::new(&case.key, device.clone(), outcome)
 }
 
 /// A number no case can predict: the std hasher's random keys over a counter.

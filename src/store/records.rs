@@ -177,6 +177,54 @@ pub enum RunSource {
     ImportPaper,
 }
 
+impl RunInfo {
+    /// A description with nothing known yet but the command line and the reference device
+    /// (cpu unless said otherwise): every field empty, zero or default. Runs and importers
+    /// fill in what they learn.
+    pub fn blank(command_line: &str, reference_device: Device) -> RunInfo {
+        RunInfo {
+            started_at: String::new(),
+            host: String::new(),
+            os: String::new(),
+            cpu_model: String::new(),
+            cpu_cores: 0,
+            accelerators: Vec::new(),
+            python_version: String::new(),
+            python_executable: String::new(),
+            frameworks: BTreeMap::new(),
+            catalogue_version: BTreeMap::new(),
+            command_line: command_line.to_string(),
+            seed: 0,
+            reference_device,
+            mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+impl CaseResult {
+    /// A result with only its case, device and outcome set; everything else empty.
+    pub fn new(case_key: &str, device: Device, outcome: Outcome) -> CaseResult {
+        CaseResult {
+            case_key: case_key.to_string(),
+            device,
+            outcome,
+            reason: None,
+            error_type: None,
+            message: None,
+            traceback: None,
+            phase: None,
+            signal: None,
+            stderr_tail: None,
+            first_call_ns: None,
+            samples_ns: Vec::new(),
+            block_sizes: Vec::new(),
+            outputs: serde_json::Value::Null,
+            wall_ms: 0.0,
+            finished_at: String::new(),
+        }
+    }
+}
+
 impl RunSource {
     /// Every source, in the order above.
     pub const ALL: [RunSource; 4] =

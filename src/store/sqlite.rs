@@ -26,7 +26,7 @@ use super::schema::{self, Dialect};
 use crate::model::{Device, Framework};
 
 /// How long a writer waits for another process's lock before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -322,12 +322,13 @@ impl Store {
         tx.commit().map_err(|e| ctx.db(e))
     }
 
-    /// Ends a run: `state` is `finished` or `interrupted`; sets `finished_at` to now (UTC).
+    /// Ends a run: `state` is `finished`, `interrupted` (stopped by a signal) or `incomplete`
+    /// (cases left that could not run); sets `finished_at` to now (UTC).
     /// Errors: [`StoreError::Invalid`] for another state, [`StoreError::UnknownRun`].
     pub fn finish_run(&mut self, run: i64, state: &str) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
-        if !matches!(state, "finished" | "interrupted") {
-            return Err(ctx.invalid(format!("run state `{state}` is not `finished` or `interrupted`")));
+        if !matches!(state, "finished" | "interrupted" | "incomplete") {
+            return Err(ctx.invalid(format!("run state `{state}` is not `finished`, `interrupted` or `incomplete`")));
         }
         let changed = prepare(&self.conn, "UPDATE runs SET state = $1, finished_at = $2 WHERE id = $3")
             .and_then(|mut s| s.execute(params![state, now(), run]))
@@ -954,24 +955,9 @@ mod tests {
     }
 
     fn bare_result(key: &str, device: &str) -> CaseResult {
-        CaseResult {
-            case_key: key.into(),
-            device: dev(device),
-            outcome: Outcome::Pass,
-            reason: None,
-            error_type: None,
-            message: None,
-            traceback: None,
-            phase: None,
-            signal: None,
-            stderr_tail: None,
-            first_call_ns: None,
-            samples_ns: vec![],
-            block_sizes: vec![],
-            outputs: json!(null),
-            wall_ms: 0.0,
-            finished_at: "2026-12-01T10:00:04Z".into(),
-        }
+        let mut r = CaseResult::new(key, dev(device), Outcome::Pass);
+        r.finished_at = "2026-12-01T10:00:04Z".into();
+        r
     }
 
     fn new_store() -> (TempDir, Store) {
@@ -1121,7 +1107,9 @@ mod tests {
         let err = store.record_result(run, &bare_result("torch/nope/basic/float32", "cpu")).unwrap_err();
         assert_eq!(err.to_string(), format!("{path}: run {run} has no case `torch/nope/basic/float32`"));
         let err = store.finish_run(run, "done").unwrap_err();
-        assert!(err.to_string().contains("`done` is not `finished` or `interrupted`"), "{err}");
+        assert!(err.to_string().contains("`done` is not `finished`, `interrupted` or `incomplete`"), "{err}");
+        store.finish_run(run, "incomplete").unwrap();
+        assert_eq!(store.run(run).unwrap().state, "incomplete");
     }
 
     #[test]

@@ -19,6 +19,8 @@ use nix::unistd::Pid;
 use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
 use crate::model::{Device, Framework};
 
+/// Bytes kept of one stderr line; the rest of a longer line is dropped and marked.
+const STDERR_LINE_BYTES: usize = 4096;
 /// Lines of stderr kept for crash reports.
 const STDERR_TAIL_LINES: usize = 40;
 /// Time between SIGTERM and SIGKILL when stopping a worker group.
@@ -186,14 +188,46 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
     let tail2 = Arc::clone(&tail);
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(l) = line else { break };
+        let keep = |bytes: &[u8], cut: bool| {
+            let mut l = String::from_utf8_lossy(bytes).into_owned();
+            if cut {
+                l.push_str(" […cut]");
+            }
             tracing::trace!(target: "worker_stderr", "{l}");
             let mut g = tail2.lock().unwrap_or_else(|e| e.into_inner());
             if g.len() == STDERR_TAIL_LINES {
                 g.pop_front();
             }
             g.push_back(l);
+        };
+        // Lines are kept up to STDERR_LINE_BYTES: a case that prints 300 MB without a
+        // newline costs neither memory nor store space.
+        let mut reader = BufReader::new(stderr);
+        let mut line: Vec<u8> = Vec::new();
+        let mut cut = false;
+        loop {
+            let (consumed, end) = match reader.fill_buf() {
+                Ok([]) | Err(_) => break,
+                Ok(buf) => {
+                    let (chunk, consumed, end) = match buf.iter().position(|&b| b == b'\n') {
+                        Some(i) => (&buf[..i], i + 1, true),
+                        None => (buf, buf.len(), false),
+                    };
+                    let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                    cut |= chunk.len() > room;
+                    line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    (consumed, end)
+                }
+            };
+            reader.consume(consumed);
+            if end {
+                keep(&line, cut);
+                line.clear();
+                cut = false;
+            }
+        }
+        if !line.is_empty() {
+            keep(&line, cut);
         }
     });
     let mut w = Worker { spec: spec.clone(), child, stdin: None, lines: rx, stderr: tail, hello: placeholder_hello() };
