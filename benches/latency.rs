@@ -5,7 +5,9 @@
 //! for T = 1 (Timer's default) and T = 2; each side's figure is its median over the rounds. Prints the table; target: mlport's medians within 5% of Timer's.
 //!
 //! Run with `MLPORT_TEST_PYTHON=/path/to/python cargo bench --bench latency` (the managed
-//! environment's interpreter: `mlport env` prints it).
+//! environment's interpreter: `mlport env` prints it). mlport runs with its defaults unless
+//! `MLPORT_BENCH_BUDGET_MS` / `MLPORT_BENCH_TARGET_SPREAD` say otherwise (e.g. 200 and 0.001 to
+//! measure as long as Timer's 0.2 s).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,11 +70,11 @@ struct Mlport {
     threads: Option<u32>,
 }
 
-fn run_mlport(dir: &Path, threads: u32, budget_ms: f64) -> Vec<(String, Mlport)> {
+fn run_mlport(dir: &Path, threads: u32, budget_ms: f64, spread: f64) -> Vec<(String, Mlport)> {
     let db = dir.join(format!("t{threads}-{}.db", rand_suffix()));
     let out = Command::new(env!("CARGO_BIN_EXE_mlport"))
         .args(["run", "--framework", "torch", "--device", "cpu", "--threads", &threads.to_string()])
-        .args(["--budget-ms", &budget_ms.to_string(), "--catalogue"])
+        .args(["--budget-ms", &budget_ms.to_string(), "--target-spread", &spread.to_string(), "--catalogue"])
         .arg(dir.join("torch.toml"))
         .arg("--python")
         .arg(python())
@@ -122,15 +124,21 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("torch.toml"), CATALOGUE).unwrap();
     let budget_ms: f64 = std::env::var("MLPORT_BENCH_BUDGET_MS").ok().and_then(|b| b.parse().ok()).unwrap_or(100.0);
+    let spread: f64 = std::env::var("MLPORT_BENCH_TARGET_SPREAD").ok().and_then(|b| b.parse().ok()).unwrap_or(0.05);
+    println!(
+        "mlport settings: --budget-ms {budget_ms} --target-spread {spread} (MLPORT_BENCH_BUDGET_MS, \
+         MLPORT_BENCH_TARGET_SPREAD); Timer: blocked_autorange(min_run_time=0.2)"
+    );
     println!("load average before: {} (2-core VM; other sessions share it)", load());
     println!(
-        "{:<12} {:>3} {:>26} {:>10} {:>12} {:>8} {:>7} {:>12} {:>9} {:>12} {:>9}",
+        "{:<12} {:>3} {:>26} {:>10} {:>12} {:>8} {:>15} {:>7} {:>12} {:>9} {:>12} {:>9}",
         "op",
         "thr",
         "mlport median [95% CI]",
         "spread",
         "Timer median",
         "diff",
+        "rounds ml/Timer",
         "block",
         "one-call",
         "error",
@@ -144,7 +152,7 @@ fn main() {
         let mut mls = Vec::new();
         let mut timers = Vec::new();
         for _ in 0..ROUNDS {
-            mls.push(run_mlport(tmp.path(), threads, budget_ms));
+            mls.push(run_mlport(tmp.path(), threads, budget_ms, spread));
             timers.push(run_timer(threads));
         }
         let mid = ROUNDS / 2;
@@ -161,19 +169,26 @@ fn main() {
             tms.sort_by(f64::total_cmp);
             let t = &timers[0][op.as_str()];
             let tm = tms[mid];
+            // Each tool's own round-to-round range, relative to its median over rounds.
+            let mut mrs: Vec<f64> =
+                mls.iter().map(|r| r.iter().find(|(o, _)| o == op).unwrap().1.median.point).collect();
+            mrs.sort_by(f64::total_cmp);
+            let range = |v: &[f64]| 100.0 * (v[v.len() - 1] - v[0]) / v[v.len() / 2];
+            let ranges = format!("±{:.0}%/±{:.0}%", range(&mrs) / 2.0, range(&tms) / 2.0);
             let one = t["one_call_ns"].as_f64().unwrap();
             let diff = m.median.point / tm - 1.0;
             worst = worst.max(diff.abs());
             assert_eq!(m.threads, Some(threads), "torch ran at the requested thread count");
             assert_eq!(t["threads"].as_u64(), Some(u64::from(threads)));
             println!(
-                "{:<12} {:>3} {:>26} {:>9.1}% {:>12} {:>+7.1}% {:>4}×{:<2} {:>12} {:>+8.0}% {:>12} {:>+8.0}%",
+                "{:<12} {:>3} {:>26} {:>9.1}% {:>12} {:>+7.1}% {:>15} {:>4}×{:<2} {:>12} {:>+8.0}% {:>12} {:>+8.0}%",
                 op,
                 threads,
                 format!("{} [{}, {}]", us(m.median.point), us(m.median.lower), us(m.median.upper)),
                 100.0 * m.summary.spread,
                 us(tm),
                 100.0 * diff,
+                ranges,
                 m.block,
                 m.summary.n,
                 us(one),
@@ -185,7 +200,8 @@ fn main() {
     }
     println!("load average after: {}", load());
     println!(
-        "largest |mlport/Timer - 1|: {:.1}% (target: under 5%) — {}; `block` is calls per block × blocks taken; \
+        "largest |mlport/Timer - 1|: {:.1}% (target: under 5%) — {}; `rounds` is half the range of each tool's \
+         medians over the {ROUNDS} rounds; `block` is calls per block × blocks taken; \
          one-call = the paper's method (one wall-clock call, no warm-up) and mlport's stored first call, each as \
          error against Timer's median",
         100.0 * worst,
