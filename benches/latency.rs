@@ -15,6 +15,9 @@ use std::process::Command;
 use mlport::stats::{StatsConfig, Summary, median_ci};
 use mlport::store::Store;
 
+mod common;
+use common::{load, python};
+
 const CATALOGUE: &str = r#"
 format = 1
 framework = "torch"
@@ -44,21 +47,6 @@ name = "torch.argsort"
 
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-}
-
-fn python() -> PathBuf {
-    std::env::var_os("MLPORT_TEST_PYTHON")
-        .map(PathBuf::from)
-        .expect("set MLPORT_TEST_PYTHON to the managed environment's python (`mlport env` prints it)")
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[derive(Clone)]

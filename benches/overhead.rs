@@ -19,20 +19,8 @@ use std::time::Instant;
 
 use mlport::store::Store;
 
-fn python() -> PathBuf {
-    std::env::var_os("MLPORT_TEST_PYTHON")
-        .map(PathBuf::from)
-        .expect("set MLPORT_TEST_PYTHON to the managed environment's python (`mlport env` prints it)")
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+mod common;
+use common::{load, python};
 
 fn noop_catalogue(cases: usize) -> String {
     let mut s = String::from(

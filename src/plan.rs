@@ -104,16 +104,7 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
                 }
             }
             if out.cases.len() > before {
-                out.functions.push(FunctionRow {
-                    framework: file.framework,
-                    name: f.name.clone(),
-                    paper: f.paper.clone(),
-                    decile: f.decile,
-                    top20: f.top20,
-                    op: f.op.clone(),
-                    moved: f.moved.clone(),
-                    note: f.note.clone(),
-                });
+                out.functions.push(f.row(file.framework));
             }
         }
     }

@@ -4,24 +4,10 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::{mlport, target};
+
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn mlport() -> Command {
-    let mut c = Command::cargo_bin("mlport").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
-fn target<'a>(report: &'a Value, fw: &str, device: &str) -> &'a Value {
-    report["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["framework"] == fw && t["device"] == device)
-        .unwrap_or_else(|| panic!("no target {fw} {device} in {report:#}"))
-}
 
 fn function<'a>(t: &'a Value, name: &str) -> &'a Value {
     t["functions"]

@@ -5,15 +5,11 @@
 
 mod common;
 
+use common::{mlport, target};
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn mlport() -> Command {
-    let mut c = Command::cargo_bin("mlport").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn stdout(c: &mut Command) -> String {
     String::from_utf8(c.assert().success().get_output().stdout.clone()).unwrap()
@@ -22,15 +18,6 @@ fn stdout(c: &mut Command) -> String {
 fn runs_in(db: &std::path::Path) -> usize {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0)).unwrap() as usize
-}
-
-fn target<'a>(report: &'a Value, fw: &str, device: &str) -> &'a Value {
-    report["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["framework"] == fw && t["device"] == device)
-        .unwrap_or_else(|| panic!("no target {fw} {device} in {report:#}"))
 }
 
 #[test]

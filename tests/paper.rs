@@ -4,24 +4,16 @@
 //! every framework × device that has a pytest report. Without the data these tests fail;
 //! they never pass silently.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::OnceLock;
+
+use common::paper_dir;
 
 use mlport::import::{self, PaperImport};
 use mlport::model::{FunctionStatus, Outcome, Reason};
 use mlport::report::{self, PortabilityReport, ReportOptions, TargetSummary};
 use mlport::store::{RunData, RunSource};
-
-/// The data set; its absence is a failure, never a silent pass.
-fn paper_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/paper-data");
-    assert!(
-        dir.join("README.md").is_file() && dir.join("pytorch_timings").is_dir(),
-        "the paper's data set is missing: expected it at {} (shared/ beside the clone)",
-        dir.display()
-    );
-    dir
-}
 
 fn paper() -> &'static PaperImport {
     static DATA: OnceLock<PaperImport> = OnceLock::new();

@@ -5,9 +5,10 @@
 
 mod common;
 
+use common::mlport;
+
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use mlport::scan::{self, ScanOptions};
 
 fn proj() -> PathBuf {
@@ -97,10 +98,6 @@ fn fast_path_equals_full_parse_on_a_real_tree() {
     assert_eq!(fast.unresolved, full.unresolved);
     // A syntax error in a statement the fast path does not parse goes unnoticed there.
     assert!(fast.unparsable.iter().all(|u| full.unparsable.contains(u)));
-}
-
-fn mlport() -> Command {
-    Command::cargo_bin("mlport").unwrap()
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub use builtin::builtin;
 pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse};
 
 use crate::model::Framework;
+use crate::store::records::FunctionRow;
 
 /// One catalogue file: the functions of one framework.
 #[derive(Clone, Debug)]
@@ -42,6 +43,22 @@ pub struct Function {
     pub note: Option<String>,
     /// At least one; ids are unique within the function.
     pub cases: Vec<Case>,
+}
+
+impl Function {
+    /// The function as a run records it (everything but its cases).
+    pub fn row(&self, framework: Framework) -> FunctionRow {
+        FunctionRow {
+            framework,
+            name: self.name.clone(),
+            paper: self.paper.clone(),
+            decile: self.decile,
+            top20: self.top20,
+            op: self.op.clone(),
+            moved: self.moved.clone(),
+            note: self.note.clone(),
+        }
+    }
 }
 
 /// One case of a function; planned once per dtype.

@@ -132,16 +132,7 @@ pub struct PytestJsonImport {
 /// The function a test file stands for in a user's suite: its stem (`test_matmul.py` →
 /// `matmul`), with the file as a note.
 pub fn stem_function(framework: Framework, stem: &str, file: &str) -> FunctionRow {
-    FunctionRow {
-        framework,
-        name: stem.to_string(),
-        paper: None,
-        decile: None,
-        top20: false,
-        op: None,
-        moved: None,
-        note: Some(format!("tests in {file}")),
-    }
+    FunctionRow { note: Some(format!("tests in {file}")), ..FunctionRow::new(framework, stem) }
 }
 
 /// Reads a pytest-json-report and its timing files and builds the run, touching no store.

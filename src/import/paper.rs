@@ -252,26 +252,12 @@ fn paper_function(catalogue: Option<&catalogue::Catalogue>, framework: Framework
         .and_then(|c| c.file(framework))
         .and_then(|file| file.functions.iter().find(|f| f.paper.as_deref() == Some(stem)))
     {
-        return FunctionRow {
-            framework,
-            name: f.name.clone(),
-            paper: Some(stem.to_string()),
-            decile: f.decile,
-            top20: f.top20,
-            op: f.op.clone(),
-            moved: f.moved.clone(),
-            note: f.note.clone(),
-        };
+        return f.row(framework); // found by its `paper` stem, which it keeps
     }
     FunctionRow {
-        framework,
-        name: stem.to_string(),
         paper: Some(stem.to_string()),
-        decile: None,
-        top20: false,
-        op: None,
-        moved: None,
         note: Some("a paper test file with no function in mlport's catalogue".into()),
+        ..FunctionRow::new(framework, stem)
     }
 }
 

@@ -525,16 +525,7 @@ mod tests {
     }
 
     fn namer(stem: &str, _file: &str) -> FunctionRow {
-        FunctionRow {
-            framework: Framework::Torch,
-            name: format!("torch.{stem}"),
-            paper: None,
-            decile: None,
-            top20: false,
-            op: None,
-            moved: None,
-            note: None,
-        }
+        FunctionRow::new(Framework::Torch, &format!("torch.{stem}"))
     }
 
     const REPORT: &str = r#"{"created": 0, "summary": {"passed": 3, "failed": 4, "skipped": 1, "total": 9},

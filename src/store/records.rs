@@ -177,6 +177,22 @@ pub enum RunSource {
     ImportPaper,
 }
 
+impl FunctionRow {
+    /// A function known only by its framework and name (no paper stem, decile, op or note).
+    pub fn new(framework: Framework, name: &str) -> FunctionRow {
+        FunctionRow {
+            framework,
+            name: name.to_string(),
+            paper: None,
+            decile: None,
+            top20: false,
+            op: None,
+            moved: None,
+            note: None,
+        }
+    }
+}
+
 impl RunInfo {
     /// A description with nothing known yet but the command line and the reference device
     /// (cpu unless said otherwise): every field empty, zero or default. Runs and importers

@@ -900,16 +900,7 @@ mod tests {
                 moved: Some("torch.sort".into()),
                 note: Some("stable kwarg".into()),
             },
-            FunctionRow {
-                framework: Framework::Jax,
-                name: "jax.numpy.argsort".into(),
-                paper: None,
-                decile: None,
-                top20: false,
-                op: None,
-                moved: None,
-                note: None,
-            },
+            FunctionRow::new(Framework::Jax, "jax.numpy.argsort"),
         ]
     }
 

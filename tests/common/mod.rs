@@ -66,3 +66,20 @@ pub fn paper_dir() -> PathBuf {
     );
     dir
 }
+
+/// The `mlport` binary under test, with colour off.
+pub fn mlport() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("mlport").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// The `framework`/`device` entry of a JSON report's `targets`.
+pub fn target<'a>(report: &'a serde_json::Value, fw: &str, device: &str) -> &'a serde_json::Value {
+    report["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["framework"] == fw && t["device"] == device)
+        .unwrap_or_else(|| panic!("no target {fw} {device} in {report:#}"))
+}
