@@ -10,6 +10,7 @@ pub mod app;
 pub mod audit;
 pub mod catalogue;
 pub mod cli;
+pub mod compare;
 pub mod import;
 pub mod mine;
 pub mod model;

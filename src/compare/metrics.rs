@@ -1,0 +1,852 @@
+//! The comparison of one output with its reference: the verdict under a [`Rule`] and the
+//! error metrics a report shows, computed in one parallel pass (rayon over 64 Ki-element
+//! tasks, each converting 1 Ki-element blocks into stack buffers, then a reduce). The
+//! elementwise test is `torch.testing.assert_close`'s and `numpy.isclose`'s asymmetric form
+//! `|a − e| ≤ atol + rtol·|e|` (complex: the modulus), NaN agreeing with NaN and ±Inf only
+//! with the same-signed Inf; integers and bool compare exactly as `i128`. ULPs are counted in
+//! the dtype the framework reported (bfloat16 saved as float32 still gets bfloat16 ULPs): the
+//! difference over the spacing of that dtype at the expected value, `numpy.spacing`'s
+//! definition (2^(⌊log₂|e|⌋ − p) with p explicit mantissa bits, floored at the subnormal step).
+
+use std::borrow::Cow;
+
+use half::{bf16, f16};
+use rayon::prelude::*;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::element::{self, is_integral};
+use super::ks::ks_2samp;
+use super::npy::NpyArray;
+use super::rule::{Rule, Tolerance, align_signs, sort_last_axis};
+
+/// The `statistical` rule's significance level: the outputs disagree when the
+/// Kolmogorov–Smirnov p-value is below it.
+pub const KS_ALPHA: f64 = 0.001;
+
+/// Elements per rayon task.
+const TASK: usize = 1 << 16;
+/// Elements per block converted into stack buffers.
+const BLOCK: usize = 1 << 10;
+
+/// What the comparison concluded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The output matches the reference under the rule.
+    Agree,
+    /// The output differs: values beyond tolerance, a changed shape, a changed dtype (when
+    /// dtypes are checked) or a different distribution.
+    Disagree,
+    /// The two cannot be compared under the rule (e.g. `statistical` on complex data, an
+    /// `up_to_sign` axis out of range); usually a catalogue or harness problem.
+    Incomparable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The result of comparing an output with its reference. Metrics that do not apply stay 0 /
+/// `None`; non-finite floats serialise as JSON `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The rule applied.
+    pub rule: Rule,
+    /// The relative tolerance used (0 for `exact`).
+    pub rtol: f64,
+    /// The absolute tolerance used (0 for `exact`).
+    pub atol: f64,
+    /// The conclusion.
+    pub verdict: Verdict,
+    /// Elements compared (the expected side's count).
+    pub elements: u64,
+    /// Elements beyond tolerance, NaN and Inf mismatches included.
+    pub mismatched: u64,
+    /// `mismatched / elements` (0 for no elements).
+    pub mismatched_share: f64,
+    /// Largest |a − e| over the elements where both are finite (null in JSON when it overflowed).
+    #[serde(deserialize_with = "null_as_inf")]
+    pub max_abs: f64,
+    /// Largest |a − e|/|e| over the elements where both are finite and e ≠ 0.
+    #[serde(deserialize_with = "null_as_inf")]
+    pub max_rel: f64,
+    /// Largest difference in ULPs of `dtype_actual` (for integers and bool, |a − e|; complex:
+    /// the larger of the two components'), over the finite elements.
+    #[serde(deserialize_with = "null_as_inf")]
+    pub max_ulp: f64,
+    /// Elements where exactly one side is NaN (complex: either component).
+    pub nan_mismatch: u64,
+    /// Elements where an Inf meets anything but the same Inf (and neither side is NaN).
+    pub inf_mismatch: u64,
+    /// The output's shape.
+    pub shape_actual: Vec<usize>,
+    /// The reference's shape.
+    pub shape_expected: Vec<usize>,
+    /// The shapes differ (then nothing else is compared, and the verdict is `Disagree`).
+    pub shape_changed: bool,
+    /// The dtype the framework reported for the output.
+    pub dtype_actual: String,
+    /// The dtype reported for the reference.
+    pub dtype_expected: String,
+    /// The reported dtypes differ (`Disagree` when dtypes are checked).
+    pub dtype_changed: bool,
+    /// C-order multi-index of the element that exceeds its tolerance by the most (or comes
+    /// closest to it when none does); a NaN or Inf mismatch exceeds by +∞, the first one wins.
+    /// For `sorted`, an index into the sorted arrays. `None` when nothing was compared.
+    pub worst_index: Option<Vec<usize>>,
+    /// The output's value at `worst_index` (the real part, for complex).
+    pub worst_actual: Option<f64>,
+    /// The reference's value at `worst_index` (the real part, for complex).
+    pub worst_expected: Option<f64>,
+    /// The imaginary part of the output's value at `worst_index`, for complex data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_actual_imag: Option<f64>,
+    /// The imaginary part of the reference's value at `worst_index`, for complex data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_expected_imag: Option<f64>,
+    /// The Kolmogorov–Smirnov statistic D (`statistical` only).
+    pub ks_statistic: Option<f64>,
+    /// The asymptotic Kolmogorov–Smirnov p-value (`statistical` only).
+    pub ks_p_value: Option<f64>,
+}
+
+fn null_as_inf<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// Compares `actual` (an output, whose framework reported dtype `actual_dtype`) with
+/// `expected` (its reference, reported as `expected_dtype`) under `rule`.
+///
+/// The reported dtypes are canonical names and may differ from the files' (a bfloat16 output
+/// is saved as float32): they decide the ULP unit and `dtype_changed`. The two sides may have
+/// different file dtypes (a float64 reference for a float16 output): values are compared in
+/// float64, or exactly as integers when both are integral. `tol` is used as given (see
+/// [`Tolerance::for_dtype`]), except that [`Rule::Exact`] uses zero. A shape change is a
+/// `Disagree` with `shape_changed`; a dtype change is a `Disagree` only when `check_dtype`.
+/// [`Rule::None`] compares nothing and agrees.
+///
+/// Cost: one pass over both arrays for the elementwise rules, parallel, no per-element
+/// allocation; `sorted` and `up_to_sign` first make sorted/aligned copies, `statistical` a
+/// float64 copy of each side that it sorts.
+pub fn compare(
+    actual: &NpyArray,
+    actual_dtype: &str,
+    expected: &NpyArray,
+    expected_dtype: &str,
+    rule: Rule,
+    tol: Tolerance,
+    check_dtype: bool,
+) -> Comparison {
+    let tol = if rule == Rule::Exact { Tolerance::EXACT } else { tol };
+    let mut c = Comparison {
+        rule,
+        rtol: tol.rtol,
+        atol: tol.atol,
+        verdict: Verdict::Agree,
+        elements: expected.len() as u64,
+        mismatched: 0,
+        mismatched_share: 0.0,
+        max_abs: 0.0,
+        max_rel: 0.0,
+        max_ulp: 0.0,
+        nan_mismatch: 0,
+        inf_mismatch: 0,
+        shape_actual: actual.shape().to_vec(),
+        shape_expected: expected.shape().to_vec(),
+        shape_changed: actual.shape() != expected.shape(),
+        dtype_actual: actual_dtype.to_string(),
+        dtype_expected: expected_dtype.to_string(),
+        dtype_changed: actual_dtype != expected_dtype,
+        worst_index: None,
+        worst_actual: None,
+        worst_expected: None,
+        worst_actual_imag: None,
+        worst_expected_imag: None,
+        ks_statistic: None,
+        ks_p_value: None,
+    };
+    if rule == Rule::None {
+        return c;
+    }
+    if c.shape_changed {
+        c.verdict = Verdict::Disagree;
+        return c;
+    }
+    let mut differs = check_dtype && c.dtype_changed;
+    match rule {
+        Rule::None | Rule::ShapeDtype => {}
+        Rule::Statistical => {
+            if actual.dtype().is_complex() || expected.dtype().is_complex() {
+                c.verdict = Verdict::Incomparable { reason: "the statistical rule needs real values".into() };
+                return c;
+            }
+            let (mut a, a_nan) = finite_or_inf_values(actual);
+            let (mut e, e_nan) = finite_or_inf_values(expected);
+            c.nan_mismatch = a_nan.abs_diff(e_nan);
+            let test = ks_2samp(&mut a, &mut e);
+            if a.is_empty() != e.is_empty() {
+                differs = true;
+            }
+            differs |= c.nan_mismatch > 0 || test.p_value < KS_ALPHA;
+            c.ks_statistic = Some(test.statistic);
+            c.ks_p_value = Some(test.p_value);
+        }
+        Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } => {
+            let (a, e): (Cow<NpyArray>, Cow<NpyArray>) = match rule {
+                Rule::Sorted => (Cow::Owned(sort_last_axis(actual)), Cow::Owned(sort_last_axis(expected))),
+                Rule::UpToSign { axis } => match align_signs(actual, expected, axis) {
+                    Ok(aligned) => (Cow::Owned(aligned), Cow::Borrowed(expected)),
+                    Err(reason) => {
+                        c.verdict = Verdict::Incomparable { reason };
+                        return c;
+                    }
+                },
+                _ => (Cow::Borrowed(actual), Cow::Borrowed(expected)),
+            };
+            let ulp = UlpUnit::of(actual_dtype, actual);
+            let acc = elementwise(&a, &e, tol, ulp);
+            c.mismatched = acc.mismatched;
+            c.mismatched_share = if c.elements == 0 { 0.0 } else { acc.mismatched as f64 / c.elements as f64 };
+            c.max_abs = acc.max_abs;
+            c.max_rel = acc.max_rel;
+            c.max_ulp = acc.max_ulp;
+            c.nan_mismatch = acc.nan;
+            c.inf_mismatch = acc.inf;
+            if acc.worst_idx != usize::MAX {
+                let (ar, ai) = element::get(a.data(), acc.worst_idx);
+                let (er, ei) = element::get(e.data(), acc.worst_idx);
+                c.worst_index = Some(unravel(acc.worst_idx, e.shape()));
+                c.worst_actual = Some(ar);
+                c.worst_expected = Some(er);
+                if a.dtype().is_complex() || e.dtype().is_complex() {
+                    c.worst_actual_imag = Some(ai);
+                    c.worst_expected_imag = Some(ei);
+                }
+            }
+            differs |= acc.mismatched > 0;
+        }
+    }
+    if differs {
+        c.verdict = Verdict::Disagree;
+    }
+    c
+}
+
+/// The array's values as float64 without its NaNs, and how many NaNs there were.
+fn finite_or_inf_values(a: &NpyArray) -> (Vec<f64>, u64) {
+    let mut v = vec![0.0; a.len()];
+    for start in (0..a.len()).step_by(TASK) {
+        let end = (start + TASK).min(a.len());
+        element::load_f64(a.data(), start, &mut v[start..end], None);
+    }
+    let before = v.len();
+    v.retain(|x| !x.is_nan());
+    let nans = (before - v.len()) as u64;
+    (v, nans)
+}
+
+/// The C-order multi-index of flat index `i` in `shape`.
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        idx[k] = i % d;
+        i /= d;
+    }
+    idx
+}
+
+/// The unit ULPs are counted in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum UlpUnit {
+    /// A binary floating-point format with `p` explicit mantissa bits and smallest normal
+    /// exponent `emin`.
+    Float { p: i32, emin: i32 },
+    /// 1 (integers and bool).
+    One,
+}
+
+impl UlpUnit {
+    /// The unit for a reported dtype name; unknown names fall back to the file's dtype.
+    fn of(dtype: &str, array: &NpyArray) -> UlpUnit {
+        match dtype {
+            "float16" => UlpUnit::Float { p: 10, emin: -14 },
+            "bfloat16" => UlpUnit::Float { p: 7, emin: -126 },
+            "float32" | "complex64" => UlpUnit::Float { p: 23, emin: -126 },
+            "float64" | "complex128" => UlpUnit::Float { p: 52, emin: -1022 },
+            "bool" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64" => UlpUnit::One,
+            _ => UlpUnit::of(array.dtype_name(), array),
+        }
+    }
+
+    /// The spacing of this format at `x` (finite): 2^(max(⌊log₂|x|⌋, emin) − p), as
+    /// `numpy.spacing` gives it for a value of that dtype; 1 for [`UlpUnit::One`].
+    #[inline(always)]
+    fn spacing(self, x: f64) -> f64 {
+        match self {
+            UlpUnit::One => 1.0,
+            UlpUnit::Float { p, emin } => {
+                // The float64 exponent (−1023 for zero and float64 subnormals, below any emin).
+                let e = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+                pow2(e.max(emin) - p)
+            }
+        }
+    }
+}
+
+/// 2^k as float64, for −1074 ≤ k ≤ 1023.
+#[inline(always)]
+fn pow2(k: i32) -> f64 {
+    if k >= -1022 { f64::from_bits(((k + 1023) as u64) << 52) } else { f64::from_bits(1u64 << (k + 1074)) }
+}
+
+/// The running metrics of a range of elements.
+#[derive(Clone, Copy, Debug)]
+struct Acc {
+    mismatched: u64,
+    nan: u64,
+    inf: u64,
+    max_abs: f64,
+    max_rel: f64,
+    max_ulp: f64,
+    /// Largest |a − e| − (atol + rtol·|e|) so far, and its flat index (`usize::MAX`: none).
+    worst_excess: f64,
+    worst_idx: usize,
+}
+
+impl Acc {
+    const EMPTY: Acc = Acc {
+        mismatched: 0,
+        nan: 0,
+        inf: 0,
+        max_abs: 0.0,
+        max_rel: 0.0,
+        max_ulp: 0.0,
+        worst_excess: f64::NEG_INFINITY,
+        worst_idx: usize::MAX,
+    };
+
+    /// Combines two ranges' metrics; the worst element is the larger excess, the lower
+    /// index on a tie, so the result does not depend on how the work was split.
+    fn merge(self, o: Acc) -> Acc {
+        let take_o = o.worst_idx != usize::MAX
+            && (self.worst_idx == usize::MAX
+                || o.worst_excess > self.worst_excess
+                || (o.worst_excess == self.worst_excess && o.worst_idx < self.worst_idx));
+        Acc {
+            mismatched: self.mismatched + o.mismatched,
+            nan: self.nan + o.nan,
+            inf: self.inf + o.inf,
+            max_abs: self.max_abs.max(o.max_abs),
+            max_rel: self.max_rel.max(o.max_rel),
+            max_ulp: self.max_ulp.max(o.max_ulp),
+            worst_excess: if take_o { o.worst_excess } else { self.worst_excess },
+            worst_idx: if take_o { o.worst_idx } else { self.worst_idx },
+        }
+    }
+
+    /// A NaN or Inf mismatch at `idx`: it exceeds any tolerance.
+    #[inline(always)]
+    fn nonfinite_mismatch(&mut self, idx: usize) {
+        self.mismatched += 1;
+        if self.worst_excess != f64::INFINITY {
+            self.worst_excess = f64::INFINITY;
+            self.worst_idx = idx;
+        }
+    }
+
+    /// A finite element's difference `d`, its ULPs, its relative error and its excess.
+    #[inline(always)]
+    fn finite(&mut self, idx: usize, d: f64, allowed: f64, rel: f64, ulp: f64) {
+        self.mismatched += u64::from(d > allowed);
+        self.max_abs = self.max_abs.max(d);
+        self.max_rel = self.max_rel.max(rel);
+        self.max_ulp = self.max_ulp.max(ulp);
+        let excess = d - allowed;
+        if excess > self.worst_excess {
+            self.worst_excess = excess;
+            self.worst_idx = idx;
+        }
+    }
+}
+
+/// The elementwise metrics of `a` against `e` (same element count).
+fn elementwise(a: &NpyArray, e: &NpyArray, tol: Tolerance, ulp: UlpUnit) -> Acc {
+    let n = e.len();
+    debug_assert_eq!(a.len(), n);
+    let integral = is_integral(a.data()) && is_integral(e.data());
+    let complex = a.dtype().is_complex() || e.dtype().is_complex();
+    (0..n.div_ceil(TASK))
+        .into_par_iter()
+        .map(|t| {
+            let (start, end) = (t * TASK, ((t + 1) * TASK).min(n));
+            let mut acc = Acc::EMPTY;
+            if integral {
+                let (mut ab, mut eb) = ([0i128; BLOCK], [0i128; BLOCK]);
+                for s in (start..end).step_by(BLOCK) {
+                    let m = BLOCK.min(end - s);
+                    element::load_i128(a.data(), s, &mut ab[..m]);
+                    element::load_i128(e.data(), s, &mut eb[..m]);
+                    int_block(&ab[..m], &eb[..m], s, tol, &mut acc);
+                }
+            } else {
+                let (mut ar, mut er) = ([0.0; BLOCK], [0.0; BLOCK]);
+                let (mut ai, mut ei) = ([0.0; BLOCK], [0.0; BLOCK]);
+                for s in (start..end).step_by(BLOCK) {
+                    let m = BLOCK.min(end - s);
+                    if complex {
+                        element::load_f64(a.data(), s, &mut ar[..m], Some(&mut ai[..m]));
+                        element::load_f64(e.data(), s, &mut er[..m], Some(&mut ei[..m]));
+                        complex_block(&ar[..m], &ai[..m], &er[..m], &ei[..m], s, tol, ulp, &mut acc);
+                    } else {
+                        element::load_f64(a.data(), s, &mut ar[..m], None);
+                        element::load_f64(e.data(), s, &mut er[..m], None);
+                        real_block(&ar[..m], &er[..m], s, tol, ulp, &mut acc);
+                    }
+                }
+            }
+            acc
+        })
+        .reduce(|| Acc::EMPTY, Acc::merge)
+}
+
+/// Real float64 values of one block starting at flat index `base`.
+#[inline(always)]
+fn real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: UlpUnit, acc: &mut Acc) {
+    for (k, (&a, &e)) in a.iter().zip(e).enumerate() {
+        if a.is_finite() && e.is_finite() {
+            let d = (a - e).abs();
+            let mag = e.abs();
+            let rel = if mag > 0.0 { d / mag } else { 0.0 };
+            acc.finite(base + k, d, tol.atol + tol.rtol * mag, rel, d / ulp.spacing(e));
+        } else if a.is_nan() || e.is_nan() {
+            if !(a.is_nan() && e.is_nan()) {
+                acc.nan += 1;
+                acc.nonfinite_mismatch(base + k);
+            }
+        } else if a != e {
+            acc.inf += 1;
+            acc.nonfinite_mismatch(base + k);
+        }
+    }
+}
+
+/// Complex values (or real against complex) of one block starting at flat index `base`.
+#[allow(clippy::too_many_arguments)]
+fn complex_block(
+    ar: &[f64],
+    ai: &[f64],
+    er: &[f64],
+    ei: &[f64],
+    base: usize,
+    tol: Tolerance,
+    ulp: UlpUnit,
+    acc: &mut Acc,
+) {
+    for k in 0..ar.len() {
+        let (a_re, a_im, e_re, e_im) = (ar[k], ai[k], er[k], ei[k]);
+        let (a_nan, e_nan) = (a_re.is_nan() || a_im.is_nan(), e_re.is_nan() || e_im.is_nan());
+        if a_nan || e_nan {
+            if a_nan != e_nan {
+                acc.nan += 1;
+                acc.nonfinite_mismatch(base + k);
+            }
+        } else if a_re.is_finite() && a_im.is_finite() && e_re.is_finite() && e_im.is_finite() {
+            let (dr, di) = ((a_re - e_re).abs(), (a_im - e_im).abs());
+            let d = dr.hypot(di);
+            let mag = e_re.hypot(e_im);
+            let rel = if mag > 0.0 { d / mag } else { 0.0 };
+            let ulps = (dr / ulp.spacing(e_re)).max(di / ulp.spacing(e_im));
+            acc.finite(base + k, d, tol.atol + tol.rtol * mag, rel, ulps);
+        } else if a_re != e_re || a_im != e_im {
+            acc.inf += 1;
+            acc.nonfinite_mismatch(base + k);
+        }
+    }
+}
+
+/// Integers (and bool) of one block starting at flat index `base`, exactly.
+fn int_block(a: &[i128], e: &[i128], base: usize, tol: Tolerance, acc: &mut Acc) {
+    for (k, (&a, &e)) in a.iter().zip(e).enumerate() {
+        let d = a.abs_diff(e) as f64;
+        let mag = e.unsigned_abs() as f64;
+        let allowed = tol.atol + tol.rtol * mag;
+        let rel = if mag > 0.0 { d / mag } else { 0.0 };
+        // Exact: any difference fails a zero tolerance, however large the integers.
+        let allowed = if a != e && allowed == 0.0 { -1.0 } else { allowed };
+        acc.finite(base + k, d, allowed, rel, d);
+    }
+}
+
+/// Two significant digits, exponent form without a trailing `.0`: `1e-3`, `3.1e-2`.
+fn short(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    format!("{x:.1e}").replace(".0e", "e")
+}
+
+/// A value as the reported dtype would print it (shortest round-trip form of that dtype).
+fn value(re: f64, im: Option<f64>, dtype: &str) -> String {
+    let one = |x: f64| match dtype {
+        "float16" => f16::from_f64(x).to_string(),
+        "bfloat16" => bf16::from_f64(x).to_string(),
+        "float32" | "complex64" => (x as f32).to_string(),
+        _ => x.to_string(),
+    };
+    match im {
+        Some(im) => {
+            let sign = if im.is_sign_negative() { '-' } else { '+' };
+            format!("({}{sign}{}j)", one(re), one(im.abs()))
+        }
+        None => one(re),
+    }
+}
+
+impl Comparison {
+    /// One human line: what was compared, how far apart, where the worst element is. E.g.
+    /// "12 of 16384 elements (0.07%) beyond rtol 1e-3, atol 1e-5: max abs 3.1e-2, max rel
+    /// 4.2e-3, 41 ULP (float16); worst at [3, 17]: 12.5 vs 12.53".
+    pub fn summary(&self) -> String {
+        let dtype_note = if self.dtype_changed {
+            format!("; dtype changed: {} vs {}", self.dtype_actual, self.dtype_expected)
+        } else {
+            String::new()
+        };
+        if let Verdict::Incomparable { reason } = &self.verdict {
+            return format!("not comparable: {reason}{dtype_note}");
+        }
+        if self.rule == Rule::None {
+            return format!("not compared (rule none){dtype_note}");
+        }
+        if self.shape_changed {
+            return format!("shape changed: {:?} vs {:?}{dtype_note}", self.shape_actual, self.shape_expected);
+        }
+        match self.rule {
+            Rule::ShapeDtype => {
+                return format!("shape {:?} matches (values not compared){dtype_note}", self.shape_expected);
+            }
+            Rule::Statistical => {
+                let (d, p) = (self.ks_statistic.unwrap_or(0.0), self.ks_p_value.unwrap_or(1.0));
+                let verdict = if p < KS_ALPHA { "different distributions" } else { "same distribution" };
+                let nan = if self.nan_mismatch > 0 {
+                    format!("; NaN counts differ by {}", self.nan_mismatch)
+                } else {
+                    String::new()
+                };
+                return format!(
+                    "Kolmogorov-Smirnov D {}, p {} over {} values: {verdict} at p < {}{nan}{dtype_note}",
+                    short(d),
+                    short(p),
+                    self.elements,
+                    short(KS_ALPHA)
+                );
+            }
+            _ => {}
+        }
+        if self.elements == 0 {
+            return format!("no elements to compare (shape {:?}){dtype_note}", self.shape_expected);
+        }
+        let prefix = match self.rule {
+            Rule::Sorted => "after sorting, ",
+            Rule::UpToSign { .. } => "up to sign, ",
+            _ => "",
+        };
+        let head = if self.mismatched == 0 {
+            format!("{prefix}all {} elements within", self.elements)
+        } else {
+            let pct = 100.0 * self.mismatched_share;
+            let pct = if pct < 0.01 { "<0.01%".to_string() } else { format!("{pct:.2}%") };
+            format!("{prefix}{} of {} elements ({pct}) beyond", self.mismatched, self.elements)
+        };
+        let tol = if self.rtol == 0.0 && self.atol == 0.0 {
+            "exact equality".to_string()
+        } else {
+            format!("rtol {}, atol {}", short(self.rtol), short(self.atol))
+        };
+        let ulp = if self.max_ulp < 10.0 && self.max_ulp.fract() != 0.0 {
+            format!("{:.1}", self.max_ulp)
+        } else if self.max_ulp < 1e6 {
+            format!("{:.0}", self.max_ulp)
+        } else {
+            short(self.max_ulp)
+        };
+        let mut line = format!(
+            "{head} {tol}: max abs {}, max rel {}, {ulp} ULP ({})",
+            short(self.max_abs),
+            short(self.max_rel),
+            self.dtype_actual
+        );
+        if self.nan_mismatch > 0 || self.inf_mismatch > 0 {
+            line += &format!("; {} NaN and {} Inf mismatches", self.nan_mismatch, self.inf_mismatch);
+        }
+        if self.mismatched > 0
+            && let (Some(idx), Some(a), Some(e)) = (&self.worst_index, self.worst_actual, self.worst_expected)
+        {
+            line += &format!(
+                "; worst at {idx:?}: {} vs {}",
+                value(a, self.worst_actual_imag, &self.dtype_actual),
+                value(e, self.worst_expected_imag, &self.dtype_expected)
+            );
+        }
+        line + &dtype_note
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::npy::Data;
+
+    fn arr(shape: &[usize], data: impl Into<Data>) -> NpyArray {
+        NpyArray::new(shape.to_vec(), data.into()).unwrap()
+    }
+
+    fn cmp(a: &NpyArray, e: &NpyArray, dtype: &str, rule: Rule) -> Comparison {
+        compare(a, dtype, e, dtype, rule, Tolerance::for_dtype(dtype), true)
+    }
+
+    #[test]
+    fn allclose_by_hand() {
+        // float32, rtol 1.3e-6, atol 1e-5: at 1000 the allowance is 1e-5 + 1.3e-3 = 1.31e-3.
+        let e = arr(&[2, 2], vec![1000.0f32, 1.0, 0.0, -2.0]);
+        let a = arr(&[2, 2], vec![1000.001f32, 1.0, 2e-5, -2.0]);
+        let c = cmp(&a, &e, "float32", Rule::AllClose);
+        // 1000.001f32 is 1000.00098 (1000 + 16·2^-14): within 1.31e-3. 2e-5 vs 0 is beyond 1e-5.
+        assert_eq!((c.mismatched, c.elements), (1, 4));
+        assert_eq!(c.verdict, Verdict::Disagree);
+        assert_eq!(c.worst_index, Some(vec![1, 0]));
+        assert_eq!((c.worst_actual, c.worst_expected), (Some(f64::from(2e-5f32)), Some(0.0)));
+        assert_eq!(c.max_abs, f64::from(1000.001f32) - 1000.0);
+        // ULPs at 1000 (exponent 9): spacing 2^(9−23) = 2^-14, so 16 ULP; 2e-5 at 0: spacing
+        // 2^-149, a huge count.
+        assert!(c.max_ulp > 1e38, "{}", c.max_ulp);
+        assert_eq!(c.max_rel, (f64::from(1000.001f32) - 1000.0) / 1000.0);
+        let a_ok = arr(&[2, 2], vec![1000.001f32, 1.0, 9e-6, -2.0]);
+        let ok = cmp(&a_ok, &e, "float32", Rule::AllClose);
+        assert_eq!((&ok.verdict, ok.mismatched), (&Verdict::Agree, 0));
+        // The element closest to failing is reported even when all agree.
+        assert_eq!(ok.worst_index, Some(vec![1, 0]));
+        assert!(ok.summary().starts_with("all 4 elements within rtol 1.3e-6, atol 1e-5: max abs 9.8e-4"));
+        // Exact fails both.
+        let ex = cmp(&a_ok, &e, "float32", Rule::Exact);
+        assert_eq!((ex.mismatched, ex.rtol, ex.atol), (2, 0.0, 0.0));
+    }
+
+    #[test]
+    fn nan_and_inf_patterns() {
+        let inf = f64::INFINITY;
+        let nan = f64::NAN;
+        let e = arr(&[8], vec![nan, nan, 1.0, inf, inf, -inf, inf, 2.0]);
+        let a = arr(&[8], vec![nan, 1.0, nan, inf, -inf, -inf, 5.0, inf]);
+        let c = cmp(&a, &e, "float64", Rule::AllClose);
+        assert_eq!((c.nan_mismatch, c.inf_mismatch, c.mismatched), (2, 3, 5));
+        // The first non-finite mismatch is the worst.
+        assert_eq!(c.worst_index, Some(vec![1]));
+        assert_eq!(c.max_abs, 0.0, "no finite pair differs");
+        assert_eq!(c.verdict, Verdict::Disagree);
+        assert!(c.summary().contains("2 NaN and 3 Inf mismatches; worst at [1]: 1 vs NaN"), "{}", c.summary());
+        // Complex: NaN in either component is NaN; an Inf component must match exactly.
+        let e = arr(&[3], vec![[nan, 0.0], [inf, 1.0], [1.0, 1.0]]);
+        let a = arr(&[3], vec![[0.0, nan], [inf, 2.0], [1.0, 1.0]]);
+        let c = cmp(&a, &e, "complex128", Rule::AllClose);
+        assert_eq!((c.nan_mismatch, c.inf_mismatch, c.mismatched), (0, 1, 1));
+    }
+
+    #[test]
+    fn shape_and_dtype_changes() {
+        let a = arr(&[2, 3], vec![0.0f32; 6]);
+        let e = arr(&[3, 2], vec![0.0f32; 6]);
+        let c = cmp(&a, &e, "float32", Rule::AllClose);
+        assert!(c.shape_changed && c.verdict == Verdict::Disagree);
+        assert_eq!(c.summary(), "shape changed: [2, 3] vs [3, 2]");
+        assert!(cmp(&a, &e, "float32", Rule::ShapeDtype).shape_changed);
+        assert_eq!(cmp(&a, &e, "float32", Rule::None).verdict, Verdict::Agree);
+        // A float64 output against a float32 reference: a dtype change, fatal only when checked.
+        let a64 = arr(&[3, 2], vec![0.0f64; 6]);
+        let checked = compare(&a64, "float64", &e, "float32", Rule::AllClose, Tolerance::for_dtype("float32"), true);
+        assert!(checked.dtype_changed && checked.verdict == Verdict::Disagree && checked.mismatched == 0);
+        assert!(checked.summary().ends_with("; dtype changed: float64 vs float32"), "{}", checked.summary());
+        let loose = compare(&a64, "float64", &e, "float32", Rule::ShapeDtype, Tolerance::EXACT, false);
+        assert_eq!(loose.verdict, Verdict::Agree);
+    }
+
+    #[test]
+    fn svd_columns_up_to_sign() {
+        // U of a 3×2 SVD-like factor; the output flips the second column.
+        let u = [0.6f64, 0.0, 0.8, 0.0, 0.0, 1.0];
+        let flipped = [0.6f64, -0.0, 0.8, -0.0, 0.0, -1.0];
+        let (e, a) = (arr(&[3, 2], u.to_vec()), arr(&[3, 2], flipped.to_vec()));
+        assert_eq!(cmp(&a, &e, "float64", Rule::AllClose).verdict, Verdict::Disagree);
+        let c = cmp(&a, &e, "float64", Rule::UpToSign { axis: -2 });
+        assert_eq!((&c.verdict, c.max_abs), (&Verdict::Agree, 0.0));
+        assert!(c.summary().starts_with("up to sign, all 6 elements"));
+        // Vh (2×3): its rows are the vectors; flipping a row passes up_to_sign_rows, not up_to_sign.
+        let vh = arr(&[2, 3], vec![0.6f64, 0.8, 0.0, 0.0, 0.6, 0.8]);
+        let vh_flipped = arr(&[2, 3], vec![-0.6f64, -0.8, 0.0, 0.0, 0.6, 0.8]);
+        assert_eq!(cmp(&vh_flipped, &vh, "float64", Rule::UpToSign { axis: -1 }).verdict, Verdict::Agree);
+        assert_eq!(cmp(&vh_flipped, &vh, "float64", Rule::UpToSign { axis: -2 }).verdict, Verdict::Disagree);
+        // A batch of two 2×2 matrices, each with its own flips.
+        let e = arr(&[2, 2, 2], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let a = arr(&[2, 2, 2], vec![-1.0f32, 2.0, -3.0, 4.0, 5.0, -6.0, 7.0, -8.0]);
+        assert_eq!(cmp(&a, &e, "float32", Rule::UpToSign { axis: -2 }).verdict, Verdict::Agree);
+        let bad_axis = cmp(&a, &e, "float32", Rule::UpToSign { axis: -4 });
+        assert!(matches!(bad_axis.verdict, Verdict::Incomparable { .. }));
+        assert!(bad_axis.summary().starts_with("not comparable: axis -4 is out of range"));
+    }
+
+    #[test]
+    fn complex_eigenvectors_up_to_phase() {
+        // Reference vector (1, i)/√2 in one column; the output is it times e^{iπ/3}.
+        let s = std::f64::consts::FRAC_1_SQRT_2;
+        let (c, sn) = ((std::f64::consts::PI / 3.0).cos(), (std::f64::consts::PI / 3.0).sin());
+        let e = arr(&[2, 1], vec![[s, 0.0], [0.0, s]]);
+        let a_vals: Vec<[f32; 2]> = [[s, 0.0], [0.0, s]]
+            .iter()
+            .map(|v| [(v[0] * c - v[1] * sn) as f32, (v[0] * sn + v[1] * c) as f32])
+            .collect();
+        let a = arr(&[2, 1], a_vals);
+        let plain =
+            compare(&a, "complex64", &e, "complex128", Rule::AllClose, Tolerance::for_dtype("complex64"), false);
+        assert_eq!(plain.verdict, Verdict::Disagree);
+        assert!(plain.worst_actual_imag.is_some());
+        let phased = compare(
+            &a,
+            "complex64",
+            &e,
+            "complex128",
+            Rule::UpToSign { axis: -2 },
+            Tolerance::for_dtype("complex64"),
+            false,
+        );
+        assert_eq!(phased.verdict, Verdict::Agree, "{}", phased.summary());
+        assert!(phased.max_abs < 1e-7);
+    }
+
+    #[test]
+    fn sorted_rule() {
+        let e = arr(&[2, 3], vec![1i64, 2, 3, 7, 8, 9]);
+        let a = arr(&[2, 3], vec![3i64, 1, 2, 9, 7, 8]);
+        assert_eq!(cmp(&a, &e, "int64", Rule::AllClose).mismatched, 6);
+        let c = cmp(&a, &e, "int64", Rule::Sorted);
+        assert_eq!(c.verdict, Verdict::Agree);
+        // Sorting is per row: moving a value across rows is still a difference.
+        let across = arr(&[2, 3], vec![1i64, 2, 7, 3, 8, 9]);
+        assert_eq!(cmp(&across, &e, "int64", Rule::Sorted).mismatched, 2);
+    }
+
+    #[test]
+    fn bfloat16_stored_as_float32_gets_bfloat16_ulps() {
+        // 1.0 + 2^-7 is bfloat16's next value after 1.0 (7 explicit mantissa bits).
+        let e = arr(&[3], vec![1.0f64, 3.0, 1000.0]);
+        let a = arr(&[3], vec![1.0f32 + 2f32.powi(-7), 3.0, 1000.0 - 4.0]);
+        let c = compare(&a, "bfloat16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("bfloat16"), false);
+        // 1000 lies in [512, 1024): bfloat16 spacing 2^(9−7) = 4, so 4 below is 1 ULP.
+        assert_eq!(c.max_ulp, 1.0);
+        assert_eq!(c.verdict, Verdict::Agree, "{}", c.summary());
+        // The same values measured as float32 are 2^16 and 2^(23−9+2) = 65536 ULP.
+        let f = compare(&a, "float32", &e, "float64", Rule::AllClose, Tolerance::for_dtype("bfloat16"), false);
+        assert_eq!(f.max_ulp, 65536.0);
+        // float16: 10 bits; the subnormal floor: at 0 the spacing is 2^-24.
+        let e = arr(&[2], vec![0.0f64, 2.0]);
+        let a = arr(&[2], vec![f16::from_bits(3), f16::from_f64(2.0 + 2.0 / 1024.0)]);
+        let h = compare(&a, "float16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("float16"), false);
+        assert_eq!(h.max_ulp, 3.0);
+        assert!(h.summary().contains("3 ULP (float16)"), "{}", h.summary());
+    }
+
+    #[test]
+    fn integers_compare_exactly() {
+        let big = i64::MAX - 1;
+        let e = arr(&[3], vec![big, 5, -3]);
+        let a = arr(&[3], vec![big - 1, 5, -3]);
+        // big and big−1 are the same float64; the integer path still sees them differ.
+        let c = cmp(&a, &e, "int64", Rule::AllClose);
+        assert_eq!((c.mismatched, c.max_abs, c.max_ulp), (1, 1.0, 1.0));
+        assert!(c.summary().contains("beyond exact equality"), "{}", c.summary());
+        let u = arr(&[2], vec![u64::MAX, 0]);
+        let i = arr(&[2], vec![-1i64, 0]);
+        let c = compare(&i, "int64", &u, "uint64", Rule::AllClose, Tolerance::EXACT, false);
+        assert_eq!(c.mismatched, 1);
+        let bools = cmp(&arr(&[2], vec![true, false]), &arr(&[2], vec![true, true]), "bool", Rule::AllClose);
+        assert_eq!((bools.mismatched, bools.worst_index), (1, Some(vec![1])));
+    }
+
+    #[test]
+    fn statistical_rule() {
+        // Two interleaved samples of the same grid agree; shifted ones do not.
+        let e: Vec<f64> = (0..2000).map(|i| f64::from(i) / 2000.0).collect();
+        let a: Vec<f64> = (0..2000).map(|i| (f64::from(i) + 0.5) / 2000.0).collect();
+        let (ea, aa) = (arr(&[2000], e.clone()), arr(&[2000], a));
+        let c = cmp(&aa, &ea, "float64", Rule::Statistical);
+        assert_eq!(c.verdict, Verdict::Agree);
+        assert!((c.ks_statistic.unwrap() - 1.0 / 2000.0).abs() < 1e-15);
+        let shifted = arr(&[2000], e.iter().map(|x| x + 0.2).collect::<Vec<_>>());
+        let s = cmp(&shifted, &ea, "float64", Rule::Statistical);
+        assert_eq!(s.verdict, Verdict::Disagree);
+        assert!((s.ks_statistic.unwrap() - 0.2).abs() <= 1e-3, "{:?}", s.ks_statistic);
+        assert!(s.summary().contains("different distributions"), "{}", s.summary());
+        let z = arr(&[1], vec![[0.0f32, 1.0]]);
+        assert!(matches!(cmp(&z, &z, "complex64", Rule::Statistical).verdict, Verdict::Incomparable { .. }));
+    }
+
+    #[test]
+    fn empty_and_scalar() {
+        let e = arr(&[0, 4], Vec::<f32>::new());
+        let c = cmp(&e, &e, "float32", Rule::AllClose);
+        assert_eq!((&c.verdict, c.elements, &c.worst_index), (&Verdict::Agree, 0, &None));
+        assert_eq!(c.summary(), "no elements to compare (shape [0, 4])");
+        let s = cmp(&arr(&[], vec![2.5f64]), &arr(&[], vec![2.0f64]), "float64", Rule::AllClose);
+        assert_eq!((s.worst_index, s.mismatched), (Some(vec![]), 1));
+    }
+
+    #[test]
+    fn parallel_split_gives_the_serial_answer() {
+        // Several tasks; equal excesses in different tasks: the lowest index wins.
+        let n = 3 * TASK + 17;
+        let e: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+        let mut a = e.clone();
+        for i in [5, TASK + 3, 2 * TASK + 9, n - 1] {
+            a[i] += 1.0;
+        }
+        let c = cmp(&arr(&[n], a), &arr(&[n], e), "float32", Rule::AllClose);
+        assert_eq!(c.mismatched, 4);
+        // Excess 1 − 1e-5 − 1.3e-6·|e|: the smallest |e| wins: e[5] = 5, e[65539] = 65539 % 97 ...
+        let expect = [5, TASK + 3, 2 * TASK + 9, n - 1].into_iter().min_by_key(|&i| (i % 97, i)).unwrap();
+        assert_eq!(c.worst_index, Some(vec![expect]));
+    }
+
+    #[test]
+    fn serialises_and_summarises() {
+        let e = arr(&[2, 2], vec![1.0f64, 2.0, 3.0, 12.53]);
+        let a = arr(&[2, 2], vec![f16::from_f64(1.0), f16::from_f64(2.0), f16::from_f64(3.0), f16::from_f64(12.5)]);
+        let c = compare(&a, "float16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("float16"), false);
+        assert_eq!(
+            c.summary(),
+            "1 of 4 elements (25.00%) beyond rtol 1e-3, atol 1e-5: max abs 3e-2, max rel 2.4e-3, 3.8 ULP (float16); \
+             worst at [1, 1]: 12.5 vs 12.53; dtype changed: float16 vs float64"
+        );
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["verdict"], serde_json::json!({"kind": "disagree"}));
+        assert_eq!(json["rule"], "allclose");
+        assert!(json.get("worst_actual_imag").is_none());
+        let back: Comparison = serde_json::from_value(json).unwrap();
+        assert_eq!(back, c);
+        let inc = Verdict::Incomparable { reason: "x".into() };
+        assert_eq!(serde_json::to_value(&inc).unwrap(), serde_json::json!({"kind": "incomparable", "reason": "x"}));
+    }
+
+    #[test]
+    fn spacing_matches_numpy_definition() {
+        let f32u = UlpUnit::Float { p: 23, emin: -126 };
+        assert_eq!(f32u.spacing(1.0), f64::from(f32::EPSILON));
+        assert_eq!(f32u.spacing(-1.5), f64::from(f32::EPSILON));
+        assert_eq!(f32u.spacing(0.0), 2f64.powi(-149));
+        let f64u = UlpUnit::Float { p: 52, emin: -1022 };
+        assert_eq!(f64u.spacing(0.0), f64::from_bits(1));
+        assert_eq!(f64u.spacing(1e300), 2f64.powi(996 - 52));
+        assert_eq!(unravel(7, &[2, 2, 2]), vec![1, 1, 1]);
+        assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
+    }
+}
