@@ -470,13 +470,12 @@ fn int_block(a: &[i128], e: &[i128], base: usize, tol: Tolerance, acc: &mut Acc)
         let mag = e.unsigned_abs() as f64;
         let allowed = tol.atol + tol.rtol * mag;
         let rel = if mag > 0.0 { d / mag } else { 0.0 };
-        // Exact: any difference fails a zero tolerance, however large the integers.
-        let allowed = if a != e && allowed == 0.0 { -1.0 } else { allowed };
+        // Any difference is ≥ 1 as a float, so a zero tolerance fails it however large the integers.
         acc.finite(base + k, d, allowed, rel, d);
     }
 }
 
-/// Two significant digits, exponent form without a trailing `.0`: `1e-3`, `3.1e-2`.
+/// Two significant digits, exponent form without a trailing `.0` or `e0`: `1e-3`, `3.1e-2`, `1`, `2.5e3`.
 fn short(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
@@ -484,7 +483,8 @@ fn short(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
-    format!("{x:.1e}").replace(".0e", "e")
+    let s = format!("{x:.1e}").replace(".0e", "e");
+    s.strip_suffix("e0").map_or(s.clone(), str::to_string)
 }
 
 /// A value as the reported dtype would print it (shortest round-trip form of that dtype).
