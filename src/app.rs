@@ -149,6 +149,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Start::New(plan, versions) => {
             let info = new_run_info(versions, args.seed, reference);
             let id = store.create_run(&info, &plan.functions, &plan.cases)?;
+            store.plan_references(id, &plan.references)?;
             (id, plan.cases, info)
         }
     };
@@ -461,7 +462,41 @@ pub fn report(args: ReportArgs) -> Result<i32> {
         emit(&report::overview::render(&reports, format))?;
         return Ok(0);
     }
+    if !(args.only.is_empty() || args.dtypes || args.frameworks) {
+        bail!("--only applies to --dtypes and --frameworks");
+    }
     let run = resolve_run(&store, args.run.as_deref())?;
+    if args.dtypes || args.frameworks {
+        let results = store.results(run.id)?;
+        let only = &args.only;
+        let keep = |r: &crate::store::ResultRow| {
+            only.is_empty()
+                || only.iter().any(|o| *o == r.function.name || r.function.op.as_deref() == Some(o.as_str()))
+        };
+        if !only.is_empty() && !results.iter().any(keep) {
+            bail!("--only {}: run {} has no such function or op", only.join(","), run.id);
+        }
+        let out = if args.dtypes {
+            report::dtypes::render(&report::dtypes::build(run.id, &results, &keep), format)
+        } else {
+            let t = report::frameworks::build(
+                run.id,
+                &results,
+                &store.comparisons(run.id)?,
+                &store.references(run.id)?,
+                &keep,
+            );
+            if t.rows.is_empty() {
+                eprintln!(
+                    "mlport: run {} has no op run by two or more frameworks (the catalogue's `op` key maps them)",
+                    run.id
+                );
+            }
+            report::frameworks::render(&t, format)
+        };
+        emit(&out)?;
+        return Ok(0);
+    }
     print_report(&store, run.id, format, &opts, args.functions)?;
     Ok(0)
 }
@@ -1006,5 +1041,26 @@ pub fn sample(args: cli::SampleArgs) -> Result<i32> {
             )
         }
     })?;
+    Ok(0)
+}
+
+/// `mlport repro RESULT_ID`: the script and its arrays in `--out` (default `repro-<ID>`).
+pub fn repro(args: crate::cli::ReproArgs) -> Result<i32> {
+    let id: i64 =
+        args.result.trim_start_matches('#').parse().map_err(|_| {
+            anyhow::anyhow!("`{}` is not a result id (a number, as reports print it: #123)", args.result)
+        })?;
+    let store = open_existing(&args.db.db, "(run `mlport run` first, or pass --db)")?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("repro-{id}")));
+    let db = args.db.db.clone();
+    let w = crate::repro::write(&store, id, &out, &|run| run_dir(&db, run))?;
+    eprintln!("mlport: result #{id}: {}", w.what);
+    eprintln!(
+        "mlport: wrote {} and {} array files; run it with: python {}",
+        w.script.display(),
+        w.files.len(),
+        w.script.display()
+    );
+    println!("{}", w.script.display());
     Ok(0)
 }

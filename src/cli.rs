@@ -51,6 +51,9 @@ pub enum Command {
     Mine(MineArgs),
     /// Draw a catalogue sample the paper's way from mined frequencies, reproducibly.
     Sample(SampleArgs),
+    /// Write a self-contained Python script (inputs saved beside it) that reproduces one
+    /// stored failure or wrong result, for filing upstream.
+    Repro(ReproArgs),
 }
 
 /// Arguments of `mlport scan`.
@@ -361,6 +364,33 @@ pub struct ReportArgs {
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
     pub reference: Option<String>,
+    /// The dtype matrix: per function × device, which dtypes pass, fail (with the reason) or
+    /// give a wrong result, and the id of every case that did not pass.
+    #[arg(long, conflicts_with_all = ["slowdown", "frameworks", "functions"])]
+    pub dtypes: bool,
+    /// The cross-framework table: per canonical op, case and dtype, which frameworks agree with
+    /// the float64 reference (NumPy on the same inputs) and which do not, with their latencies.
+    #[arg(long, conflicts_with_all = ["slowdown", "functions"])]
+    pub frameworks: bool,
+    /// With --dtypes or --frameworks: only these functions or canonical ops (comma-separated,
+    /// e.g. `cumsum,torch.sum`).
+    #[arg(long = "only", value_delimiter = ',', value_name = "NAME|OP")]
+    pub only: Vec<String>,
+}
+
+/// Arguments of `mlport repro`.
+#[derive(Debug, Args)]
+pub struct ReproArgs {
+    /// The store holding the result.
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The result's id, as `mlport report --dtypes`, `--frameworks` and `--functions` print it (`#123`).
+    #[arg(value_name = "RESULT_ID")]
+    pub result: String,
+    /// The folder to write the script and its input arrays into (default `repro-<ID>`); created,
+    /// and must be empty if it exists.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `mlport list`.

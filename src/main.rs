@@ -31,6 +31,7 @@ fn main() {
         Command::Audit(a) => app::audit(a),
         Command::Mine(a) => app::mine(a),
         Command::Sample(a) => app::sample(a),
+        Command::Repro(a) => app::repro(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

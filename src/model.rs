@@ -146,11 +146,15 @@ pub enum Outcome {
     Timeout,
     /// The worker died (signal, abort, OOM kill).
     Crash,
+    /// Ran, but disagreed with its reference beyond tolerance (reason `wrong_result`): the
+    /// float64 reference of its canonical op, or the same case on the reference device.
+    WrongResult,
 }
 
 impl Outcome {
     /// Every outcome, in report order (the derived `Ord`).
-    pub const ALL: [Outcome; 5] = [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Timeout, Outcome::Crash];
+    pub const ALL: [Outcome; 6] =
+        [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Timeout, Outcome::Crash, Outcome::WrongResult];
 
     /// The snake_case name stored with each result and shown in reports (`pass`, `timeout`).
     pub fn as_str(self) -> &'static str {
@@ -160,6 +164,7 @@ impl Outcome {
             Outcome::Skip => "skip",
             Outcome::Timeout => "timeout",
             Outcome::Crash => "crash",
+            Outcome::WrongResult => "wrong_result",
         }
     }
 }

@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 use crate::catalogue::Catalogue;
 use crate::model::{DTYPES, Framework};
-use crate::store::records::{CaseRow, FunctionRow};
+use crate::store::records::{CaseRow, FunctionRow, ReferenceRow};
 
 /// What to run, from the command line.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +25,10 @@ pub struct Plan {
     pub functions: Vec<FunctionRow>,
     /// One row per (case, dtype), keyed by [`case_key`], in the order workers run them.
     pub cases: Vec<CaseRow>,
+    /// The float64 references the planned cases are compared with: one per (canonical op,
+    /// case id, dtype) that the catalogue's NumPy file has a function and case for, whether or
+    /// not NumPy itself is selected.
+    pub references: Vec<ReferenceRow>,
 }
 
 impl Plan {
@@ -40,6 +44,22 @@ impl Plan {
 /// The key that names a case at one dtype within a run: `framework/function/case/dtype`.
 pub fn case_key(fw: Framework, function: &str, case_id: &str, dtype: &str) -> String {
     format!("{fw}/{function}/{case_id}/{dtype}")
+}
+
+/// The name of a case's input arrays at one dtype and seed: the first 16 hex digits of the
+/// SHA-256 of `inputs` (the case spec's JSON, keys sorted), the dtype and the seed. Aligned
+/// cases of different frameworks have identical inputs and seeds (the catalogue checks it), so
+/// they share the key, and the worker makes their arrays once
+/// (`<run folder>/inputs/<key>.in<i>.npy`).
+pub fn input_key(inputs: &serde_json::Value, dtype: &str, seed: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(inputs.to_string().as_bytes());
+    h.update([0]);
+    h.update(dtype.as_bytes());
+    h.update([0]);
+    h.update(seed.to_le_bytes());
+    hex::encode(&h.finalize()[..8])
 }
 
 /// Builds the plan. The input seed of a case is `case.seed + run_seed` (wrapping), so
@@ -111,7 +131,40 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
     if out.cases.is_empty() {
         bail!("nothing to run: the selection matches no case");
     }
+    out.references = references(catalogue, &out.functions, &out.cases);
     Ok(out)
+}
+
+/// The float64 references of planned cases (see [`Plan::references`]), in case order, each once.
+fn references(catalogue: &Catalogue, functions: &[FunctionRow], cases: &[CaseRow]) -> Vec<ReferenceRow> {
+    let ops: std::collections::HashMap<(Framework, &str), &str> =
+        functions.iter().filter_map(|f| f.op.as_deref().map(|op| ((f.framework, f.name.as_str()), op))).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for c in cases {
+        let Some(op) = ops.get(&(c.framework, c.function.as_str())) else { continue };
+        let Some((f, rc)) = catalogue.reference_for(op, &c.case_id) else { continue };
+        if rc.skip.is_some() || c.spec.get("skip").is_some() {
+            continue;
+        }
+        let key = crate::agreement::reference_key(op, &c.case_id, &c.dtype);
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        out.push(ReferenceRow {
+            key,
+            op: op.to_string(),
+            case_id: c.case_id.clone(),
+            dtype: c.dtype.clone(),
+            function: f.name.clone(),
+            seed: c.seed,
+            spec: rc.spec.clone(),
+            outcome: None,
+            message: None,
+            outputs: serde_json::json!([]),
+        });
+    }
+    out
 }
 
 #[cfg(test)]

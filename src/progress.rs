@@ -72,6 +72,13 @@ impl EventSink for Progress {
                     "mlport: {device} is unavailable to {framework} (reported, not counted as a failure)"
                 ));
             }
+            Event::ReferencesStarting { count } => {
+                self.bar.set_message(format!("computing {count} float64 references (numpy)"));
+            }
+            Event::ReferencesDone { passed, failed } => {
+                let not = if *failed > 0 { format!(", {failed} could not be computed") } else { String::new() };
+                self.say(format!("mlport: float64 references: {passed} computed{not}"));
+            }
             Event::CaseStarted { case } => {
                 self.bar.set_message(format!("{} {}[{}]", case.framework, case.function, case.dtype));
             }

@@ -46,6 +46,7 @@ fn report_of(label: &str) -> PortabilityReport {
         .map(|r| {
             let case = cases[r.case_key.as_str()];
             mlport::store::ResultRow {
+                id: 0,
                 function: functions[case.function.as_str()].clone(),
                 case: case.clone(),
                 result: r.clone(),

@@ -6,7 +6,7 @@ use serde_json::json;
 use thiserror::Error;
 use toml::Spanned;
 
-use super::spec::{COMPARES, CaseSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
+use super::spec::{COMPARES, CaseSpec, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
 use super::{Case, CatalogueFile, Function};
 use crate::model::{DTYPES, Framework};
 
@@ -219,13 +219,51 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         }
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
-    if let Some(cmp) = &c.compare
-        && !COMPARES.contains(&cmp.get_ref().as_str())
-    {
-        return Err(cx.err_at(
-            cmp,
-            format!("unknown compare rule `{}` (expected one of {})", cmp.get_ref(), COMPARES.join(", ")),
-        ));
+    let compare = match c.compare.as_ref() {
+        None => json!("allclose"),
+        Some(cmp) => {
+            let rules: Vec<&String> = match cmp.get_ref() {
+                CompareSpec::One(r) => vec![r],
+                CompareSpec::PerOutput(list) => list.iter().collect(),
+            };
+            if rules.is_empty() {
+                return Err(cx.err_at(cmp, "`compare` lists no rule"));
+            }
+            if let Some(bad) = rules.iter().find(|r| !COMPARES.contains(&r.as_str())) {
+                return Err(
+                    cx.err_at(cmp, format!("unknown compare rule `{bad}` (expected one of {})", COMPARES.join(", ")))
+                );
+            }
+            if let (CompareSpec::PerOutput(list), Some(outs)) = (cmp.get_ref(), &c.outputs)
+                && list.len() != outs.len()
+            {
+                return Err(cx.err_at(
+                    cmp,
+                    format!("`compare` lists {} rules but `outputs` selects {} outputs", list.len(), outs.len()),
+                ));
+            }
+            match cmp.get_ref() {
+                CompareSpec::One(r) => json!(r),
+                CompareSpec::PerOutput(list) => json!(list),
+            }
+        }
+    };
+    for t in [&c.rtol, &c.atol].into_iter().flatten() {
+        if !(*t.get_ref() >= 0.0 && t.get_ref().is_finite()) {
+            return Err(cx.err_at(t, "a tolerance must be a finite number >= 0"));
+        }
+    }
+    let mut tolerance = serde_json::Map::new();
+    if let Some(table) = &c.tolerance {
+        for (dt, tol) in table.get_ref() {
+            check_dtype(cx, table.span().start, dt, false)?;
+            for v in [tol.rtol, tol.atol].into_iter().flatten() {
+                if !(v >= 0.0 && v.is_finite()) {
+                    return Err(cx.err_at(table, format!("tolerance for {dt}: must be finite numbers >= 0")));
+                }
+            }
+            tolerance.insert(dt.clone(), json!({"rtol": tol.rtol, "atol": tol.atol}));
+        }
     }
     if let Some(t) = &c.timeout_s
         && !(*t.get_ref() > 0.0 && *t.get_ref() <= MAX_TIMEOUT_S)
@@ -244,10 +282,27 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         "inputs": inputs,
         "kwargs": kwargs,
         "code": c.code.as_ref().map(|s| s.get_ref().clone()),
-        "compare": c.compare.as_ref().map_or("allclose".to_string(), |s| s.get_ref().clone()),
+        "compare": compare,
         "outputs": c.outputs,
+        "rtol": c.rtol.as_ref().map(|t| *t.get_ref()),
+        "atol": c.atol.as_ref().map(|t| *t.get_ref()),
+        "tolerance": if tolerance.is_empty() { serde_json::Value::Null } else { tolerance.into() },
     });
-    Ok(Case { id, dtypes, seed: c.seed.unwrap_or(0), timeout_s: c.timeout_s.map(|t| *t.get_ref()), skip: c.skip, spec })
+    let mut spec = spec;
+    if let Some(m) = spec.as_object_mut() {
+        m.retain(|k, v| !(v.is_null() && matches!(k.as_str(), "rtol" | "atol" | "tolerance")));
+    }
+    let line = line_col(cx.text, at).0;
+    Ok(Case {
+        id,
+        dtypes,
+        seed: c.seed.unwrap_or(0),
+        timeout_s: c.timeout_s.map(|t| *t.get_ref()),
+        skip: c.skip,
+        spec,
+        path: cx.path.to_string(),
+        line,
+    })
 }
 
 /// Reads one file or every `*.toml` in a folder (sorted by name).

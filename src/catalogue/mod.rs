@@ -75,8 +75,13 @@ pub struct Case {
     pub timeout_s: Option<f64>,
     /// Recorded as `skip` with this why, never run.
     pub skip: Option<String>,
-    /// What the worker receives (function, id, inputs, kwargs, code, compare, outputs).
+    /// What the worker receives (function, id, inputs, kwargs, code) and what the comparison
+    /// reads (compare, outputs, rtol, atol, tolerance).
     pub spec: serde_json::Value,
+    /// The catalogue file the case was read from, for messages.
+    pub path: String,
+    /// The 1-based line of its `[[function.case]]` table.
+    pub line: usize,
 }
 
 /// A set of catalogue files, at most one per framework.
@@ -102,7 +107,57 @@ impl Catalogue {
             out.push(f);
         }
         out.sort_by_key(|f| f.framework);
-        Ok(Catalogue { files: out })
+        let cat = Catalogue { files: out };
+        cat.check_aligned()?;
+        Ok(cat)
+    }
+
+    /// Cases of different frameworks with the same `op` and case id are compared with each
+    /// other and with one float64 reference, so they must get the same inputs: identical
+    /// `inputs` and `seed`. The first difference is an error naming both places.
+    fn check_aligned(&self) -> Result<(), CatalogueError> {
+        let mut first: std::collections::HashMap<(&str, &str), (&Function, &Case)> = Default::default();
+        for file in &self.files {
+            for f in &file.functions {
+                let Some(op) = f.op.as_deref() else { continue };
+                for c in &f.cases {
+                    match first.get(&(op, c.id.as_str())) {
+                        None => {
+                            first.insert((op, c.id.as_str()), (f, c));
+                        }
+                        Some((g, d)) => {
+                            let what = if c.seed != d.seed {
+                                Some(format!("seed {} but {} has seed {}", c.seed, g.name, d.seed))
+                            } else if c.spec["inputs"] != d.spec["inputs"] {
+                                Some(format!("inputs {} but {} has {}", c.spec["inputs"], g.name, d.spec["inputs"]))
+                            } else {
+                                None
+                            };
+                            if let Some(what) = what {
+                                return Err(CatalogueError::Invalid {
+                                    path: c.path.clone(),
+                                    line: c.line,
+                                    column: 1,
+                                    message: format!(
+                                        "case `{}` of {} (op `{op}`) must get the same inputs as case `{}` of {} \
+                                         ({}:{}) to be compared with it: it has {what}",
+                                        c.id, f.name, d.id, g.name, d.path, d.line
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The NumPy function with this canonical op and a case with this id: the float64
+    /// reference of every aligned case (`None` when the catalogue has none).
+    pub fn reference_for(&self, op: &str, case_id: &str) -> Option<(&Function, &Case)> {
+        let f = self.file(Framework::Numpy)?.functions.iter().find(|f| f.op.as_deref() == Some(op))?;
+        f.cases.iter().find(|c| c.id == case_id).map(|c| (f, c))
     }
 
     /// The file for a framework, if any.

@@ -75,12 +75,24 @@ pub struct CaseSpec {
     /// Input seed (default 0); input `i` uses PCG64 seeded `[seed, i]` after the run seed is added.
     #[serde(default)]
     pub seed: Option<u64>,
-    /// Comparison rule, one of [`COMPARES`] (default `allclose`); stored, not yet applied.
+    /// Comparison rule, one of [`COMPARES`] (default `allclose`): one for every compared
+    /// output, or a list with one per compared output.
     #[serde(default)]
-    pub compare: Option<Spanned<String>>,
-    /// Indices of the output leaves to compare (default all); stored, not yet applied.
+    pub compare: Option<Spanned<CompareSpec>>,
+    /// Indices of the output leaves to compare (default all).
     #[serde(default)]
     pub outputs: Option<Vec<u32>>,
+    /// Relative tolerance for every dtype of the case, replacing the dtype's default
+    /// (torch.testing.assert_close's; DESIGN.md); non-negative.
+    #[serde(default)]
+    pub rtol: Option<Spanned<f64>>,
+    /// Absolute tolerance for every dtype of the case, replacing the dtype's default; non-negative.
+    #[serde(default)]
+    pub atol: Option<Spanned<f64>>,
+    /// Per-dtype overrides, `tolerance = { float16 = { rtol = 1e-2, atol = 1e-3 } }`; they win
+    /// over `rtol`/`atol`.
+    #[serde(default)]
+    pub tolerance: Option<Spanned<std::collections::BTreeMap<String, ToleranceSpec>>>,
     /// Per-case time limit in seconds, in (0, [`MAX_TIMEOUT_S`](super::MAX_TIMEOUT_S)]
     /// (default: the run's, 60 s).
     #[serde(default)]
@@ -92,6 +104,28 @@ pub struct CaseSpec {
     /// zero-argument callable that is timed (docs/catalogue.md, "Python case code").
     #[serde(default)]
     pub code: Option<Spanned<String>>,
+}
+
+/// A case's `compare`: one rule for every compared output, or one per compared output.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum CompareSpec {
+    /// `compare = "up_to_sign"`.
+    One(String),
+    /// `compare = ["up_to_sign", "allclose", "up_to_sign_rows"]`.
+    PerOutput(Vec<String>),
+}
+
+/// One dtype's entry in a case's `tolerance` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceSpec {
+    /// Relative tolerance, non-negative (default: the dtype's).
+    #[serde(default)]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance, non-negative (default: the dtype's).
+    #[serde(default)]
+    pub atol: Option<f64>,
 }
 
 /// One positional input of a case, built in NumPy by `mlport_inputs.py` and sent to the worker
@@ -143,8 +177,9 @@ pub struct InputSpec {
 /// Value distributions an input may draw from (mlport_inputs.py implements them).
 pub const DISTS: [&str; 9] = ["normal", "uniform", "positive", "probs", "spd", "randint", "arange", "ones", "zeros"];
 
-/// Comparison rules a case may declare (numeric comparison reads them).
-pub const COMPARES: [&str; 6] = ["allclose", "exact", "sorted", "up_to_sign", "shape_dtype", "none"];
+/// Comparison rules a case may declare (`crate::compare::Rule` spells the same names).
+pub const COMPARES: [&str; 8] =
+    ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "shape_dtype", "statistical", "none"];
 
 /// Ways an input may be passed instead of a framework tensor.
 pub const PASS_AS: [&str; 4] = ["tensor", "numpy", "list", "scalar"];

@@ -596,7 +596,7 @@ mod tests {
                 ("test_grad_{device}", "cpu", Fail, Some(Other)),
                 ("test_grad_{device}", "tpu:0", Fail, Some(Other)),
                 ("test_copy_streams", "tpu:0", Fail, Some(NotImplemented)),
-                ("test_mm_{device}", "tpu:0", Fail, Some(WrongResult)),
+                ("test_mm_{device}", "tpu:0", Fail, Some(Reason::WrongResult)),
                 ("test_slow_{device}", "tpu:0", Outcome::Timeout, Some(Reason::Timeout)),
                 ("test_cuda_only_{device}", "cpu", Skip, None),
                 ("test_e_{device}", "cpu", Skip, None),

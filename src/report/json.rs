@@ -80,6 +80,8 @@ struct Target<'a> {
     success: Share,
     partial: Share,
     complete_failure: Share,
+    /// Functions with a case that ran but disagreed with its reference (`wrong_result`).
+    wrong_result: Share,
     reasons: &'a BTreeMap<Reason, usize>,
     cases: Cases,
     median_latency_ns: Option<f64>,
@@ -113,6 +115,8 @@ struct Function<'a> {
 
 #[derive(Serialize)]
 struct FailingCase<'a> {
+    /// The result id `mlport repro` takes (0 when not read from a store).
+    result_id: i64,
     case: &'a str,
     dtype: &'a str,
     reason: Reason,
@@ -217,6 +221,7 @@ fn target(t: &TargetSummary) -> Target<'_> {
         success: share(t.success),
         partial: share(t.partial),
         complete_failure: share(t.complete_failure),
+        wrong_result: share(t.wrong_result_functions),
         reasons: &t.reasons,
         cases: Cases {
             passed: t.cases_passed,
@@ -240,7 +245,13 @@ fn function(f: &FunctionSummary) -> Function<'_> {
         failing_cases: f
             .failures
             .iter()
-            .map(|c| FailingCase { case: &c.case_id, dtype: &c.dtype, reason: c.reason, message: &c.message })
+            .map(|c| FailingCase {
+                result_id: c.result_id,
+                case: &c.case_id,
+                dtype: &c.dtype,
+                reason: c.reason,
+                message: &c.message,
+            })
             .collect(),
     }
 }

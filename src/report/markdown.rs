@@ -14,7 +14,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
         lines.push("No results to report.".into());
     } else {
         lines.push(row(&SUMMARY_COLUMNS));
-        lines.push(rule_row(&[false, false, true, true, true, true, false, true]));
+        lines.push(rule_row(&[false, false, true, true, true, true, true, false, true]));
         lines.extend(report.targets.iter().map(|t| row(&summary_cells(t))));
     }
     let notes = notes(report);
@@ -50,12 +50,12 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
         let mut rows = not_portable(t).map(|f| {
             let mut cells = function_cells(f);
             cells[0] = code(&cells[0]);
-            cells[5] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
+            cells[6] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
             row(&cells)
         });
         if let Some(first) = rows.next() {
             lines.push(row(&FUNCTION_COLUMNS));
-            lines.push(rule_row(&[false, false, true, true, false, false]));
+            lines.push(rule_row(&[false, false, true, true, true, false, false]));
             lines.push(first);
             lines.extend(rows);
             lines.push(String::new());
@@ -67,20 +67,20 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
 
 /// One table row: cells kept on one line, pipes escaped (GFM allows `\|` in code spans too).
 /// Cells are either our own words or already wrapped by [`code`].
-fn row<S: AsRef<str>>(cells: &[S]) -> String {
+pub(super) fn row<S: AsRef<str>>(cells: &[S]) -> String {
     let cells: Vec<String> = cells.iter().map(|c| c.as_ref().replace(['\n', '\r'], " ").replace('|', "\\|")).collect();
     format!("| {} |", cells.join(" | "))
 }
 
 /// The delimiter row; `true` right-aligns a column.
-fn rule_row(right: &[bool]) -> String {
+pub(super) fn rule_row(right: &[bool]) -> String {
     let cells: Vec<&str> = right.iter().map(|&r| if r { "---:" } else { "---" }).collect();
     format!("| {} |", cells.join(" | "))
 }
 
 /// A code span around verbatim text (names, keys, messages), fenced with more
 /// backticks than any run inside it.
-fn code(text: &str) -> String {
+pub(super) fn code(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
@@ -90,7 +90,7 @@ fn code(text: &str) -> String {
 /// Escapes what Markdown would read as markup in prose (emphasis, links, HTML, code).
 /// Underscores stay: GFM does not read them as emphasis inside words like `not_implemented`.
 /// Pipes are left to [`row`], which escapes them once inside table cells.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '\\' | '*' | '<' | '[' | ']' | '`') {

@@ -3,6 +3,9 @@
 //! JSON or CSV; the overview of several runs ([`overview`]); and the slowdown between two
 //! devices ([`slowdown`]).
 
+pub mod dtypes;
+pub mod frameworks;
+mod grid;
 mod json;
 mod markdown;
 pub mod overview;

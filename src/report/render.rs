@@ -117,15 +117,33 @@ pub(super) fn versions(report: &PortabilityReport) -> String {
 }
 
 /// Column titles of the summary table.
-pub(super) const SUMMARY_COLUMNS: [&str; 8] =
-    ["framework", "device", "functions", "success", "partial", "complete failure", "failure reasons", "median latency"];
+pub(super) const SUMMARY_COLUMNS: [&str; 9] = [
+    "framework",
+    "device",
+    "functions",
+    "success",
+    "partial",
+    "complete failure",
+    "wrong result",
+    "failure reasons",
+    "median latency",
+];
 
 /// Column titles of a per-function detail table.
-pub(super) const FUNCTION_COLUMNS: [&str; 6] =
-    ["function", "status", "passed", "failed", "failure reasons", "failing cases (dtype [case]: reason — message)"];
+pub(super) const FUNCTION_COLUMNS: [&str; 7] = [
+    "function",
+    "status",
+    "passed",
+    "failed",
+    "wrong result",
+    "failure reasons",
+    "failing cases (dtype [case]: reason — message)",
+];
 
-/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order.
-pub(super) fn summary_cells(t: &TargetSummary) -> [String; 8] {
+/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order. `wrong result` counts
+/// the functions with a case that ran but disagreed with its reference; `failure reasons`
+/// lists the errors only.
+pub(super) fn summary_cells(t: &TargetSummary) -> [String; 9] {
     [
         t.framework.to_string(),
         t.device.to_string(),
@@ -133,26 +151,37 @@ pub(super) fn summary_cells(t: &TargetSummary) -> [String; 8] {
         count_percent(t, t.success),
         count_percent(t, t.partial),
         count_percent(t, t.complete_failure),
+        count_percent(t, t.wrong_result_functions),
         reasons(&t.reasons),
         t.median_latency_ns.map_or_else(|| "—".to_string(), latency),
     ]
 }
 
-/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order.
-pub(super) fn function_cells(f: &FunctionSummary) -> [String; 6] {
+/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order: `failed` counts the
+/// cases that raised (or timed out, or crashed), `wrong result` those that disagreed.
+pub(super) fn function_cells(f: &FunctionSummary) -> [String; 7] {
+    let wrong = f.reasons.get(&Reason::WrongResult).copied().unwrap_or(0);
     [
         f.name.clone(),
         f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
         f.passed.to_string(),
-        f.failed.to_string(),
+        (f.failed - wrong).to_string(),
+        wrong.to_string(),
         reasons(&f.reasons),
         failing_cases(f).join("\n"),
     ]
 }
 
-/// One line per counted failing case: `bfloat16 [square]: dtype_unsupported — message`.
+/// One line per counted failing case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12`
+/// is the result id `mlport repro` takes).
 pub(super) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
-    f.failures.iter().map(|c| format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message)).collect()
+    f.failures
+        .iter()
+        .map(|c| {
+            let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
+            format!("{} [{}]{id}: {} — {}", c.dtype, c.case_id, c.reason, c.message)
+        })
+        .collect()
 }
 
 /// `n` and its share of the functions run, e.g. `12 (80.0%)`.
@@ -164,11 +193,12 @@ pub(super) fn count_percent(t: &TargetSummary, n: usize) -> String {
 }
 
 /// Failure reasons, most frequent first, e.g. `dtype_unsupported 12, api_missing 3`; `—` when none.
+/// `wrong_result` is left out: it is not an error and has its own column.
 pub(super) fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
-    if reasons.is_empty() {
+    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().filter(|(r, _)| **r != Reason::WrongResult).collect();
+    if sorted.is_empty() {
         return "—".into();
     }
-    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().collect();
     sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
 }

@@ -73,6 +73,8 @@ pub struct RunHeader {
 /// One counted failing case of a function, for the per-function detail.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseFailure {
+    /// The result's id in the store (`mlport repro ID`); 0 when not read from a store.
+    pub result_id: i64,
     pub case_id: String,
     pub dtype: String,
     pub reason: Reason,
@@ -117,8 +119,12 @@ pub struct TargetSummary {
     pub success: usize,
     pub partial: usize,
     pub complete_failure: usize,
-    /// Counted failing cases by reason.
+    /// Counted failing cases by reason (`wrong_result` included; renderings show it in its own
+    /// column, apart from the errors).
     pub reasons: BTreeMap<Reason, usize>,
+    /// Functions with at least one counted `wrong_result` case: they ran without an error but
+    /// disagreed with a reference beyond tolerance.
+    pub wrong_result_functions: usize,
     pub cases_passed: usize,
     pub cases_failed: usize,
     pub cases_skipped: usize,
@@ -181,7 +187,7 @@ pub fn rule_text(reference: &Device, attributable: bool) -> String {
 /// The counting rule under `attribution` in a few sentences: the footer of every report.
 pub fn rule_text_for(reference: &Device, attributable: bool, attribution: Attribution) -> String {
     let base = "A function succeeds when all its counted cases pass, is partial when some fail and a complete \
-                failure when all fail; fail, timeout and crash count as failures, while skips and harness errors \
+                failure when all fail; fail, timeout, crash and wrong_result (ran, but disagreed with its reference beyond tolerance) count as failures, while skips and harness errors \
                 never count.";
     match (attributable, attribution) {
         (false, _) => {
@@ -250,10 +256,11 @@ pub fn build(
         let counted = match r.outcome {
             Outcome::Pass => Counted::Pass,
             Outcome::Skip => Counted::Skipped,
-            Outcome::Fail | Outcome::Timeout | Outcome::Crash => {
+            Outcome::Fail | Outcome::Timeout | Outcome::Crash | Outcome::WrongResult => {
                 let reason = r.reason.unwrap_or(match r.outcome {
                     Outcome::Timeout => Reason::Timeout,
                     Outcome::Crash => Reason::Crash,
+                    Outcome::WrongResult => Reason::WrongResult,
                     _ => Reason::Other,
                 });
                 if reason == Reason::HarnessError {
@@ -375,6 +382,7 @@ impl<'a> Target<'a> {
                     (None, None) => r.outcome.to_string(),
                 };
                 f.failures.push(CaseFailure {
+                    result_id: row.id,
                     case_id: row.case.case_id.clone(),
                     dtype: row.case.dtype.clone(),
                     reason,
@@ -402,6 +410,7 @@ impl<'a> Target<'a> {
             partial: 0,
             complete_failure: 0,
             reasons: self.reasons,
+            wrong_result_functions: 0,
             cases_passed: self.passed,
             cases_failed: self.failed,
             cases_skipped: self.skipped,
@@ -411,6 +420,9 @@ impl<'a> Target<'a> {
         };
         for f in &mut t.functions {
             f.status = FunctionStatus::from_counts(f.passed, f.failed);
+            if f.reasons.contains_key(&Reason::WrongResult) {
+                t.wrong_result_functions += 1;
+            }
             match f.status {
                 Some(FunctionStatus::Success) => t.success += 1,
                 Some(FunctionStatus::Partial) => t.partial += 1,
@@ -486,6 +498,7 @@ pub(crate) mod tests {
         let name = format!("{}.{f}", framework.as_str());
         let key = format!("{framework}/{name}/c{case}/float32");
         ResultRow {
+            id: 0,
             function: FunctionRow {
                 framework,
                 name: name.clone(),

@@ -14,7 +14,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     if report.targets.is_empty() {
         lines.push("No results to report.".into());
     } else {
-        let mut table = new_table(&SUMMARY_COLUMNS, &[2, 3, 4, 5, 7]);
+        let mut table = new_table(&SUMMARY_COLUMNS, &[2, 3, 4, 5, 6, 8]);
         for t in &report.targets {
             table.add_row(summary_cells(t));
         }
@@ -46,7 +46,7 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
     }
     for t in &report.targets {
         lines.push(target_heading(t));
-        let mut table = new_table(&FUNCTION_COLUMNS, &[2, 3]);
+        let mut table = new_table(&FUNCTION_COLUMNS, &[2, 3, 4]);
         let mut any = false;
         for f in not_portable(t) {
             table.add_row(function_cells(f));

@@ -30,12 +30,15 @@ fn nonce() -> u64 {
 
 /// Runs one case. Returns the result (`None` if the run was interrupted mid-case: the
 /// case stays pending) and whether the worker is still usable (false after a kill).
+/// With `reference`, the worker computes the case's float64 reference instead: inputs
+/// upcast, one call, outputs saved, nothing timed.
 pub fn execute_case(
     worker: &mut Worker,
     case: &CaseRow,
     device: &Device,
     out_dir: &Path,
     cfg: &RunConfig,
+    reference: bool,
     interrupted: &AtomicBool,
 ) -> (Option<CaseResult>, bool) {
     let start = Instant::now();
@@ -56,6 +59,9 @@ pub fn execute_case(
         .and_then(|t| Duration::try_from_secs_f64(t).ok())
         .unwrap_or(cfg.case_timeout);
     let out = out_dir.to_string_lossy();
+    let inputs_dir = cfg.run_dir.join("inputs");
+    let inputs_dir = inputs_dir.to_string_lossy();
+    let input_key = crate::plan::input_key(&case.spec["inputs"], &case.dtype, case.seed);
     let req = Request::Run {
         v: PROTOCOL_VERSION,
         nonce: nonce(),
@@ -64,6 +70,9 @@ pub fn execute_case(
         dtype: &case.dtype,
         seed: case.seed,
         out_dir: &out,
+        inputs_dir: &inputs_dir,
+        input_key: &input_key,
+        reference,
         timing: &cfg.timing,
     };
     match worker.run(&req, timeout, interrupted) {

@@ -35,6 +35,18 @@ pub enum Event<'a> {
         /// The device asked for.
         device: Device,
     },
+    /// The float64 references of the run's canonical ops are being computed (NumPy, host).
+    ReferencesStarting {
+        /// References to compute.
+        count: usize,
+    },
+    /// The float64 references are computed.
+    ReferencesDone {
+        /// Computed.
+        passed: usize,
+        /// Could not be computed (their cases are not compared with float64).
+        failed: usize,
+    },
     /// A case is about to be sent to its worker.
     CaseStarted {
         /// The case at one dtype.

@@ -5,6 +5,7 @@
 
 mod case;
 mod events;
+mod reference;
 
 pub use case::execute_case;
 pub use events::{Event, EventSink, NullSink};
@@ -84,6 +85,10 @@ pub fn execute(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
+    if reference::compute(store, run_id, cfg, sink, interrupted)? == Ending::Interrupted {
+        return Ok(Ending::Interrupted);
+    }
+    let checker = crate::agreement::Checker::load(store, run_id)?;
     let mut frameworks: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
     frameworks.sort();
     frameworks.dedup();
@@ -171,7 +176,7 @@ pub fn execute(
                 continue;
             }
             let w: Option<Worker> = if d == Device::cpu() { probe.take() } else { None };
-            let ending = run_device(store, run_id, &pending, &spec(&d), w, cfg, sink, interrupted)?;
+            let ending = run_device(store, run_id, &pending, &spec(&d), w, cfg, &checker, sink, interrupted)?;
             if ending == Ending::Interrupted {
                 return Ok(Ending::Interrupted);
             }
@@ -180,6 +185,7 @@ pub fn execute(
             p.shutdown();
         }
     }
+    crate::agreement::check_run(store, run_id, &info.reference_device)?;
     Ok(Ending::Finished)
 }
 
@@ -195,6 +201,7 @@ fn run_device(
     spec: &WorkerSpec,
     worker: Option<Worker>,
     cfg: &RunConfig,
+    checker: &crate::agreement::Checker,
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
@@ -228,7 +235,7 @@ fn run_device(
                 }
             }
             let w = worker.as_mut().expect("worker started above");
-            let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, interrupted);
+            let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, false, interrupted);
             let Some(result) = result else { return Ok(Ending::Interrupted) };
             if !keep {
                 worker = None; // killed on timeout or crash: a fresh one for what comes next
@@ -248,6 +255,13 @@ fn run_device(
             });
         }
         store.record_result(run_id, &result)?;
+        // Compared with its float64 reference at once, so that progress shows a wrong result
+        // as it happens; the comparison with the reference device comes in the closing pass.
+        if let Some(message) = checker.check_float64(store, run_id, case, &result)? {
+            result.outcome = Outcome::WrongResult;
+            result.reason = Some(crate::model::Reason::WrongResult);
+            result.message = Some(message);
+        }
         sink.event(&Event::CaseFinished { case, result: &result });
     }
     if let Some(w) = worker {

@@ -6,7 +6,7 @@ pub mod schema;
 mod sqlite;
 
 pub use records::{
-    CaseResult, CaseRow, DeviceInfo, FrameworkInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSource,
-    RunSummary,
+    CaseResult, CaseRow, ComparisonRow, DeviceInfo, FrameworkInfo, FunctionRow, ReferenceRow, ResultRow, RunData,
+    RunInfo, RunOrigin, RunSource, RunSummary,
 };
 pub use sqlite::{Store, StoreError};

@@ -49,6 +49,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "initial schema", sql: V1 },
     Migration { version: 2, name: "run origin: source, label, machine, notes", sql: V2 },
     Migration { version: 3, name: "blocked timing: calls per sample", sql: V3 },
+    Migration { version: 4, name: "numeric agreement: float64 references and comparisons", sql: V4 },
 ];
 
 /// The newest schema version this binary knows.
@@ -171,6 +172,55 @@ CREATE INDEX runs_label ON runs (label);
 /// for imports, whose samples are single timed calls.
 const V3: &str = "
 ALTER TABLE samples ADD COLUMN calls BIGINT;
+";
+
+/// Version 4: numeric agreement. `reference_outputs` holds the float64 references a run
+/// plans (one per canonical op, case id and swept dtype, computed by the NumPy catalogue's
+/// function on the case's inputs upcast); `outcome` is NULL until computed. `comparisons`
+/// holds one row per (result, reference, output leaf): `against` is `float64` or
+/// `device:<reference device>`; `verdict` is `agree`, `disagree` or `incomparable`; `detail`
+/// is the whole comparison as JSON. A result that disagrees gets the outcome `wrong_result`.
+const V4: &str = "
+CREATE TABLE reference_outputs (
+    id         {pk},
+    run_id     BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key        TEXT NOT NULL,
+    op         TEXT NOT NULL,
+    case_id    TEXT NOT NULL,
+    dtype      TEXT NOT NULL,
+    function   TEXT NOT NULL,
+    seed       TEXT NOT NULL,
+    spec       TEXT NOT NULL,
+    outcome    TEXT,
+    message    TEXT,
+    outputs    TEXT NOT NULL,
+    UNIQUE (run_id, key)
+);
+
+CREATE TABLE comparisons (
+    id             {pk},
+    result_id      BIGINT NOT NULL REFERENCES results (id) ON DELETE CASCADE,
+    against        TEXT NOT NULL,
+    reference      TEXT NOT NULL,
+    output_index   BIGINT NOT NULL,
+    rule           TEXT NOT NULL,
+    rtol           DOUBLE PRECISION NOT NULL,
+    atol           DOUBLE PRECISION NOT NULL,
+    verdict        TEXT NOT NULL,
+    elements       BIGINT NOT NULL,
+    mismatched     BIGINT NOT NULL,
+    max_abs        DOUBLE PRECISION,
+    max_rel        DOUBLE PRECISION,
+    max_ulp        DOUBLE PRECISION,
+    nan_mismatch   BIGINT NOT NULL,
+    inf_mismatch   BIGINT NOT NULL,
+    shape_changed  BOOLEAN NOT NULL,
+    dtype_changed  BOOLEAN NOT NULL,
+    summary        TEXT NOT NULL,
+    detail         TEXT NOT NULL,
+    UNIQUE (result_id, against, output_index)
+);
+CREATE INDEX comparisons_result ON comparisons (result_id);
 ";
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ use rusqlite::{CachedStatement, Connection, OptionalExtension, Row, TransactionB
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod agreement;
+
 use super::records::{
     CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSummary,
 };
@@ -489,7 +491,7 @@ impl Store {
                     samples_ns: samples.remove(&id).unwrap_or_default(),
                     block_sizes: calls.remove(&id).unwrap_or_default(),
                 };
-                Ok(ResultRow { function, case, result })
+                Ok(ResultRow { id, function, case, result })
             })?
             .collect()
         })
@@ -1327,7 +1329,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, vec![1, 2, 3]);
+        assert_eq!(versions, vec![1, 2, 3, 4]);
         let old = store.latest_run().unwrap().unwrap();
         assert_eq!((old.info.host.as_str(), old.info.seed, old.state.as_str()), ("old-box", 7, "finished"));
         assert_eq!(old.origin, RunOrigin::default());
@@ -1346,13 +1348,16 @@ mod tests {
         // Make it what mlport wrote before blocked timing: no `calls` column, version 2.
         store
             .conn
-            .execute_batch("ALTER TABLE samples DROP COLUMN calls; DELETE FROM schema_version WHERE version = 3;")
+            .execute_batch(
+                "DROP TABLE comparisons; DROP TABLE reference_outputs; ALTER TABLE samples DROP COLUMN calls; \
+                 DELETE FROM schema_version WHERE version >= 3;",
+            )
             .unwrap();
         let path = dir.path().join("mlport.db");
         drop(store);
         let mut store = Store::open(&path).unwrap();
         let v: i64 = store.conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(v, 3);
+        assert_eq!(v, schema::latest_version());
         let got = &store.results(run).unwrap()[0].result;
         assert_eq!(got.samples_ns, vec![30, 10, 20, i64::MAX as u64]);
         assert!(got.block_sizes.is_empty(), "old samples are single calls");

@@ -1,4 +1,4 @@
-//! The worker protocol, version 2 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 3 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -78,6 +78,16 @@ pub enum Request<'a> {
         seed: u64,
         /// Folder the worker writes output `.npy` files into (one per framework and device).
         out_dir: &'a str,
+        /// Folder of the run's input arrays, made once: input `i` of the case is
+        /// `<inputs_dir>/<input_key>.in<i>.npy`, read when present, else built and written
+        /// (protocol 3).
+        inputs_dir: &'a str,
+        /// [`crate::plan::input_key`] of the case at this dtype and seed (protocol 3).
+        input_key: &'a str,
+        /// Compute the float64 reference instead of running the case: floating inputs are
+        /// upcast to float64 (complex to complex128), the call is made once and its outputs
+        /// saved; no steady-state timing (protocol 3).
+        reference: bool,
         /// Steady-state repetition settings.
         timing: &'a Timing,
     },
@@ -247,26 +257,29 @@ mod tests {
         let spec = serde_json::json!({"function": "torch.add"});
         let t = Timing::default();
         let r = Request::Run {
-            v: 2,
+            v: 3,
             nonce: 9,
             case_key: "k",
             case: &spec,
             dtype: "float32",
             seed: 7,
             out_dir: "/o",
+            inputs_dir: "/i",
+            input_key: "ab12",
+            reference: false,
             timing: &t,
         };
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":2,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":3,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 2 }).unwrap(), r#"{"op":"shutdown","v":2}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 3 }).unwrap(), r#"{"op":"shutdown","v":3}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":2,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":3,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
@@ -275,12 +288,12 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":2,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64]}"#).unwrap() {
+        match parse_line(r#"{"v":3,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64]}"#).unwrap() {
             Message::Result(r) => assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64])),
             other => panic!("{other:?}"),
         }
         assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"v":2,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":3,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

@@ -215,7 +215,10 @@ class NumpyAdapter(Adapter):
 
     def to_framework(self, arr, spec, dtype):
         p = self._passthrough(arr, spec)
-        return arr if p is None else p
+        if p is not None:
+            return p
+        want = self.native_dtype(spec.get("dtype", dtype))
+        return arr if arr.dtype == want else arr.astype(want)
 
     def native_dtype(self, name):
         if name == "bfloat16":

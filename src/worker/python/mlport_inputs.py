@@ -5,6 +5,8 @@ same values for the same (seed, input index). bfloat16 has no NumPy dtype: such 
 are made as float32 and cast by the adapter on the device.
 """
 
+import os
+
 import numpy as np
 
 INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
@@ -88,16 +90,77 @@ def build(spec, dtype, rng):
         else:
             arr = _real(rng, dist, shape, spec)
         arr = arr.astype(numpy_dtype(dt))
+        if dt == "bfloat16":
+            arr = round_to_bfloat16(arr)
     return arr, spec
 
 
-def build_all(specs, dtype, seed):
-    """All inputs of a case; input i uses the generator seeded with [seed, i]."""
+def round_to_bfloat16(arr):
+    """float32 values rounded to the nearest bfloat16 (ties to even), still as float32.
+
+    Every framework then receives exactly these values (its own float32 -> bfloat16 cast is
+    exact), whatever rounding its cast would use, and the float64 reference sees them too.
+    """
+    a = np.ascontiguousarray(arr, dtype=np.float32)
+    bits = a.view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = bits.astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(a), out, a).reshape(a.shape)
+
+
+def build_all(specs, dtype, seed, cache_dir=None, key=None):
+    """All inputs of a case; input i uses the generator seeded with [seed, i].
+
+    With `cache_dir` and `key` (the core's hash of the inputs' specs, dtype and seed), array
+    inputs are made once: input i is read from `<cache_dir>/<key>.in<i>.npy` when that file
+    exists, else built and written there (to a temporary name, then renamed), so every
+    framework and device of a run gets the very same arrays and `mlport repro` can ship them.
+    """
     out = []
     for i, spec in enumerate(specs):
+        path = os.path.join(cache_dir, f"{key}.in{i}.npy") if cache_dir and key else None
+        if path and os.path.exists(path):
+            resolved = dict(spec)
+            if resolved.get("dtype", "T") == "T":
+                resolved["dtype"] = dtype
+            arr = np.load(path, allow_pickle=False)
+            if "value" in spec and spec.get("scalar"):
+                out.append((arr.item(), resolved))
+            else:
+                out.append((arr, resolved))
+            continue
         rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, i])
-        out.append(build(spec, dtype, rng))
+        value, resolved = build(spec, dtype, rng)
+        if path and isinstance(value, np.ndarray):
+            os.makedirs(cache_dir, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp.npy"
+            np.save(tmp, value, allow_pickle=False)
+            os.replace(tmp, path)
+        out.append((value, resolved))
     return out
+
+
+def upcast(built):
+    """The float64 reference's inputs: floating arrays (float16, bfloat16 as its exact float32
+    values, float32) become float64 and complex64 becomes complex128, so the reference
+    computes on exactly the values the framework got, in double precision."""
+    out = []
+    for value, spec in built:
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+            wide = np.complex128 if value.dtype.kind == "c" else np.float64
+            out.append((value.astype(wide), dict(spec, dtype=np.dtype(wide).name)))
+        else:
+            out.append((value, spec))
+    return out
+
+
+def reference_dtype(dtype):
+    """The dtype the float64 reference of a case swept at `dtype` computes in."""
+    if dtype in FLOAT_DTYPES:
+        return "float64"
+    if dtype in COMPLEX_DTYPES:
+        return "complex128"
+    return dtype
 
 
 def resolve_kwargs(kwargs, dtype, adapter):

@@ -5,7 +5,7 @@ and boring on purpose: import the framework, map the device name, build inputs, 
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
 
-Protocol (version 2, documented in docs/protocol.md): the core writes one JSON object
+Protocol (version 3, documented in docs/protocol.md): the core writes one JSON object
 per line to the worker's stdin; the worker answers one JSON object per line on a
 dedicated pipe. At start-up, before any framework is imported, the worker moves the
 pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
@@ -18,7 +18,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -133,8 +133,14 @@ def run_case(adapter, req):
         except (AttributeError, ImportError, ModuleNotFoundError) as e:
             raise CaseError("resolve", e)
         phase = "inputs"
+        reference = bool(req.get("reference"))
         try:
-            np_inputs = inputs.build_all(case.get("inputs", []), dtype, req.get("seed", 0))
+            np_inputs = inputs.build_all(
+                case.get("inputs", []), dtype, req.get("seed", 0), req.get("inputs_dir"), req.get("input_key")
+            )
+            if reference:  # the float64 reference: the same values, computed in double precision
+                np_inputs = inputs.upcast(np_inputs)
+                dtype = inputs.reference_dtype(dtype)
         except Exception as e:  # our own spec handling: a harness error
             raise CaseError("inputs", e, harness=True)
         ctx = adapter.context(fn, dtype, req.get("seed", 0))
@@ -182,6 +188,9 @@ def run_case(adapter, req):
                 result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
             except Exception as e:
                 raise CaseError("outputs", e)
+            if reference:  # a reference is computed once, never timed
+                result["outcome"] = "pass"
+                return result
             phase = "steady"
             out = None  # the first call's output is saved: let its memory go before timing
             try:

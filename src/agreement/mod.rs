@@ -1,0 +1,184 @@
+//! Numeric agreement: which results give the same answer as their references, and the
+//! `wrong_result` verdict. A passing result is compared, output leaf by output leaf, with
+//! - the float64 reference of its canonical op (the NumPy catalogue's function on the same
+//!   inputs upcast to float64, [`crate::store::ReferenceRow`]), with the tolerance of the
+//!   output's own dtype (torch.testing.assert_close's defaults, `crate::compare::Tolerance`);
+//!   dtypes may differ (the reference is wider), shapes may not;
+//! - the same case on the run's reference device, where dtypes must match too.
+//!
+//! The case's `compare` rule (allclose, exact, sorted, up_to_sign, ...), `outputs` selection and
+//! tolerance overrides (`rtol`, `atol`, `tolerance.<dtype>`) come from its catalogue spec. The
+//! numeric work is [`crate::compare`]'s; this module decides what is compared with what and
+//! stores the verdicts.
+
+mod pairs;
+
+pub use pairs::{OutputPair, compare_outputs, wrong_message};
+
+use std::collections::{HashMap, HashSet};
+
+use crate::model::{Device, Framework, Outcome};
+use crate::store::records::{CaseResult, CaseRow, ComparisonRow, ReferenceRow, ResultRow};
+use crate::store::{Store, StoreError};
+
+/// `against` of comparisons with the float64 reference.
+pub const FLOAT64: &str = "float64";
+
+/// `against` of comparisons with the same case on `device`: `device:cpu`.
+pub fn against_device(device: &Device) -> String {
+    format!("device:{device}")
+}
+
+/// The key of the float64 reference of an aligned case at one dtype: `reference/<op>/<case>/<dtype>`.
+pub fn reference_key(op: &str, case_id: &str, dtype: &str) -> String {
+    format!("reference/{op}/{case_id}/{dtype}")
+}
+
+/// The dtype a float64 reference computes in for a case swept at `dtype`: `float64` for
+/// floating dtypes, `complex128` for complex ones, the dtype itself otherwise (integers and
+/// bool are computed exactly at their own dtype).
+pub fn reference_dtype(dtype: &str) -> &str {
+    match dtype {
+        "float16" | "bfloat16" | "float32" | "float64" => "float64",
+        "complex64" | "complex128" => "complex128",
+        other => other,
+    }
+}
+
+/// What a run's comparisons need to know, loaded once: each function's canonical op and the
+/// computed float64 references.
+#[derive(Debug, Default)]
+pub struct Checker {
+    ops: HashMap<(Framework, String), String>,
+    references: HashMap<String, ReferenceRow>,
+}
+
+impl Checker {
+    /// Loads the run's functions' ops and its references (computed or not).
+    pub fn load(store: &Store, run: i64) -> Result<Checker, StoreError> {
+        let ops =
+            store.functions(run)?.into_iter().filter_map(|f| f.op.map(|op| ((f.framework, f.name), op))).collect();
+        let references = store.references(run)?.into_iter().map(|r| (r.key.clone(), r)).collect();
+        Ok(Checker { ops, references })
+    }
+
+    /// The computed float64 reference of a case, if its function has a canonical op and the
+    /// reference was computed (`pass`).
+    pub fn reference_of(&self, case: &CaseRow) -> Option<&ReferenceRow> {
+        let op = self.ops.get(&(case.framework, case.function.clone()))?;
+        self.references.get(&reference_key(op, &case.case_id, &case.dtype)).filter(|r| r.outcome == Some(Outcome::Pass))
+    }
+
+    /// Compares a just-recorded passing result with its float64 reference and stores the
+    /// comparisons; returns the `wrong_result` message when it disagrees (the stored outcome
+    /// is already changed). Nothing happens for results that did not pass or have no reference.
+    pub fn check_float64(
+        &self,
+        store: &mut Store,
+        run: i64,
+        case: &CaseRow,
+        result: &CaseResult,
+    ) -> Result<Option<String>, StoreError> {
+        if result.outcome != Outcome::Pass {
+            return Ok(None);
+        }
+        let Some(reference) = self.reference_of(case) else { return Ok(None) };
+        let label = format!("{} in {}", reference.function, reference_dtype(&case.dtype));
+        let pair = OutputPair {
+            spec: &case.spec,
+            case_dtype: &case.dtype,
+            actual: &result.outputs,
+            expected: &reference.outputs,
+            check_dtype: false,
+        };
+        record(store, run, case, result, FLOAT64, &label, &pair)
+    }
+}
+
+/// Compares and stores; the `wrong_result` message when any compared output disagrees.
+fn record(
+    store: &mut Store,
+    run: i64,
+    case: &CaseRow,
+    result: &CaseResult,
+    against: &str,
+    label: &str,
+    pair: &OutputPair<'_>,
+) -> Result<Option<String>, StoreError> {
+    let rows = compare_outputs(pair, &case.key, &result.device, against, label);
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let wrong = wrong_message(&rows);
+    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_deref())?;
+    Ok(wrong)
+}
+
+/// What a comparison pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassSummary {
+    /// Results compared (with one reference each).
+    pub compared: usize,
+    /// Of them, results that disagreed and became `wrong_result`.
+    pub wrong: usize,
+}
+
+/// The comparison pass over a whole run: every passing (or already wrong) result is compared
+/// with whatever reference it has and has not been compared with yet — its float64 reference
+/// and, on devices other than `reference_device`, the same case on `reference_device` when it
+/// passed there. Idempotent: a resumed or repeated pass compares only what is missing.
+pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
+    let checker = Checker::load(store, run)?;
+    let done: HashSet<(String, String, String)> = store.compared(run)?;
+    let rows: Vec<ResultRow> = store.results(run)?;
+    let on_reference: HashMap<&str, &CaseResult> = rows
+        .iter()
+        .filter(|r| {
+            &r.result.device == reference_device && matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult)
+        })
+        .map(|r| (r.case.key.as_str(), &r.result))
+        .collect();
+    let device_against = against_device(reference_device);
+    let mut summary = PassSummary::default();
+    for row in &rows {
+        let (case, result) = (&row.case, &row.result);
+        if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
+            continue;
+        }
+        let seen = |against: &str| done.contains(&(case.key.clone(), result.device.to_string(), against.to_string()));
+        let mut pass_result = result.clone();
+        pass_result.outcome = Outcome::Pass; // compare what ran, whatever an earlier verdict said
+        if !seen(FLOAT64) && checker.reference_of(case).is_some() {
+            summary.compared += 1;
+            if checker.check_float64(store, run, case, &pass_result)?.is_some() {
+                summary.wrong += 1;
+            }
+        }
+        if &result.device != reference_device
+            && !seen(&device_against)
+            && let Some(expected) = on_reference.get(case.key.as_str())
+        {
+            let pair = OutputPair {
+                spec: &case.spec,
+                case_dtype: &case.dtype,
+                actual: &result.outputs,
+                expected: &expected.outputs,
+                check_dtype: true,
+            };
+            summary.compared += 1;
+            if record(store, run, case, result, &device_against, reference_device.as_str(), &pair)?.is_some() {
+                summary.wrong += 1;
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// Comparisons of a run grouped by (case key, device), for reports.
+pub fn by_result(rows: Vec<ComparisonRow>) -> HashMap<(String, Device), Vec<ComparisonRow>> {
+    let mut out: HashMap<(String, Device), Vec<ComparisonRow>> = HashMap::new();
+    for r in rows {
+        out.entry((r.case_key.clone(), r.device.clone())).or_default().push(r);
+    }
+    out
+}

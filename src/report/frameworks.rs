@@ -1,0 +1,282 @@
+//! The cross-framework table (`mlport report --frameworks`): per canonical op, case and dtype,
+//! how each framework's function did against the float64 reference (NumPy/SciPy on the same
+//! inputs upcast), with the largest error and the steady-state latency side by side. Rendered
+//! as a table, Markdown, versioned JSON (`{"format": "mlport.frameworks", "version": 1}`) or CSV.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::Format;
+use super::grid::Grid;
+use super::render::latency;
+use crate::agreement::FLOAT64;
+use crate::model::{Device, Framework, Outcome, Reason};
+use crate::store::{ComparisonRow, ReferenceRow, ResultRow};
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.frameworks";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+/// One framework function's result in a row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Entry {
+    pub result_id: i64,
+    pub function: String,
+    pub outcome: Outcome,
+    pub reason: Option<Reason>,
+    /// The first line of the error or of the disagreement.
+    pub message: Option<String>,
+    /// Median steady-state time per call, ns (passing and wrong results with samples).
+    pub median_ns: Option<f64>,
+    /// Its comparisons with the float64 reference, one per compared output.
+    pub float64: Vec<ComparisonRow>,
+}
+
+/// One (op, case, dtype, device).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpRow {
+    pub op: String,
+    pub case_id: String,
+    pub dtype: String,
+    pub device: Device,
+    /// `numpy.cumsum in float64`, or why there is none.
+    pub reference: String,
+    /// By framework, only those with a function for the op.
+    pub frameworks: BTreeMap<Framework, Vec<Entry>>,
+}
+
+/// Counts over the rows of one framework.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Tally {
+    /// Ran and agreed with the float64 reference.
+    pub agree: usize,
+    /// Ran and disagreed (`wrong_result`).
+    pub wrong: usize,
+    /// Raised, timed out or crashed.
+    pub failed: usize,
+    /// Ran, with no float64 reference to compare with.
+    pub unchecked: usize,
+}
+
+/// The table of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FrameworkTable {
+    pub format: &'static str,
+    pub version: u32,
+    pub run: i64,
+    /// The framework columns, in report order.
+    pub frameworks: Vec<Framework>,
+    /// Ops with functions in two or more frameworks.
+    pub shared_ops: usize,
+    pub rows: Vec<OpRow>,
+    pub tally: BTreeMap<Framework, Tally>,
+}
+
+/// Builds the table: results of functions with a canonical op (planned order), their
+/// float64 comparisons, and the run's references. `keep` selects results.
+pub fn build(
+    run: i64,
+    results: &[ResultRow],
+    comparisons: &[ComparisonRow],
+    references: &[ReferenceRow],
+    keep: &dyn Fn(&ResultRow) -> bool,
+) -> FrameworkTable {
+    let mut by_result: HashMap<(&str, &Device), Vec<ComparisonRow>> = HashMap::new();
+    for c in comparisons.iter().filter(|c| c.against == FLOAT64) {
+        by_result.entry((c.case_key.as_str(), &c.device)).or_default().push(c.clone());
+    }
+    let refs: HashMap<(&str, &str, &str), &ReferenceRow> =
+        references.iter().map(|r| ((r.op.as_str(), r.case_id.as_str(), r.dtype.as_str()), r)).collect();
+    let mut rows: Vec<OpRow> = Vec::new();
+    let mut index: HashMap<(String, String, String, Device), usize> = HashMap::new();
+    let mut op_frameworks: BTreeMap<&str, std::collections::BTreeSet<Framework>> = BTreeMap::new();
+    for r in results.iter().filter(|r| keep(r)) {
+        let Some(op) = r.function.op.as_deref() else { continue };
+        op_frameworks.entry(op).or_default().insert(r.function.framework);
+        let key = (op.to_string(), r.case.case_id.clone(), r.case.dtype.clone(), r.result.device.clone());
+        let i = *index.entry(key).or_insert_with(|| {
+            let reference = match refs.get(&(op, r.case.case_id.as_str(), r.case.dtype.as_str())) {
+                None => "— (no NumPy reference)".to_string(),
+                Some(x) if x.outcome == Some(Outcome::Pass) => {
+                    format!("{} in {}", x.function, crate::agreement::reference_dtype(&x.dtype))
+                }
+                Some(x) => format!(
+                    "{} could not compute it: {}",
+                    x.function,
+                    x.message.as_deref().and_then(|m| m.lines().next()).unwrap_or("not computed")
+                ),
+            };
+            rows.push(OpRow {
+                op: op.to_string(),
+                case_id: r.case.case_id.clone(),
+                dtype: r.case.dtype.clone(),
+                device: r.result.device.clone(),
+                reference,
+                frameworks: BTreeMap::new(),
+            });
+            rows.len() - 1
+        });
+        let samples: Vec<f64> = r.result.samples_ns.iter().map(|&s| s as f64).collect();
+        rows[i].frameworks.entry(r.function.framework).or_default().push(Entry {
+            result_id: r.id,
+            function: r.function.name.clone(),
+            outcome: r.result.outcome,
+            reason: r.result.reason,
+            message: r.result.message.as_deref().and_then(|m| m.lines().next()).map(str::to_string),
+            median_ns: (!samples.is_empty()).then(|| crate::stats::median(&samples)),
+            float64: by_result.remove(&(r.case.key.as_str(), &r.result.device)).unwrap_or_default(),
+        });
+    }
+    let shared: std::collections::HashSet<&str> =
+        op_frameworks.iter().filter(|(_, f)| f.len() >= 2).map(|(op, _)| *op).collect();
+    rows.retain(|r| shared.contains(r.op.as_str()));
+    rows.sort_by(|a, b| {
+        (&a.op, &a.case_id)
+            .cmp(&(&b.op, &b.case_id))
+            .then(dtype_order(&a.dtype).cmp(&dtype_order(&b.dtype)))
+            .then(a.device.cmp(&b.device))
+    });
+    let mut frameworks: Vec<Framework> = rows.iter().flat_map(|r| r.frameworks.keys().copied()).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    let mut tally: BTreeMap<Framework, Tally> = BTreeMap::new();
+    for r in &rows {
+        for (fw, entries) in &r.frameworks {
+            let t = tally.entry(*fw).or_default();
+            for e in entries {
+                match e.outcome {
+                    Outcome::WrongResult => t.wrong += 1,
+                    Outcome::Pass if e.float64.is_empty() => t.unchecked += 1,
+                    Outcome::Pass => t.agree += 1,
+                    Outcome::Skip => {}
+                    Outcome::Fail | Outcome::Timeout | Outcome::Crash => t.failed += 1,
+                }
+            }
+        }
+    }
+    FrameworkTable {
+        format: JSON_FORMAT,
+        version: JSON_VERSION,
+        run,
+        frameworks,
+        shared_ops: shared.len(),
+        rows,
+        tally,
+    }
+}
+
+fn dtype_order(d: &str) -> usize {
+    crate::model::DTYPES.iter().position(|x| *x == d).unwrap_or(usize::MAX)
+}
+
+/// A number in few characters: `0.11`, `4.8e-4`, `13174`.
+fn num(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if (1e-2..1e5).contains(&x.abs()) {
+        let s = format!("{x:.3}");
+        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+        if x.abs() >= 100.0 { format!("{x:.0}") } else { s }
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// The largest error over an entry's float64 comparisons: `max abs 3.1e-2, 41 ULP`, or `exact`.
+/// ULPs are of the output's dtype at the reference value (fractional: 0.4 is a correctly
+/// rounded result).
+fn worst(cmp: &[ComparisonRow]) -> String {
+    let max = |f: fn(&ComparisonRow) -> Option<f64>| {
+        cmp.iter().filter_map(f).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    match (max(|c| c.max_abs), max(|c| c.max_ulp)) {
+        (Some(a), Some(u)) if a == 0.0 && u == 0.0 => "exact".into(),
+        (Some(a), Some(u)) => format!("max abs {}, {} ULP", num(a), if u < 10.0 { format!("{u:.1}") } else { num(u) }),
+        (Some(a), None) => format!("max abs {}", num(a)),
+        (None, Some(u)) => format!("{} ULP", num(u)),
+        (None, None) => "compared".into(),
+    }
+}
+
+fn cell(entries: &[Entry]) -> String {
+    let several = entries.len() > 1;
+    entries
+        .iter()
+        .map(|e| {
+            let time = e.median_ns.map(|ns| format!(" · {}", latency(ns))).unwrap_or_default();
+            let text = match e.outcome {
+                Outcome::Pass if e.float64.is_empty() => format!("ran, not compared{time}"),
+                Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
+                Outcome::WrongResult => {
+                    let bad: Vec<ComparisonRow> =
+                        e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
+                    let (off, of) = bad.iter().map(|c| (c.mismatched, c.elements)).max().unwrap_or((0, 0));
+                    format!("✗ WRONG {off} of {of} off, {}{time} #{}", worst(&bad), e.result_id)
+                }
+                Outcome::Skip => "skip".into(),
+                _ => {
+                    format!("✗ {} #{}", e.reason.map_or_else(|| e.outcome.to_string(), |r| r.to_string()), e.result_id)
+                }
+            };
+            if several { format!("{}: {text}", e.function) } else { text }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn grid(t: &FrameworkTable) -> Grid {
+    let mut columns: Vec<String> = ["op", "case", "dtype", "device", "float64 reference"].map(String::from).to_vec();
+    columns.extend(t.frameworks.iter().map(|f| f.to_string()));
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut cells =
+                vec![r.op.clone(), r.case_id.clone(), r.dtype.clone(), r.device.to_string(), r.reference.clone()];
+            cells.extend(t.frameworks.iter().map(|f| r.frameworks.get(f).map_or_else(|| "—".to_string(), |e| cell(e))));
+            cells
+        })
+        .collect();
+    Grid { columns, right: Vec::new(), rows }
+}
+
+/// One line per framework: how its results on the shared ops compare with float64.
+pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
+    let mut out = vec![format!(
+        "{} ops have functions in two or more frameworks; {} (op, case, dtype, device) rows.",
+        t.shared_ops,
+        t.rows.len()
+    )];
+    for (fw, n) in &t.tally {
+        out.push(format!(
+            "{fw}: {} agree with the float64 reference, {} wrong results, {} failed, {} ran without a reference.",
+            n.agree, n.wrong, n.failed, n.unchecked
+        ));
+    }
+    out.push(
+        "Cells: ✓ agrees (largest error over the compared outputs; ULP of the output's dtype) · ✗ WRONG: the \
+         elements beyond the dtype's tolerance (torch.testing.assert_close's defaults) · ✗ REASON: the call failed · \
+         the median steady-state time per call · #ID for `mlport repro ID`."
+            .into(),
+    );
+    out
+}
+
+/// Renders the table and its summary. CSV is the table only; JSON holds every comparison.
+pub fn render(t: &FrameworkTable, format: Format) -> String {
+    let g = grid(t);
+    let lines = summary_lines(t);
+    match format {
+        Format::Json => serde_json::to_string_pretty(t).expect("serialisable") + "\n",
+        Format::Csv => g.csv(),
+        Format::Table => format!("Cross-framework agreement, run {}\n{}{}\n", t.run, g.table(), lines.join("\n")),
+        Format::Markdown => format!(
+            "# Cross-framework agreement, run {}\n\n{}\n{}\n",
+            t.run,
+            g.markdown(),
+            lines.iter().map(|l| super::markdown::escape(l)).collect::<Vec<_>>().join("\n\n")
+        ),
+    }
+}

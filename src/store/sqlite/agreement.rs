@@ -1,0 +1,234 @@
+//! The store's side of numeric agreement (schema 4): planned float64 references, their
+//! results, and the comparisons of results with them; a disagreeing result becomes
+//! `wrong_result` in the same transaction as its comparisons.
+
+use std::collections::HashSet;
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Ctx, Store, StoreError, json, parse, parse_opt, prepare, to_u64};
+use crate::model::{Device, Outcome, Reason};
+use crate::store::records::{ComparisonRow, ReferenceRow};
+
+impl Store {
+    /// Plans float64 references for a run; keys already planned are left as they are (so a
+    /// resumed run keeps what it computed). Errors: [`StoreError::UnknownRun`].
+    pub fn plan_references(&mut self, run: i64, refs: &[ReferenceRow]) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
+        {
+            let mut insert = prepare(
+                &tx,
+                "INSERT INTO reference_outputs (run_id, key, op, case_id, dtype, function, seed, spec, outputs) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '[]') ON CONFLICT (run_id, key) DO NOTHING",
+            )
+            .map_err(|e| ctx.db(e))?;
+            for r in refs {
+                let spec = ctx.json(&r.spec, "reference spec")?;
+                insert
+                    .execute(params![run, r.key, r.op, r.case_id, r.dtype, r.function, r.seed.to_string(), spec])
+                    .map_err(|e| ctx.db(e))?;
+            }
+        }
+        tx.commit().map_err(|e| ctx.db(e))
+    }
+
+    /// Stores a computed reference (or why it could not be computed), committed on return.
+    /// Errors: [`StoreError::Invalid`] when the key was not planned in this run.
+    pub fn record_reference(
+        &mut self,
+        run: i64,
+        key: &str,
+        outcome: Outcome,
+        message: Option<&str>,
+        outputs: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let outputs = ctx.json(outputs, "reference outputs")?;
+        let changed = prepare(
+            &self.conn,
+            "UPDATE reference_outputs SET outcome = $1, message = $2, outputs = $3 WHERE run_id = $4 AND key = $5",
+        )
+        .and_then(|mut s| s.execute(params![outcome.as_str(), message, outputs, run, key]))
+        .map_err(|e| ctx.db(e))?;
+        if changed == 0 {
+            return Err(ctx.invalid(format!("reference `{key}` is not planned in run {run}")));
+        }
+        Ok(())
+    }
+
+    /// Every planned reference of the run, computed or not, in key order.
+    /// Errors: [`StoreError::UnknownRun`].
+    pub fn references(&self, run: i64) -> Result<Vec<ReferenceRow>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT key, op, case_id, dtype, function, seed, spec, outcome, message, outputs \
+             FROM reference_outputs WHERE run_id = $1 ORDER BY key",
+        )
+        .and_then(|mut s| {
+            s.query_map([run], |row| {
+                let seed: String = row.get(5)?;
+                Ok(ReferenceRow {
+                    key: row.get(0)?,
+                    op: row.get(1)?,
+                    case_id: row.get(2)?,
+                    dtype: row.get(3)?,
+                    function: row.get(4)?,
+                    seed: seed.parse().map_err(|e| super::conversion(5, rusqlite::types::Type::Text, e))?,
+                    spec: json(row, 6)?,
+                    outcome: parse_opt(row, 7)?,
+                    message: row.get(8)?,
+                    outputs: json(row, 9)?,
+                })
+            })?
+            .collect()
+        })
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// Stores the comparisons of one result (all against one reference, usually) and, when
+    /// `wrong` is given, turns the result's outcome into `wrong_result` with that message,
+    /// in one transaction. A comparison already stored for the same (result, against,
+    /// output) is replaced.
+    ///
+    /// Errors: [`StoreError::Invalid`] when the run has no result for the case on the device.
+    pub fn record_comparisons(
+        &mut self,
+        run: i64,
+        case_key: &str,
+        device: &Device,
+        rows: &[ComparisonRow],
+        wrong: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let ctx = Ctx(&self.path);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
+        let result: i64 = prepare(
+            &tx,
+            "SELECT r.id FROM results r JOIN cases c ON c.id = r.case_id \
+             WHERE c.run_id = $1 AND c.key = $2 AND r.device = $3",
+        )
+        .and_then(|mut s| s.query_row(params![run, case_key, device.as_str()], |r| r.get(0)).optional())
+        .map_err(|e| ctx.db(e))?
+        .ok_or_else(|| ctx.invalid(format!("run {run} has no result for `{case_key}` on {device}")))?;
+        {
+            let mut insert = prepare(
+                &tx,
+                "INSERT INTO comparisons (result_id, against, reference, output_index, rule, rtol, atol, verdict, \
+                 elements, mismatched, max_abs, max_rel, max_ulp, nan_mismatch, inf_mismatch, shape_changed, \
+                 dtype_changed, summary, detail) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+                 ON CONFLICT (result_id, against, output_index) DO UPDATE SET reference = excluded.reference, \
+                 rule = excluded.rule, rtol = excluded.rtol, atol = excluded.atol, verdict = excluded.verdict, \
+                 elements = excluded.elements, mismatched = excluded.mismatched, max_abs = excluded.max_abs, \
+                 max_rel = excluded.max_rel, max_ulp = excluded.max_ulp, nan_mismatch = excluded.nan_mismatch, \
+                 inf_mismatch = excluded.inf_mismatch, shape_changed = excluded.shape_changed, \
+                 dtype_changed = excluded.dtype_changed, summary = excluded.summary, detail = excluded.detail",
+            )
+            .map_err(|e| ctx.db(e))?;
+            for c in rows {
+                let detail = ctx.json(&c.detail, "comparison detail")?;
+                let count =
+                    |v: u64, what: &str| i64::try_from(v).map_err(|_| ctx.invalid(format!("{what} {v} is beyond i64")));
+                insert
+                    .execute(params![
+                        result,
+                        c.against,
+                        c.reference,
+                        c.output_index,
+                        c.rule,
+                        c.rtol,
+                        c.atol,
+                        c.verdict,
+                        count(c.elements, "elements")?,
+                        count(c.mismatched, "mismatched")?,
+                        c.max_abs,
+                        c.max_rel,
+                        c.max_ulp,
+                        count(c.nan_mismatch, "nan_mismatch")?,
+                        count(c.inf_mismatch, "inf_mismatch")?,
+                        c.shape_changed,
+                        c.dtype_changed,
+                        c.summary,
+                        detail
+                    ])
+                    .map_err(|e| ctx.db(e))?;
+            }
+        }
+        if let Some(message) = wrong {
+            prepare(&tx, "UPDATE results SET outcome = $1, reason = $2, message = $3 WHERE id = $4")
+                .and_then(|mut s| {
+                    s.execute(params![Outcome::WrongResult.as_str(), Reason::WrongResult.as_str(), message, result])
+                })
+                .map_err(|e| ctx.db(e))?;
+        }
+        tx.commit().map_err(|e| ctx.db(e))
+    }
+
+    /// Every comparison of the run, in planned case order, device, reference, output.
+    /// Errors: [`StoreError::UnknownRun`].
+    pub fn comparisons(&self, run: i64) -> Result<Vec<ComparisonRow>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT c.key, r.device, m.against, m.reference, m.output_index, m.rule, m.rtol, m.atol, m.verdict, \
+             m.elements, m.mismatched, m.max_abs, m.max_rel, m.max_ulp, m.nan_mismatch, m.inf_mismatch, \
+             m.shape_changed, m.dtype_changed, m.summary, m.detail \
+             FROM comparisons m JOIN results r ON r.id = m.result_id JOIN cases c ON c.id = r.case_id \
+             WHERE r.run_id = $1 ORDER BY c.ordinal, r.device, m.against, m.output_index",
+        )
+        .and_then(|mut s| {
+            s.query_map([run], |row| {
+                Ok(ComparisonRow {
+                    case_key: row.get(0)?,
+                    device: parse(row, 1)?,
+                    against: row.get(2)?,
+                    reference: row.get(3)?,
+                    output_index: row.get(4)?,
+                    rule: row.get(5)?,
+                    rtol: row.get(6)?,
+                    atol: row.get(7)?,
+                    verdict: row.get(8)?,
+                    elements: to_u64(row.get(9)?, 9)?,
+                    mismatched: to_u64(row.get(10)?, 10)?,
+                    max_abs: row.get(11)?,
+                    max_rel: row.get(12)?,
+                    max_ulp: row.get(13)?,
+                    nan_mismatch: to_u64(row.get(14)?, 14)?,
+                    inf_mismatch: to_u64(row.get(15)?, 15)?,
+                    shape_changed: row.get(16)?,
+                    dtype_changed: row.get(17)?,
+                    summary: row.get(18)?,
+                    detail: json(row, 19)?,
+                })
+            })?
+            .collect()
+        })
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// `(case key, device, against)` of every comparison stored for the run: what a
+    /// comparison pass can skip. Errors: [`StoreError::UnknownRun`].
+    pub fn compared(&self, run: i64) -> Result<HashSet<(String, String, String)>, StoreError> {
+        let ctx = Ctx(&self.path);
+        self.ensure_run(run)?;
+        prepare(
+            &self.conn,
+            "SELECT DISTINCT c.key, r.device, m.against FROM comparisons m JOIN results r ON r.id = m.result_id \
+             JOIN cases c ON c.id = r.case_id WHERE r.run_id = $1",
+        )
+        .and_then(|mut s| s.query_map([run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        .map_err(|e| ctx.db(e))
+    }
+
+    /// The run a result belongs to, `None` for an unknown id.
+    pub fn run_of_result(&self, result: i64) -> Result<Option<i64>, StoreError> {
+        let ctx = Ctx(&self.path);
+        prepare(&self.conn, "SELECT run_id FROM results WHERE id = $1")
+            .and_then(|mut s| s.query_row([result], |r| r.get(0)).optional())
+            .map_err(|e| ctx.db(e))
+    }
+}
