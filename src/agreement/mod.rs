@@ -182,3 +182,97 @@ pub fn by_result(rows: Vec<ComparisonRow>) -> HashMap<(String, Device), Vec<Comp
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! The comparison pass on a real store, with outputs written by the test: a second device
+    //! is a test double here (no GPU is needed to check which result is compared with which).
+    use super::*;
+    use crate::compare::{Data, NpyArray, write_npy};
+    use crate::model::Framework;
+    use crate::store::records::{FunctionRow, RunInfo};
+    use serde_json::json;
+
+    fn write(dir: &std::path::Path, name: &str, data: Data) -> Value {
+        let path = dir.join(name);
+        write_npy(&path, &NpyArray::new(vec![4], data).unwrap()).unwrap();
+        let dtype = if name.contains("f64") { "float64" } else { "float32" };
+        json!([{"index": 0, "kind": "array", "dtype": dtype, "shape": [4], "path": path.to_str().unwrap()}])
+    }
+
+    use serde_json::Value;
+
+    #[test]
+    fn other_devices_are_compared_with_the_reference_device_and_dtype_changes_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let f = FunctionRow::new(Framework::Torch, "torch.exp");
+        let case = |id: &str| CaseRow {
+            key: format!("torch/torch.exp/{id}/float32"),
+            framework: Framework::Torch,
+            function: "torch.exp".into(),
+            case_id: id.into(),
+            dtype: "float32".into(),
+            seed: 0,
+            spec: json!({"function": "torch.exp", "inputs": [], "compare": "allclose"}),
+        };
+        let cases = [case("same"), case("off"), case("widened")];
+        let run = store.create_run(&RunInfo::blank("test", Device::cpu()), &[f], &cases).unwrap();
+        let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
+        // The test double device: one case agrees, one is 1e-3 off at one element, one returns float64.
+        let same = write(dir.path(), "same.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.000001]));
+        let off = write(dir.path(), "off.npy", Data::Float32(vec![1.0, 2.001, 3.0, 4.0]));
+        let wide = write(dir.path(), "wide-f64.npy", Data::Float64(vec![1.0, 2.0, 3.0, 4.0]));
+        let gpu: Device = "cuda:0".parse().unwrap();
+        for (c, device, outputs) in [
+            (&cases[0], Device::cpu(), &cpu),
+            (&cases[1], Device::cpu(), &cpu),
+            (&cases[2], Device::cpu(), &cpu),
+            (&cases[0], gpu.clone(), &same),
+            (&cases[1], gpu.clone(), &off),
+            (&cases[2], gpu.clone(), &wide),
+        ] {
+            let mut r = CaseResult::new(&c.key, device, Outcome::Pass);
+            r.outputs = outputs.clone();
+            store.record_result(run, &r).unwrap();
+        }
+        let s = check_run(&mut store, run, &Device::cpu()).unwrap();
+        assert_eq!(s, PassSummary { compared: 3, wrong: 2 });
+        let outcomes: Vec<(String, String, Outcome)> = store
+            .results(run)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.case.case_id, r.result.device.to_string(), r.result.outcome))
+            .collect();
+        assert!(outcomes.contains(&("same".into(), "cuda:0".into(), Outcome::Pass)), "{outcomes:?}");
+        assert!(outcomes.contains(&("off".into(), "cuda:0".into(), Outcome::WrongResult)), "{outcomes:?}");
+        assert!(outcomes.contains(&("widened".into(), "cuda:0".into(), Outcome::WrongResult)), "{outcomes:?}");
+        assert!(
+            outcomes.iter().filter(|o| o.1 == "cpu").all(|o| o.2 == Outcome::Pass),
+            "the reference is never judged"
+        );
+        let cmp = store.comparisons(run).unwrap();
+        let off_cmp = cmp.iter().find(|c| c.case_key.contains("/off/")).unwrap();
+        assert_eq!(
+            (off_cmp.against.as_str(), off_cmp.mismatched, off_cmp.verdict.as_str()),
+            ("device:cpu", 1, "disagree")
+        );
+        // 2.001f32 - 2.0 is 0.0009999275 (the float32 nearest to 2.001 is 2.00099992752...).
+        assert!((off_cmp.max_abs.unwrap() - 0.000_999_927_5).abs() < 1e-9, "{off_cmp:?}");
+        let wide_cmp = cmp.iter().find(|c| c.case_key.contains("/widened/")).unwrap();
+        assert!(wide_cmp.dtype_changed && wide_cmp.mismatched == 0, "{wide_cmp:?}");
+        let message =
+            store.results(run).unwrap().into_iter().find(|r| r.case.case_id == "off" && r.result.device == gpu);
+        assert!(message.unwrap().result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
+        // A second pass compares nothing again.
+        assert_eq!(check_run(&mut store, run, &Device::cpu()).unwrap(), PassSummary::default());
+    }
+
+    #[test]
+    fn reference_dtypes_widen_floats_only() {
+        assert_eq!(reference_dtype("bfloat16"), "float64");
+        assert_eq!(reference_dtype("complex64"), "complex128");
+        assert_eq!(reference_dtype("int8"), "int8");
+        assert_eq!(reference_key("cumsum", "rows", "float16"), "reference/cumsum/rows/float16");
+    }
+}

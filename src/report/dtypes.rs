@@ -238,3 +238,68 @@ pub fn render(m: &DtypeMatrix, format: Format) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::tests::row;
+
+    /// torch.a: float16 wrong, float32 pass, bfloat16 one case unsupported and one passing;
+    /// jax.a: float32 pass on cpu, float32 not implemented on tpu:0.
+    fn rows() -> Vec<ResultRow> {
+        let at = |mut r: ResultRow, dtype: &str, id: i64, message: Option<&str>| {
+            r.case.dtype = dtype.into();
+            r.case.key = r.case.key.replace("float32", dtype);
+            r.result.case_key = r.case.key.clone();
+            r.id = id;
+            r.result.message = message.map(str::to_string);
+            r
+        };
+        vec![
+            at(
+                row(Framework::Torch, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::WrongResult), &[]),
+                "float16",
+                1,
+                Some("disagrees with numpy.a in float64 (output 0): 3 of 8 elements beyond rtol 1e-3"),
+            ),
+            at(row(Framework::Torch, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 2, None),
+            at(
+                row(Framework::Torch, "a", 1, "cpu", Outcome::Fail, Some(Reason::DtypeUnsupported), &[]),
+                "bfloat16",
+                3,
+                Some("\"a_cpu\" not implemented for 'BFloat16'\nmore"),
+            ),
+            at(row(Framework::Torch, "a", 2, "cpu", Outcome::Pass, None, &[10]), "bfloat16", 4, None),
+            at(row(Framework::Jax, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 5, None),
+            at(
+                row(Framework::Jax, "a", 1, "tpu:0", Outcome::Fail, Some(Reason::NotImplemented), &[]),
+                "float32",
+                6,
+                Some("no lowering"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cells_mark_pass_wrong_and_reasons() {
+        let m = build(3, &rows(), &|_| true);
+        assert_eq!(m.dtypes, ["float16", "bfloat16", "float32"], "DTYPES order, swept ones only");
+        let torch = &m.rows[0];
+        assert_eq!(torch.cells["float16"].marks(), "W");
+        assert_eq!(torch.cells["bfloat16"].marks(), "✓D");
+        assert_eq!(torch.cells["float32"].marks(), "✓");
+        assert_eq!(m.problems.iter().map(|p| p.result_id).collect::<Vec<_>>(), [1, 3, 6]);
+        let only_jax = build(3, &rows(), &|r| r.function.framework == Framework::Jax);
+        assert_eq!(only_jax.rows.len(), 2);
+        assert_eq!(only_jax.dtypes, ["float32"]);
+    }
+
+    #[test]
+    fn snapshots() {
+        let m = build(3, &rows(), &|_| true);
+        insta::assert_snapshot!("dtypes_table", render(&m, Format::Table));
+        insta::assert_snapshot!("dtypes_markdown", render(&m, Format::Markdown));
+        insta::assert_snapshot!("dtypes_csv", render(&m, Format::Csv));
+        insta::assert_snapshot!("dtypes_json", render(&m, Format::Json));
+    }
+}

@@ -280,3 +280,94 @@ pub fn render(t: &FrameworkTable, format: Format) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::tests::row;
+
+    fn comparison(key: &str, verdict: &str, mismatched: u64, max_abs: f64, max_ulp: f64) -> ComparisonRow {
+        ComparisonRow {
+            case_key: key.into(),
+            device: Device::cpu(),
+            against: FLOAT64.into(),
+            reference: "numpy.a in float64".into(),
+            output_index: 0,
+            rule: "allclose".into(),
+            rtol: 1.3e-6,
+            atol: 1e-5,
+            verdict: verdict.into(),
+            elements: 64,
+            mismatched,
+            max_abs: Some(max_abs),
+            max_rel: Some(max_abs),
+            max_ulp: Some(max_ulp),
+            nan_mismatch: 0,
+            inf_mismatch: 0,
+            shape_changed: false,
+            dtype_changed: false,
+            summary: String::new(),
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    fn reference(op: &str, outcome: Outcome) -> ReferenceRow {
+        ReferenceRow {
+            key: crate::agreement::reference_key(op, "c1", "float32"),
+            op: op.into(),
+            case_id: "c1".into(),
+            dtype: "float32".into(),
+            function: format!("numpy.{op}"),
+            seed: 1,
+            spec: serde_json::json!({}),
+            outcome: Some(outcome),
+            message: (outcome != Outcome::Pass).then(|| "TypeError: no loop\nmore".into()),
+            outputs: serde_json::json!([]),
+        }
+    }
+
+    /// Op `a` in numpy, torch, jax (torch wrong, jax failed); op `b` in torch and jax with a
+    /// reference NumPy could not compute; op `c` in torch only (not shared, left out).
+    fn table() -> FrameworkTable {
+        let mut rows = vec![
+            row(Framework::Numpy, "a", 1, "cpu", Outcome::Pass, None, &[100, 120, 110]),
+            row(Framework::Torch, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::WrongResult), &[50]),
+            row(Framework::Jax, "a", 1, "cpu", Outcome::Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(Framework::Torch, "b", 1, "cpu", Outcome::Pass, None, &[2000]),
+            row(Framework::Jax, "b", 1, "cpu", Outcome::Pass, None, &[3000]),
+            row(Framework::Torch, "c", 1, "cpu", Outcome::Pass, None, &[1]),
+        ];
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.id = i as i64 + 10;
+        }
+        let comparisons = vec![
+            comparison("numpy/numpy.a/c1/float32", "agree", 0, 2.5e-7, 0.4),
+            comparison("torch/torch.a/c1/float32", "disagree", 5, 0.031, 412.0),
+        ];
+        build(4, &rows, &comparisons, &[reference("a", Outcome::Pass), reference("b", Outcome::Fail)], &|_| true)
+    }
+
+    #[test]
+    fn rows_tally_and_shared_ops() {
+        let t = table();
+        assert_eq!(t.shared_ops, 2);
+        assert_eq!(t.rows.iter().map(|r| r.op.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(t.frameworks, [Framework::Numpy, Framework::Torch, Framework::Jax]);
+        assert_eq!(t.tally[&Framework::Torch], Tally { agree: 0, wrong: 1, failed: 0, unchecked: 1 });
+        assert_eq!(t.tally[&Framework::Jax], Tally { agree: 0, wrong: 0, failed: 1, unchecked: 1 });
+        assert_eq!(t.rows[0].frameworks[&Framework::Numpy][0].median_ns, Some(110.0));
+        assert_eq!(t.rows[1].reference, "numpy.b could not compute it: TypeError: no loop");
+        assert_eq!(num(0.031), "0.031");
+        assert_eq!(num(412.0), "412");
+        assert_eq!(num(2.5e-7), "2.5e-7");
+    }
+
+    #[test]
+    fn snapshots() {
+        let t = table();
+        insta::assert_snapshot!("frameworks_table", render(&t, Format::Table));
+        insta::assert_snapshot!("frameworks_markdown", render(&t, Format::Markdown));
+        insta::assert_snapshot!("frameworks_csv", render(&t, Format::Csv));
+        insta::assert_snapshot!("frameworks_json", render(&t, Format::Json));
+    }
+}
