@@ -160,6 +160,27 @@ fn disagreements_are_found_classified_and_reproducible() {
         .failure()
         .stderr(predicates::str::contains("nothing to reproduce"));
 
+    // Bad input: clear errors, nothing written.
+    for (args, says) in [
+        (vec!["repro", "abc"], "`abc` is not a result id"),
+        (vec!["repro", "99999"], "no result #99999"),
+        (vec!["report", "--only", "cumsum"], "--only applies to --dtypes and --frameworks"),
+        (vec!["report", "--dtypes", "--only", "nosuch"], "has no such function or op"),
+    ] {
+        mlport().args(&args).arg("--db").arg(&db).assert().failure().stderr(predicates::str::contains(says));
+    }
+    mlport()
+        .args(["repro", &id.to_string(), "--out"])
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("is not empty"));
+    let only = mlport().args(["report", "--dtypes", "--only", "svd", "--db"]).arg(&db).assert().success();
+    let only = String::from_utf8(only.get_output().stdout.clone()).unwrap();
+    assert!(only.contains("torch.linalg.svd") && !only.contains("cumsum"), "{only}");
+
     // Inputs were made once: PyTorch's and NumPy's aligned cases read the same file.
     let folder = db.parent().unwrap().join(".mlport").join("agree.db-run-1").join("inputs");
     let made = std::fs::read_dir(&folder).unwrap().count();

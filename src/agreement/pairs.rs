@@ -162,3 +162,61 @@ pub fn wrong_message(rows: &[ComparisonRow]) -> Option<String> {
     let more = if bad.len() > 1 { format!(" (and {} more outputs)", bad.len() - 1) } else { String::new() };
     Some(format!("disagrees with {} (output {}): {}{more}", first.reference, first.output_index, first.summary))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tolerance_overrides_go_dtype_table_then_case_then_default() {
+        let spec = json!({"rtol": 0.5, "tolerance": {"float16": {"atol": 0.25}}});
+        let t = tolerance(&spec, "float16", "float16");
+        assert_eq!((t.rtol, t.atol), (0.5, 0.25));
+        let t = tolerance(&spec, "float32", "float32");
+        assert_eq!((t.rtol, t.atol), (0.5, 1e-5), "atol falls back to float32's default");
+        let t = tolerance(&json!({}), "float16", "int64");
+        assert_eq!((t.rtol, t.atol), (0.0, 0.0), "an integer output of a float16 case is exact");
+    }
+
+    #[test]
+    fn selection_pairs_outputs_with_their_rules() {
+        let actual = json!([{"index": 0}, {"index": 1}, {"index": 2}]);
+        let pair = |spec: Value| {
+            let p = OutputPair {
+                spec: &spec,
+                case_dtype: "float32",
+                actual: &actual,
+                expected: &actual,
+                check_dtype: true,
+            };
+            selection(&p)
+        };
+        assert_eq!(pair(json!({})), [(0, "allclose".into()), (1, "allclose".into()), (2, "allclose".into())]);
+        assert_eq!(
+            pair(json!({"compare": ["up_to_sign", "allclose"], "outputs": [0, 2]})),
+            [(0, "up_to_sign".into()), (2, "allclose".into())]
+        );
+        assert_eq!(pair(json!({"compare": "sorted", "outputs": [1]})), [(1, "sorted".into())]);
+    }
+
+    #[test]
+    fn leaves_that_cannot_be_compared_say_why() {
+        let spec = json!({});
+        let actual = json!([{"index": 0, "kind": "array", "dtype": "float32", "not_saved": "too big"},
+                            {"index": 1, "kind": "object", "type": "torch.Size"}]);
+        let expected = json!([{"index": 0, "kind": "array", "dtype": "float64", "path": "/nonexistent.npy"}]);
+        let p =
+            OutputPair { spec: &spec, case_dtype: "float32", actual: &actual, expected: &expected, check_dtype: false };
+        let rows = compare_outputs(&p, "k", &Device::cpu(), "float64", "numpy.x in float64");
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.verdict == "incomparable"));
+        assert!(rows[0].summary.contains("was not saved (too big)"), "{}", rows[0].summary);
+        assert!(
+            rows[1].summary.contains("not an array (torch.Size)") || rows[1].summary.contains("no output 1"),
+            "{}",
+            rows[1].summary
+        );
+        assert_eq!(wrong_message(&rows), None, "incomparable is not wrong");
+    }
+}
