@@ -4,7 +4,9 @@
 //!   inputs upcast to float64, [`crate::store::ReferenceRow`]), with the tolerance of the
 //!   output's own dtype (torch.testing.assert_close's defaults, `crate::compare::Tolerance`);
 //!   dtypes may differ (the reference is wider), shapes may not;
-//! - the same case on the run's reference device, where dtypes must match too.
+//! - the same case on its reference target, where dtypes must match too: the run's reference
+//!   device for an eager target, the same device eager for a compiled one (`cpu/compiled` is
+//!   judged against `cpu`: a compiler that changes the answer gives a `wrong_result`).
 //!
 //! The case's `compare` rule (allclose, exact, sorted, up_to_sign, ...), `outputs` selection and
 //! tolerance overrides (`rtol`, `atol`, `tolerance.<dtype>`) come from its catalogue spec. The
@@ -125,20 +127,19 @@ pub struct PassSummary {
 
 /// The comparison pass over a whole run: every passing (or already wrong) result is compared
 /// with whatever reference it has and has not been compared with yet — its float64 reference
-/// and, on devices other than `reference_device`, the same case on `reference_device` when it
-/// passed there. Idempotent: a resumed or repeated pass compares only what is missing.
+/// and, on targets other than their reference target ([`Device::reference_target`]:
+/// `reference_device` for eager targets, the same device eager for compiled ones), the same
+/// case on that target when it ran there. Idempotent: a resumed or repeated pass compares
+/// only what is missing.
 pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
     let done: HashSet<(String, String, String)> = store.compared(run)?;
     let rows: Vec<ResultRow> = store.results(run)?;
-    let on_reference: HashMap<&str, &CaseResult> = rows
+    let ran: HashMap<(&str, &Device), &CaseResult> = rows
         .iter()
-        .filter(|r| {
-            &r.result.device == reference_device && matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult)
-        })
-        .map(|r| (r.case.key.as_str(), &r.result))
+        .filter(|r| matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult))
+        .map(|r| ((r.case.key.as_str(), &r.result.device), &r.result))
         .collect();
-    let device_against = against_device(reference_device);
     let mut summary = PassSummary::default();
     for row in &rows {
         let (case, result) = (&row.case, &row.result);
@@ -154,9 +155,11 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
                 summary.wrong += 1;
             }
         }
-        if &result.device != reference_device
+        let target = result.device.reference_target(reference_device);
+        let device_against = against_device(&target);
+        if result.device != target
             && !seen(&device_against)
-            && let Some(expected) = on_reference.get(case.key.as_str())
+            && let Some(expected) = ran.get(&(case.key.as_str(), &target))
         {
             let pair = OutputPair {
                 spec: &case.spec,
@@ -166,7 +169,7 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
                 check_dtype: true,
             };
             summary.compared += 1;
-            if record(store, run, case, result, &device_against, reference_device.as_str(), &pair)?.is_some() {
+            if record(store, run, case, result, &device_against, target.as_str(), &pair)?.is_some() {
                 summary.wrong += 1;
             }
         }

@@ -294,6 +294,7 @@ impl Suite<'_> {
                     first_call_ns: merged.first_call_ns,
                     samples_ns: merged.samples_ns,
                     block_sizes: Vec::new(),
+                    compiles: None,
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };

@@ -56,7 +56,8 @@ const SILENT_FALLBACK: &str = "mlport.SilentFallback";
 ///     `not_implemented` (`rule_not_implemented_generic`).
 /// 16. anything else ⇒ `other`.
 ///
-/// Never returns `wrong_result`, `timeout` or `crash`: those are decided elsewhere.
+/// Never returns `wrong_result`, `timeout`, `crash` or `recompiles`: those are decided elsewhere
+/// (the comparisons, the core's clock and the worker's pipe, the compile count).
 pub fn classify(framework: Framework, e: &ErrorReport) -> Reason {
     let ty = short_type(e.error_type);
     let lower = e.message.to_ascii_lowercase();
@@ -644,7 +645,8 @@ mod tests {
         }
         let reasons: BTreeSet<Reason> = fx.errors.iter().map(|f| f.expected).collect();
         for r in Reason::ALL {
-            let decided_elsewhere = matches!(r, Reason::WrongResult | Reason::Timeout | Reason::Crash);
+            let decided_elsewhere =
+                matches!(r, Reason::WrongResult | Reason::Timeout | Reason::Crash | Reason::Recompiles);
             assert_eq!(reasons.contains(&r), !decided_elsewhere, "fixture coverage of {r}");
         }
         let mut labels = BTreeSet::new();

@@ -5,10 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{Device, Framework, FunctionStatus, Outcome, Reason};
+use crate::model::{Device, Framework, FunctionStatus, Mode, Outcome, Reason};
 use crate::store::{DeviceInfo, ResultRow, RunSource, RunSummary};
 
-/// Which failures on a non-reference device are the device's fault.
+/// Which failures on a target other than its reference target are the target's fault. The
+/// reference target of an eager target is the report's reference device; that of a compiled
+/// target is the same device eager ([`Device::reference_target`]), so a failure under the
+/// compiler counts only when the same case ran eagerly on the same device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attribution {
     /// Live runs (DESIGN.md): a failing case counts only if the same case passed on the
@@ -206,6 +209,11 @@ pub fn rule_text_for(reference: &Device, attributable: bool, attribution: Attrib
     }
 }
 
+/// The rule's addition when a report has compiled targets.
+pub const COMPILED_RULE: &str = " A compiled target (`cpu/compiled`) is judged against the same device eager (`cpu`): a \
+     failure under the compiler counts only if the same case passed eagerly there, and its answers are compared with \
+     the eager ones.";
+
 /// Where a result lands under the rules.
 enum Counted {
     Pass,
@@ -226,28 +234,26 @@ pub fn build(
 ) -> PortabilityReport {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
-    // Attribution needs the reference: a framework with no result on it is counted as is.
-    let with_reference: HashSet<Framework> =
-        results.iter().filter(|r| r.result.device == reference).map(|r| r.function.framework).collect();
-    // Under ReferencePassed the set holds the cases that passed on the reference; under
-    // ReferenceNotFailed, those that failed there.
-    let on_reference: HashSet<&str> = results
+    // Attribution needs the reference target: a framework with no result on it is counted as is.
+    let with_reference: HashSet<(Framework, &Device)> =
+        results.iter().map(|r| (r.function.framework, &r.result.device)).collect();
+    // Under ReferencePassed the set holds the (case, target) pairs that passed; under
+    // ReferenceNotFailed, those that failed.
+    let on_target: HashSet<(&str, &Device)> = results
         .iter()
-        .filter(|r| {
-            r.result.device == reference
-                && match attribution {
-                    Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
-                    Attribution::ReferenceNotFailed => {
-                        matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash)
-                    }
-                }
+        .filter(|r| match attribution {
+            Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
+            Attribution::ReferenceNotFailed => {
+                matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash)
+            }
         })
-        .map(|r| r.result.case_key.as_str())
+        .map(|r| (r.result.case_key.as_str(), &r.result.device))
         .collect();
-    let excused = |key: &str| match attribution {
-        Attribution::ReferencePassed => !on_reference.contains(key),
-        Attribution::ReferenceNotFailed => on_reference.contains(key),
+    let excused = |key: &str, target: &Device| match attribution {
+        Attribution::ReferencePassed => !on_target.contains(&(key, target)),
+        Attribution::ReferenceNotFailed => on_target.contains(&(key, target)),
     };
+    let compiled_targets = results.iter().any(|r| r.result.device.mode() == Mode::Compiled);
 
     let mut targets: BTreeMap<(Framework, bool, &Device), Target<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
@@ -263,12 +269,13 @@ pub fn build(
                     Outcome::WrongResult => Reason::WrongResult,
                     _ => Reason::Other,
                 });
+                let target = r.device.reference_target(&reference);
                 if reason == Reason::HarnessError {
                     Counted::Harness
                 } else if opts.attributable
-                    && r.device != reference
-                    && with_reference.contains(&row.function.framework)
-                    && excused(r.case_key.as_str())
+                    && r.device != target
+                    && with_reference.contains(&(row.function.framework, &target))
+                    && excused(r.case_key.as_str(), &target)
                 {
                     Counted::NotAttributable
                 } else {
@@ -312,8 +319,11 @@ pub fn build(
         harness_errors,
         unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
         without_reference: if opts.attributable {
-            let mut v: Vec<Framework> =
-                results.iter().map(|r| r.function.framework).filter(|f| !with_reference.contains(f)).collect();
+            let mut v: Vec<Framework> = results
+                .iter()
+                .map(|r| r.function.framework)
+                .filter(|f| !with_reference.contains(&(*f, &reference)))
+                .collect();
             v.sort();
             v.dedup();
             v
@@ -326,7 +336,8 @@ pub fn build(
             .iter()
             .filter_map(|(f, i)| i.import_error.as_ref().map(|e| (*f, e.clone())))
             .collect(),
-        rule: rule_text_for(&reference, opts.attributable, attribution),
+        rule: rule_text_for(&reference, opts.attributable, attribution)
+            + if compiled_targets && opts.attributable { COMPILED_RULE } else { "" },
         attributable: opts.attributable,
         attribution,
         reference,
@@ -532,6 +543,7 @@ pub(crate) mod tests {
                 first_call_ns: None,
                 samples_ns: samples.to_vec(),
                 block_sizes: Vec::new(),
+                compiles: None,
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),
