@@ -272,6 +272,42 @@ mod tests {
     }
 
     #[test]
+    fn compiled_targets_are_compared_with_eager_on_the_same_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let f = FunctionRow::new(Framework::Jax, "jax.numpy.exp");
+        let case = CaseRow {
+            key: "jax/jax.numpy.exp/c/float32".into(),
+            framework: Framework::Jax,
+            function: "jax.numpy.exp".into(),
+            case_id: "c".into(),
+            dtype: "float32".into(),
+            seed: 0,
+            spec: json!({"function": "jax.numpy.exp", "inputs": [], "compare": "allclose"}),
+        };
+        // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
+        let gpu: Device = "cuda:0".parse().unwrap();
+        let run = store.create_run(&RunInfo::blank("test", gpu.clone()), &[f], std::slice::from_ref(&case)).unwrap();
+        let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
+        let compiled = write(dir.path(), "compiled.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
+        let on_gpu = write(dir.path(), "gpu.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
+        let cpu_compiled: Device = "cpu/compiled".parse().unwrap();
+        for (device, outputs) in [(Device::cpu(), &cpu), (cpu_compiled.clone(), &compiled), (gpu.clone(), &on_gpu)] {
+            let mut r = CaseResult::new(&case.key, device, Outcome::Pass);
+            r.outputs = outputs.clone();
+            store.record_result(run, &r).unwrap();
+        }
+        assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary { compared: 2, wrong: 2 });
+        let cmp = store.comparisons(run).unwrap();
+        let against: Vec<(&str, &str)> = cmp.iter().map(|c| (c.device.as_str(), c.against.as_str())).collect();
+        assert!(against.contains(&("cpu/compiled", "device:cpu")), "{against:?}");
+        assert!(against.contains(&("cpu", "device:cuda:0")), "{against:?}");
+        let r = store.results(run).unwrap().into_iter().find(|r| r.result.device == cpu_compiled).unwrap();
+        assert_eq!(r.result.outcome, Outcome::WrongResult);
+        assert!(r.result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
+    }
+
+    #[test]
     fn reference_dtypes_widen_floats_only() {
         assert_eq!(reference_dtype("bfloat16"), "float64");
         assert_eq!(reference_dtype("complex64"), "complex128");

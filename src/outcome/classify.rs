@@ -344,6 +344,13 @@ fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
 /// TensorFlow's `XLA compilation requires that operator arguments that represent shapes or
 /// dimensions be evaluated to concrete values at compile time` and `tf2xla conversion failed`
 /// (when rule 10 did not name a missing kernel), `Mosaic failed to compile TPU kernel`.
+/// What compiled targets meet when tracing refuses the program: JAX's `function f traced for
+/// jit returned a value of type <class 'str'>, which is not a valid JAX type`, TensorFlow's
+/// `To be compatible with tf.function, Python functions must return zero or more Tensors …
+/// found return value of type Operation`, `tf.function only supports singleton tf.Variables
+/// created on the first call` and `UnimplementedError: We failed to lift variable creations
+/// out of this tf.function, so this tf.function cannot be run on XLA` (before rule 15 sees
+/// its type).
 fn rule_compile_message(ty: &str, m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "tf2xla conversion failed",
@@ -352,6 +359,10 @@ fn rule_compile_message(ty: &str, m: &str) -> Option<Reason> {
         "failed to compile",
         "compilation failed",
         "compilation failure",
+        "is not a valid jax type",
+        "to be compatible with tf.function",
+        "tf.function only supports singleton tf.variables",
+        "cannot be run on xla",
     ];
     let xla_invalid = matches!(ty, "JaxRuntimeError" | "XlaRuntimeError") && m.contains("invalid_argument");
     (xla_invalid || contains_any(m, PHRASES)).then_some(Reason::CompileError)

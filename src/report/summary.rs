@@ -717,6 +717,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn compiled_targets_are_attributed_against_eager_on_the_same_device() {
+        use Outcome::{Fail, Pass};
+        let t = Framework::Torch;
+        let rows = vec![
+            row(t, "a", 1, "cpu", Pass, None, &[10]),
+            row(t, "a", 1, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "a", 2, "cpu", Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(t, "a", 2, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "b", 1, "cuda:0", Pass, None, &[10]),
+            row(t, "b", 1, "cuda:0/compiled", Fail, Some(Reason::Recompiles), &[10]),
+            // Passed on cpu (the run's reference) but not on cuda:0 eager: not the compiler's doing.
+            row(t, "c", 1, "cpu", Pass, None, &[10]),
+            row(t, "c", 1, "cuda:0", Fail, Some(Reason::NotImplemented), &[]),
+            row(t, "c", 1, "cuda:0/compiled", Fail, Some(Reason::NotImplemented), &[]),
+        ];
+        let report = build(&run_summary(), &[], &rows, &ReportOptions::default());
+        let order: Vec<&str> = report.targets.iter().map(|t| t.device.as_str()).collect();
+        assert_eq!(order, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
+        let compiled = target(&report, t, "cpu/compiled");
+        assert_eq!((compiled.cases_failed, compiled.cases_not_attributable), (1, 1));
+        assert_eq!(compiled.reasons, BTreeMap::from([(Reason::CompileError, 1)]));
+        let gpu_compiled = target(&report, t, "cuda:0/compiled");
+        assert_eq!(gpu_compiled.reasons, BTreeMap::from([(Reason::Recompiles, 1)]));
+        assert_eq!((gpu_compiled.cases_failed, gpu_compiled.cases_not_attributable), (1, 1));
+        // cuda:0 eager is still judged against the run's reference.
+        assert_eq!(target(&report, t, "cuda:0").reasons, BTreeMap::from([(Reason::NotImplemented, 1)]));
+        assert!(report.rule.ends_with(COMPILED_RULE), "{}", report.rule);
+        // Without compiled targets the rule is what it was.
+        assert!(!self::report().rule.contains("compiled"));
+    }
+
+    #[test]
     fn harness_errors_are_listed_apart_and_never_counted() {
         let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
         assert_eq!(
