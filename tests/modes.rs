@@ -114,6 +114,16 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
     let text = String::from_utf8(table.stdout).unwrap();
     assert!(text.contains("Functions that fail, recompile or change their answer"), "{text}");
 
+    // A script that reproduces a compile error without mlport compiles the call the same way.
+    let bad = result(&rows, "jax.numpy.nonzero", "cpu/compiled");
+    let out_dir = tmp.path().join("repro");
+    mlport().args(["repro", &bad.id.to_string(), "--out"]).arg(&out_dir).arg("--db").arg(&db).assert().success();
+    let script = out_dir.join(format!("repro_{}.py", bad.id));
+    assert!(std::fs::read_to_string(&script).unwrap().contains("MODE = \"compiled\""));
+    let ran = std::process::Command::new(common::python()).arg(&script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(!ran.status.success() && stderr.contains("ConcretizationTypeError"), "{stderr}");
+
     // Compiled against eager as a slowdown, steady state and first calls.
     for measure in ["steady", "first-call"] {
         let out = mlport()

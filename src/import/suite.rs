@@ -202,6 +202,7 @@ impl Suite<'_> {
                 message: &message,
                 phase,
                 harness: false,
+                compiled: false,
             };
             match classify(self.framework, &report) {
                 // In a live run a missing device is mlport's bug; in a suite, a test that needs a

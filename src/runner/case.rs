@@ -111,6 +111,7 @@ pub fn execute_case(
                             message: &e.message,
                             phase: &e.phase,
                             harness: e.harness,
+                            compiled: device.mode() == Mode::Compiled,
                         },
                     ));
                 }

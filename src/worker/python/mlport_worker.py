@@ -46,9 +46,11 @@ import argparse  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import linecache  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+import types  # noqa: E402
 
 try:  # NumPy is needed by every adapter; without it the hello says so
     import mlport_adapters as adapters
@@ -110,7 +112,17 @@ def is_harness_error(exc, case_filename):
 
 def compile_case_code(code, label):
     filename = f"<catalogue:{label}>"
-    namespace = {"__name__": f"mlport_case_{abs(hash(label))}"}
+    # The source in linecache, as for a file: tracebacks quote its lines, and inspect.getsource
+    # finds it, which TensorFlow's autograph needs to convert Python loops and branches inside
+    # tf.function (compiled mode); without it they would run as Python at trace time.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    # A module of its own (in sys.modules, as an imported file's), so inspect.getmodule finds
+    # it: autograph converts a function only when it can read its module's globals.
+    # (No __file__: autograph would then "refresh" the linecache entry from a file that does
+    # not exist, dropping it.)
+    module = types.ModuleType(f"mlport_case_{abs(hash(label))}")
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
     exec(compile(code, filename, "exec"), namespace)
     build = namespace.get("build")
     if build is None:
