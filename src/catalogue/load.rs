@@ -6,7 +6,7 @@ use serde_json::json;
 use thiserror::Error;
 use toml::Spanned;
 
-use super::spec::{COMPARES, CaseSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
+use super::spec::{COMPARES, CaseSpec, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
 use super::{Case, CatalogueFile, Function};
 use crate::model::{DTYPES, Framework};
 
@@ -219,13 +219,26 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         }
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
-    if let Some(cmp) = &c.compare
-        && !COMPARES.contains(&cmp.get_ref().as_str())
-    {
-        return Err(cx.err_at(
-            cmp,
-            format!("unknown compare rule `{}` (expected one of {})", cmp.get_ref(), COMPARES.join(", ")),
-        ));
+    if let Some(cmp) = &c.compare {
+        let rules: &[String] = match cmp.get_ref() {
+            CompareSpec::One(r) => std::slice::from_ref(r),
+            CompareSpec::PerLeaf(list) if list.is_empty() => {
+                return Err(cx.err_at(cmp, "a `compare` list must name one rule per output leaf"));
+            }
+            CompareSpec::PerLeaf(list) => list,
+        };
+        if let Some(bad) = rules.iter().find(|r| !COMPARES.contains(&r.as_str())) {
+            return Err(
+                cx.err_at(cmp, format!("unknown compare rule `{bad}` (expected one of {})", COMPARES.join(", ")))
+            );
+        }
+    }
+    for (key, tol) in [("rtol", &c.rtol), ("atol", &c.atol)] {
+        if let Some(t) = tol
+            && !(t.get_ref().is_finite() && *t.get_ref() >= 0.0)
+        {
+            return Err(cx.err_at(t, format!("{key} must be a finite number, at least 0")));
+        }
     }
     if let Some(t) = &c.timeout_s
         && !(*t.get_ref() > 0.0 && *t.get_ref() <= MAX_TIMEOUT_S)
@@ -238,15 +251,20 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         return Err(cx.err_at(code, "`code` must define build(ctx, *inputs, **kwargs)"));
     }
     let kwargs = serde_json::to_value(&c.kwargs).map_err(|e| cx.err(at, e.to_string()))?;
-    let spec = json!({
+    let mut spec = json!({
         "function": function,
         "id": id,
         "inputs": inputs,
         "kwargs": kwargs,
         "code": c.code.as_ref().map(|s| s.get_ref().clone()),
-        "compare": c.compare.as_ref().map_or("allclose".to_string(), |s| s.get_ref().clone()),
+        "compare": c.compare.as_ref().map_or(json!("allclose"), |s| json!(s.get_ref())),
         "outputs": c.outputs,
     });
+    for (key, tol) in [("rtol", &c.rtol), ("atol", &c.atol)] {
+        if let Some(t) = tol {
+            spec[key] = json!(*t.get_ref());
+        }
+    }
     Ok(Case { id, dtypes, seed: c.seed.unwrap_or(0), timeout_s: c.timeout_s.map(|t| *t.get_ref()), skip: c.skip, spec })
 }
 
@@ -312,6 +330,22 @@ op = "svd"
         assert_eq!(c.spec["kwargs"]["full_matrices"], json!(false));
         assert_eq!(c.spec["inputs"][0]["shape"], json!([4, 4]));
         assert_eq!(c.spec["compare"], json!("up_to_sign"));
+        assert!(c.spec.get("rtol").is_none());
+    }
+
+    #[test]
+    fn per_leaf_compare_and_tolerances() {
+        let text = GOOD.replace(
+            "compare = \"up_to_sign\"",
+            "compare = [\"up_to_sign\", \"allclose\", \"up_to_sign_rows\"]\nrtol = 1e-3\natol = 0.0",
+        );
+        let f = parse("t.toml", &text).unwrap();
+        let c = &f.functions[0].cases[0];
+        assert_eq!(c.spec["compare"], json!(["up_to_sign", "allclose", "up_to_sign_rows"]));
+        assert_eq!(c.spec["rtol"], json!(1e-3));
+        assert_eq!(c.spec["atol"], json!(0.0));
+        let stat = GOOD.replace("\"up_to_sign\"", "\"statistical\"");
+        assert_eq!(parse("t.toml", &stat).unwrap().functions[0].cases[0].spec["compare"], json!("statistical"));
     }
 
     fn error_of(text: &str) -> String {
@@ -339,6 +373,11 @@ op = "svd"
         assert!(error_of(&GOOD.replace("decile = 70", "decile = 75")).contains("decile 75"));
         assert!(error_of(&GOOD.replace("torch.linalg.svd", "svd")).contains("not a fully qualified name"));
         assert!(error_of(&GOOD.replace("up_to_sign", "roughly")).contains("unknown compare rule `roughly`"));
+        let list = GOOD.replace("\"up_to_sign\"", "[\"up_to_sign\", \"roughly\"]");
+        assert!(error_of(&list).contains("unknown compare rule `roughly`"));
+        assert!(error_of(&GOOD.replace("\"up_to_sign\"", "[]")).contains("one rule per output leaf"));
+        assert!(error_of(&GOOD.replace("compare = \"up_to_sign\"", "rtol = -1.0")).contains("rtol must be"));
+        assert!(error_of(&GOOD.replace("compare = \"up_to_sign\"", "atol = nan")).contains("atol must be"));
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4, -4]")).contains("negative dimension"));
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], dist = \"cauchy\"")).contains("unknown dist"));
         assert!(error_of(&GOOD.replace("shape = [4, 4]", "shape = [4], as = \"scalar\"")).contains("scalar input"));

@@ -75,9 +75,16 @@ pub struct CaseSpec {
     /// Input seed (default 0); input `i` uses PCG64 seeded `[seed, i]` after the run seed is added.
     #[serde(default)]
     pub seed: Option<u64>,
-    /// Comparison rule, one of [`COMPARES`] (default `allclose`); stored, not yet applied.
+    /// Comparison rule, one of [`COMPARES`], for all output leaves, or a list with one rule
+    /// per leaf (default `allclose`); stored, not yet applied.
     #[serde(default)]
-    pub compare: Option<Spanned<String>>,
+    pub compare: Option<Spanned<CompareSpec>>,
+    /// Relative tolerance for every dtype of the case (default: the dtype's own); at least 0.
+    #[serde(default)]
+    pub rtol: Option<Spanned<f64>>,
+    /// Absolute tolerance for every dtype of the case (default: the dtype's own); at least 0.
+    #[serde(default)]
+    pub atol: Option<Spanned<f64>>,
     /// Indices of the output leaves to compare (default all); stored, not yet applied.
     #[serde(default)]
     pub outputs: Option<Vec<u32>>,
@@ -92,6 +99,16 @@ pub struct CaseSpec {
     /// zero-argument callable that is timed (docs/catalogue.md, "Python case code").
     #[serde(default)]
     pub code: Option<Spanned<String>>,
+}
+
+/// A case's `compare`: one rule for every output leaf, or one rule per leaf.
+#[derive(Debug, Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum CompareSpec {
+    /// `compare = "exact"`
+    One(String),
+    /// `compare = ["up_to_sign", "allclose", "up_to_sign_rows"]`
+    PerLeaf(Vec<String>),
 }
 
 /// One positional input of a case, built in NumPy by `mlport_inputs.py` and sent to the worker
@@ -144,7 +161,8 @@ pub struct InputSpec {
 pub const DISTS: [&str; 9] = ["normal", "uniform", "positive", "probs", "spd", "randint", "arange", "ones", "zeros"];
 
 /// Comparison rules a case may declare (numeric comparison reads them).
-pub const COMPARES: [&str; 6] = ["allclose", "exact", "sorted", "up_to_sign", "shape_dtype", "none"];
+pub const COMPARES: [&str; 8] =
+    ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "shape_dtype", "statistical", "none"];
 
 /// Ways an input may be passed instead of a framework tensor.
 pub const PASS_AS: [&str; 4] = ["tensor", "numpy", "list", "scalar"];
