@@ -114,7 +114,15 @@ pub fn compare_outputs(
             detail: Value::Null,
         };
         match compare_leaf(pair, index, rule, tol) {
-            Ok(c) => fill(&mut row, &c),
+            Ok(c) => {
+                fill(&mut row, &c);
+                if row.shape_changed && !pair.check_dtype {
+                    row.summary.push_str(
+                        " (a function that returns its outputs in another order or layout than the NumPy \
+                         reference's must return the reference's in its case: docs/catalogue.md, Aligned cases)",
+                    );
+                }
+            }
             Err(why) => row.summary = why,
         }
         rows.push(row);
