@@ -7,7 +7,9 @@
 //!    with every metric, and both together. Target: the comparison well under 1 s on 2 cores.
 //! 2. A 10⁶-element float16 output against a float64 reference, read and compared.
 //!
-//! Each figure is the median of 7 repeats, with the range. `MLPORT_BENCH_ELEMENTS` overrides 10⁸.
+//! Each figure is the median wall time of 7 repeats, with the range and the CPU time per repeat
+//! (all threads; on a shared machine, CPU time well below cores × wall time means the
+//! benchmark was waiting for a core). `MLPORT_BENCH_ELEMENTS` overrides 10⁸.
 
 use std::path::Path;
 use std::time::Instant;
@@ -57,27 +59,50 @@ fn float32_pair(n: usize) -> (Vec<f32>, Vec<f32>) {
     (a, e)
 }
 
-/// Median and range of `REPEATS` timings of `f`, in seconds.
-fn time<T>(mut f: impl FnMut() -> T) -> (f64, f64, f64, T) {
+/// CPU time used so far by all of this process's threads, in seconds (Linux: the
+/// schedulers' own accounting in /proc/self/task/*/schedstat; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    ns as f64 / 1e9
+}
+
+/// One figure: the median wall time of `REPEATS` runs, their range, and the CPU time per run
+/// (all threads), in seconds.
+struct Figure {
+    median: f64,
+    lo: f64,
+    hi: f64,
+    cpu: f64,
+}
+
+/// Times `REPEATS` runs of `f`; returns the figure and the last run's result.
+fn time<T>(mut f: impl FnMut() -> T) -> (Figure, T) {
     let mut secs = Vec::with_capacity(REPEATS);
     let mut last = None;
+    let cpu0 = cpu_seconds();
     for _ in 0..REPEATS {
         let start = Instant::now();
         let out = f();
         secs.push(start.elapsed().as_secs_f64());
         last = Some(out);
     }
+    let cpu = (cpu_seconds() - cpu0) / REPEATS as f64;
     let (lo, hi) = secs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
-    (median(&secs), lo, hi, last.unwrap())
+    (Figure { median: median(&secs), lo, hi, cpu }, last.unwrap())
 }
 
-fn row(label: &str, (med, lo, hi): (f64, f64, f64), elements: usize) {
+fn row(label: &str, f: &Figure, elements: usize) {
     println!(
-        "  {label:<34} {:>9.1} ms  (range {:.1}-{:.1})  {:>6.2} G elements/s",
-        med * 1e3,
-        lo * 1e3,
-        hi * 1e3,
-        elements as f64 / med / 1e9
+        "  {label:<30} {:>8.1} ms  (range {:.1}-{:.1}, CPU {:.1} ms)  {:>5.2} G elements/s",
+        f.median * 1e3,
+        f.lo * 1e3,
+        f.hi * 1e3,
+        f.cpu * 1e3,
+        elements as f64 / f.median / 1e9
     );
 }
 
@@ -107,17 +132,17 @@ fn main() {
         start.elapsed().as_secs_f64()
     );
     let tol = Tolerance::for_dtype("float32");
-    let (m, lo, hi, _) = time(|| read_pair(&pa, &pe));
-    row("read both files", (m, lo, hi), 2 * n);
+    let (f, _) = time(|| read_pair(&pa, &pe));
+    row("read both files", &f, 2 * n);
     let (arr_a, arr_e) = read_pair(&pa, &pe);
-    let (m, lo, hi, c) = time(|| compare(&arr_a, "float32", &arr_e, "float32", Rule::AllClose, tol, true));
-    row("compare in memory (allclose)", (m, lo, hi), n);
+    let (f, c) = time(|| compare(&arr_a, "float32", &arr_e, "float32", Rule::AllClose, tol, true));
+    row("compare in memory (allclose)", &f, n);
     drop((arr_a, arr_e));
-    let (m, lo, hi, _) = time(|| {
+    let (f, _) = time(|| {
         let (a, e) = read_pair(&pa, &pe);
         compare(&a, "float32", &e, "float32", Rule::AllClose, tol, true)
     });
-    row("read + compare", (m, lo, hi), n);
+    row("read + compare", &f, n);
     println!("  result: {}", c.summary());
     std::fs::remove_file(&pa).ok();
     std::fs::remove_file(&pe).ok();
@@ -138,15 +163,15 @@ fn main() {
     write_npy(&pe, &NpyArray::new(vec![m16], e.into()).unwrap()).unwrap();
     println!("float16 output vs float64 reference, {m16} elements:");
     let tol = Tolerance::for_dtype("float16");
-    let (m, lo, hi, _) = time(|| read_pair(&pa, &pe));
-    row("read both files", (m, lo, hi), 2 * m16);
+    let (f, _) = time(|| read_pair(&pa, &pe));
+    row("read both files", &f, 2 * m16);
     let (arr_a, arr_e) = read_pair(&pa, &pe);
-    let (m, lo, hi, c) = time(|| compare(&arr_a, "float16", &arr_e, "float64", Rule::AllClose, tol, false));
-    row("compare in memory (allclose)", (m, lo, hi), m16);
-    let (m, lo, hi, _) = time(|| {
+    let (f, c) = time(|| compare(&arr_a, "float16", &arr_e, "float64", Rule::AllClose, tol, false));
+    row("compare in memory (allclose)", &f, m16);
+    let (f, _) = time(|| {
         let (a, e) = read_pair(&pa, &pe);
         compare(&a, "float16", &e, "float64", Rule::AllClose, tol, false)
     });
-    row("read + compare", (m, lo, hi), m16);
+    row("read + compare", &f, m16);
     println!("  result: {}", c.summary());
 }

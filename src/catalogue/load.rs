@@ -369,6 +369,34 @@ op = "svd"
         assert_eq!(c.spec["compare"], json!("up_to_sign"));
     }
 
+    #[test]
+    fn per_output_compare_and_tolerances() {
+        let text = GOOD.replace(
+            "compare = \"up_to_sign\"",
+            "compare = [\"up_to_sign\", \"allclose\", \"up_to_sign_rows\"]\nrtol = 1e-3\natol = 0.0\n\
+             tolerance = { float16 = { rtol = 1e-2 } }",
+        );
+        let f = parse("t.toml", &text).unwrap();
+        let c = &f.functions[0].cases[0];
+        assert_eq!(c.spec["compare"], json!(["up_to_sign", "allclose", "up_to_sign_rows"]));
+        assert_eq!(c.spec["rtol"], json!(1e-3));
+        assert_eq!(c.spec["atol"], json!(0.0));
+        assert_eq!(c.spec["tolerance"]["float16"]["rtol"], json!(1e-2));
+        let plain = parse("t.toml", GOOD).unwrap();
+        assert!(plain.functions[0].cases[0].spec.get("rtol").is_none(), "absent overrides are not stored");
+        let stat = GOOD.replace("\"up_to_sign\"", "\"statistical\"");
+        assert_eq!(parse("t.toml", &stat).unwrap().functions[0].cases[0].spec["compare"], json!("statistical"));
+        let list = GOOD.replace("\"up_to_sign\"", "[\"up_to_sign\", \"roughly\"]");
+        assert!(error_of(&list).contains("unknown compare rule `roughly`"));
+        assert!(error_of(&GOOD.replace("\"up_to_sign\"", "[]")).contains("`compare` lists no rule"));
+        assert!(error_of(&GOOD.replace("compare = \"up_to_sign\"", "rtol = -1.0")).contains("finite number >= 0"));
+        assert!(error_of(&GOOD.replace("compare = \"up_to_sign\"", "atol = nan")).contains("finite number >= 0"));
+        let bad_dtype = GOOD.replace("compare = \"up_to_sign\"", "tolerance = { float8 = { rtol = 1.0 } }");
+        assert!(error_of(&bad_dtype).contains("unknown dtype `float8`"), "{}", error_of(&bad_dtype));
+        let mismatch = GOOD.replace("compare = \"up_to_sign\"", "compare = [\"exact\", \"exact\"]\noutputs = [0]");
+        assert!(error_of(&mismatch).contains("lists 2 rules but `outputs` selects 1"));
+    }
+
     fn error_of(text: &str) -> String {
         parse("cat/t.toml", text).unwrap_err().to_string()
     }

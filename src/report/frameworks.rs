@@ -131,7 +131,8 @@ pub fn build(
     }
     let shared: std::collections::HashSet<&str> =
         op_frameworks.iter().filter(|(_, f)| f.len() >= 2).map(|(op, _)| *op).collect();
-    rows.retain(|r| shared.contains(r.op.as_str()));
+    // A row says something only where two frameworks ran the same case.
+    rows.retain(|r| shared.contains(r.op.as_str()) && r.frameworks.len() >= 2);
     rows.sort_by(|a, b| {
         (&a.op, &a.case_id)
             .cmp(&(&b.op, &b.case_id))
@@ -171,14 +172,15 @@ fn dtype_order(d: &str) -> usize {
     crate::model::DTYPES.iter().position(|x| *x == d).unwrap_or(usize::MAX)
 }
 
-/// A number in few characters: `0.11`, `4.8e-4`, `13174`.
+/// A number with three significant digits: `0.031`, `4.8e-4`, `83.3`, `13174`.
 fn num(x: f64) -> String {
+    let a = x.abs();
     if x == 0.0 {
         "0".into()
-    } else if (1e-2..1e5).contains(&x.abs()) {
-        let s = format!("{x:.3}");
-        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
-        if x.abs() >= 100.0 { format!("{x:.0}") } else { s }
+    } else if (1e-2..1e5).contains(&a) {
+        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+        let s = format!("{x:.decimals$}");
+        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
     } else {
         format!("{x:.1e}")
     }
@@ -193,7 +195,9 @@ fn worst(cmp: &[ComparisonRow]) -> String {
     };
     match (max(|c| c.max_abs), max(|c| c.max_ulp)) {
         (Some(a), Some(u)) if a == 0.0 && u == 0.0 => "exact".into(),
-        (Some(a), Some(u)) => format!("max abs {}, {} ULP", num(a), if u < 10.0 { format!("{u:.1}") } else { num(u) }),
+        (Some(a), Some(u)) => {
+            format!("max abs {}, {} ULP", num(a), if u < 10.0 { format!("{u:.1}") } else { format!("{u:.0}") })
+        }
         (Some(a), None) => format!("max abs {}", num(a)),
         (None, Some(u)) => format!("{} ULP", num(u)),
         (None, None) => "compared".into(),
@@ -359,6 +363,9 @@ mod tests {
         assert_eq!(t.rows[1].reference, "numpy.b could not compute it: TypeError: no loop");
         assert_eq!(num(0.031), "0.031");
         assert_eq!(num(412.0), "412");
+        assert_eq!(num(83.281), "83.3");
+        assert_eq!(num(13174.4), "13174");
+        assert_eq!(num(1.5), "1.5");
         assert_eq!(num(2.5e-7), "2.5e-7");
     }
 

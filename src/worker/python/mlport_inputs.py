@@ -140,13 +140,16 @@ def build_all(specs, dtype, seed, cache_dir=None, key=None):
     return out
 
 
-def upcast(built):
+def upcast(built, integers=None):
     """The float64 reference's inputs: floating arrays (float16, bfloat16 as its exact float32
     values, float32) become float64 and complex64 becomes complex128, so the reference
-    computes on exactly the values the framework got, in double precision."""
+    computes on exactly the values the framework got, in double precision. With `integers`
+    (the swept integer or bool dtype), the inputs of that dtype become float64 too, for
+    functions whose result is floating; inputs of fixed dtypes (indices) stay as they are."""
     out = []
     for value, spec in built:
-        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        widen = integers is not None and spec.get("dtype") == integers
+        if isinstance(value, np.ndarray) and (value.dtype.kind in "fc" or widen):
             wide = np.complex128 if value.dtype.kind == "c" else np.float64
             out.append((value.astype(wide), dict(spec, dtype=np.dtype(wide).name)))
         else:

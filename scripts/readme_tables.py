@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Fills the README's generated tables from a store, so they are mlport's output, not typed.
+
+    python3 scripts/readme_tables.py MLPORT_BINARY STORE.db
+
+Each `<!-- mlport:NAME -->` ... `<!-- /mlport:NAME -->` block of README.md is replaced by the output
+of the `mlport report` command named below (rows filtered where said).
+"""
+import re
+import subprocess
+import sys
+
+DTYPES_ONLY = ("numpy.cumsum,torch.cumsum,jax.numpy.cumsum,tf.math.cumsum,numpy.sum,torch.sum,jax.numpy.sum,"
+               "tf.math.reduce_sum,torch.linalg.svd,jax.numpy.linalg.svd,tf.linalg.svd")
+FRAMEWORKS_ONLY = "cumsum,sum,softmax,layer_norm,conv2d"
+
+
+def report(binary, db, *args):
+    return subprocess.run([binary, "report", "--db", db, *args], check=True, capture_output=True, text=True).stdout
+
+
+def dtypes(binary, db):
+    text = report(binary, db, "--dtypes", "--format", "markdown", "--only", DTYPES_ONLY)
+    lines = [l for l in text.splitlines() if l.startswith("|")]
+    legend = next(l for l in text.splitlines() if l.startswith("✓ passed"))
+    return "\n".join(lines) + "\n\n" + legend
+
+
+def frameworks(binary, db):
+    text = report(binary, db, "--frameworks", "--format", "markdown", "--only", FRAMEWORKS_ONLY)
+    rows = [l for l in text.splitlines() if l.startswith("|")]
+    keep = rows[:2] + [r for r in rows[2:] if r.split("|")[3].strip() in ("float16", "bfloat16", "float32")]
+    return "\n".join(keep)
+
+
+def summary(binary, db):
+    text = report(binary, db, "--frameworks", "--format", "table")
+    lines = [l for l in text.splitlines() if re.match(r"^(\d+ ops|numpy:|torch:|jax:|tensorflow:)", l)]
+    return "\n".join(f"- {l}" for l in lines)
+
+
+def main():
+    binary, db = sys.argv[1], sys.argv[2]
+    readme = open("README.md", encoding="utf-8").read()
+    for name, make in (("dtypes", dtypes), ("frameworks", frameworks), ("frameworks-summary", summary)):
+        body = make(binary, db)
+        pattern = re.compile(rf"(<!-- mlport:{name} -->\n).*?(<!-- /mlport:{name} -->)", re.S)
+        readme, n = pattern.subn(lambda m: m.group(1) + body + "\n" + m.group(2), readme)
+        assert n == 1, f"README.md has no block {name}"
+    open("README.md", "w", encoding="utf-8").write(readme)
+
+
+if __name__ == "__main__":
+    main()
