@@ -258,7 +258,16 @@ fn resume_start(
             summary.origin.source
         );
     }
-    if pending_cases(store, summary.id)? == 0 && summary.results > 0 {
+    let references_left = runner::reference::pending(store, summary.id)?.len();
+    if pending_cases(store, summary.id)? == 0 && summary.results > 0 && references_left == 0 {
+        // A run stopped between committing a result and comparing it: finish the comparisons.
+        let done = crate::agreement::check_run(store, summary.id, &summary.info.reference_device)?;
+        if done.compared > 0 {
+            eprintln!(
+                "mlport: run {}: compared {} results left uncompared ({} wrong)",
+                summary.id, done.compared, done.wrong
+            );
+        }
         eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
         if summary.state != "finished" {
             store.finish_run(summary.id, "finished")?;

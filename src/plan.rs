@@ -158,7 +158,14 @@ fn references(catalogue: &Catalogue, functions: &[FunctionRow], cases: &[CaseRow
             dtype: c.dtype.clone(),
             function: f.name.clone(),
             seed: c.seed,
-            spec: rc.spec.clone(),
+            spec: match rc.timeout_s {
+                Some(t) => {
+                    let mut spec = rc.spec.clone();
+                    spec["timeout_s"] = serde_json::json!(t);
+                    spec
+                }
+                None => rc.spec.clone(),
+            },
             outcome: None,
             message: None,
             outputs: serde_json::json!([]),

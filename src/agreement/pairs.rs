@@ -54,18 +54,14 @@ fn selection(pair: &OutputPair<'_>) -> Vec<(u64, String)> {
 }
 
 /// The tolerance for a leaf of dtype `leaf_dtype`: `tolerance.<case dtype>` entries win over the
-/// case's `rtol`/`atol`, which win over the default: the leaf dtype's, or the case dtype's when
-/// both are floating and the case dtype's is looser (a float16 case that returns float32 was
-/// computed from float16 values, often in float16, and is judged at float16's tolerance).
+/// case's `rtol`/`atol`, which win over the default. The default is the case dtype's when both
+/// are floating (a float16 case that returns float32 computed from float16 values and is not held
+/// to float32's tolerance; a float64 case that returns float32 lost precision and is held to
+/// float64's), else the leaf dtype's (an integer case with a float32 result: float32's; an integer
+/// or bool result: exact).
 pub fn tolerance(spec: &Value, case_dtype: &str, leaf_dtype: &str) -> Tolerance {
-    let leaf = Tolerance::for_dtype(leaf_dtype);
-    let case = Tolerance::for_dtype(case_dtype);
     let floating = |d: &str| d.starts_with("float") || d.starts_with("complex") || d == "bfloat16";
-    let base = if floating(leaf_dtype) && floating(case_dtype) {
-        Tolerance { rtol: leaf.rtol.max(case.rtol), atol: leaf.atol.max(case.atol) }
-    } else {
-        leaf
-    };
+    let base = Tolerance::for_dtype(if floating(leaf_dtype) && floating(case_dtype) { case_dtype } else { leaf_dtype });
     let per = &spec["tolerance"][case_dtype];
     Tolerance {
         rtol: per["rtol"].as_f64().or_else(|| spec["rtol"].as_f64()).unwrap_or(base.rtol),
@@ -84,35 +80,42 @@ pub fn compare_outputs(
     reference: &str,
 ) -> Vec<ComparisonRow> {
     let mut rows = Vec::new();
-    for (index, rule_name) in selection(pair) {
+    let selected = selection(pair);
+    // A `compare` list names one rule per compared output: a list of another length is the
+    // catalogue's mistake, said on every output rather than guessed.
+    let list_mismatch = match (&pair.spec["compare"], pair.spec["outputs"].is_array()) {
+        (Value::Array(list), false) if list.len() != selected.len() => Some(format!(
+            "the case's `compare` lists {} rules but the result has {} outputs: give one rule per output, or \
+             select outputs with `outputs`",
+            list.len(),
+            selected.len()
+        )),
+        _ => None,
+    };
+    for (index, rule_name) in selected {
         let Ok(rule) = rule_name.parse::<Rule>() else { continue };
         if rule == Rule::None {
             continue;
         }
         let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype);
-        let tol = tolerance(pair.spec, pair.case_dtype, leaf_dtype);
-        let mut row = ComparisonRow {
-            case_key: case_key.to_string(),
-            device: device.clone(),
-            against: against.to_string(),
-            reference: reference.to_string(),
-            output_index: index as u32,
-            rule: rule_name.clone(),
-            rtol: tol.rtol,
-            atol: tol.atol,
-            verdict: "incomparable".into(),
-            elements: 0,
-            mismatched: 0,
-            max_abs: None,
-            max_rel: None,
-            max_ulp: None,
-            nan_mismatch: 0,
-            inf_mismatch: 0,
-            shape_changed: false,
-            dtype_changed: false,
-            summary: String::new(),
-            detail: Value::Null,
-        };
+        let tol =
+            if rule == Rule::Exact { Tolerance::EXACT } else { tolerance(pair.spec, pair.case_dtype, leaf_dtype) };
+        let mut row = blank_row(case_key, device, against, reference, index, &rule_name, tol);
+        if let Some(why) = &list_mismatch {
+            row.summary = why.clone();
+            rows.push(row);
+            continue;
+        }
+        if leaf(pair.actual, index).is_some() && leaf(pair.expected, index).is_none() && pair.expected.is_array() {
+            row.verdict = "disagree".into();
+            row.shape_changed = true;
+            row.summary = format!(
+                "the result has an output {index} that the reference has not (it has {} outputs)",
+                leaves(pair.expected).len()
+            );
+            rows.push(row);
+            continue;
+        }
         match compare_leaf(pair, index, rule, tol) {
             Ok(c) => {
                 fill(&mut row, &c);
@@ -127,7 +130,60 @@ pub fn compare_outputs(
         }
         rows.push(row);
     }
+    // Outputs the reference has and the result lacks (when every output is compared).
+    if !pair.spec["outputs"].is_array() {
+        let have: Vec<u64> = leaves(pair.actual);
+        let missing: Vec<u64> = leaves(pair.expected).into_iter().filter(|i| !have.contains(i)).collect();
+        if let Some(&first) = missing.first() {
+            let mut row = blank_row(case_key, device, against, reference, first, "allclose", Tolerance::EXACT);
+            row.verdict = "disagree".into();
+            row.shape_changed = true;
+            row.summary = format!(
+                "the result has {} outputs, the reference {}: output(s) {missing:?} missing",
+                have.len(),
+                leaves(pair.expected).len()
+            );
+            rows.push(row);
+        }
+    }
     rows
+}
+
+fn leaves(outputs: &Value) -> Vec<u64> {
+    outputs.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect())
+}
+
+fn blank_row(
+    case_key: &str,
+    device: &Device,
+    against: &str,
+    reference: &str,
+    index: u64,
+    rule: &str,
+    tol: Tolerance,
+) -> ComparisonRow {
+    ComparisonRow {
+        case_key: case_key.to_string(),
+        device: device.clone(),
+        against: against.to_string(),
+        reference: reference.to_string(),
+        output_index: index as u32,
+        rule: rule.to_string(),
+        rtol: tol.rtol,
+        atol: tol.atol,
+        verdict: "incomparable".into(),
+        elements: 0,
+        mismatched: 0,
+        max_abs: None,
+        max_rel: None,
+        max_ulp: None,
+        nan_mismatch: 0,
+        inf_mismatch: 0,
+        shape_changed: false,
+        dtype_changed: false,
+        summary: String::new(),
+        detail: Value::Null,
+    }
 }
 
 fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -> Result<Comparison, String> {
@@ -196,8 +252,40 @@ mod tests {
         assert_eq!((t.rtol, t.atol), (0.0, 0.0), "an integer output of a float16 case is exact");
         let t = tolerance(&json!({}), "float16", "float32");
         assert_eq!((t.rtol, t.atol), (1e-3, 1e-5), "a float16 case returning float32 is judged as float16");
+        let t = tolerance(&json!({}), "float64", "float32");
+        assert_eq!((t.rtol, t.atol), (1e-7, 1e-7), "a float64 case returning float32 is held to float64");
         let t = tolerance(&json!({}), "uint8", "float32");
         assert_eq!((t.rtol, t.atol), (1.3e-6, 1e-5), "an integer case returning float32 is judged as float32");
+    }
+
+    #[test]
+    fn missing_or_extra_outputs_disagree_and_a_short_compare_list_is_said() {
+        let one = json!([{"index": 0, "kind": "object", "type": "x"}]);
+        let three = json!([{"index": 0, "kind": "object", "type": "x"}, {"index": 1, "kind": "object", "type": "x"},
+                           {"index": 2, "kind": "object", "type": "x"}]);
+        let spec = json!({});
+        let cmp = |actual: &Value, expected: &Value, spec: &Value| {
+            let p = OutputPair { spec, case_dtype: "float32", actual, expected, check_dtype: false };
+            compare_outputs(&p, "k", &Device::cpu(), "float64", "numpy.svd in float64")
+        };
+        let fewer = cmp(&one, &three, &spec);
+        let bad = fewer.iter().find(|r| r.verdict == "disagree").expect("a missing output disagrees");
+        assert!(
+            bad.summary.contains("the result has 1 outputs, the reference 3: output(s) [1, 2] missing"),
+            "{}",
+            bad.summary
+        );
+        assert!(wrong_message(&fewer).is_some());
+        let more = cmp(&three, &one, &spec);
+        assert_eq!(more.iter().filter(|r| r.verdict == "disagree").count(), 2, "outputs 1 and 2 have no counterpart");
+        let short = cmp(&three, &three, &json!({"compare": ["up_to_sign"]}));
+        assert!(
+            short
+                .iter()
+                .all(|r| r.verdict == "incomparable" && r.summary.contains("lists 1 rules but the result has 3"))
+        );
+        let exact = cmp(&one, &one, &json!({"compare": "exact"}));
+        assert_eq!((exact[0].rtol, exact[0].atol), (0.0, 0.0), "an exact comparison stores a zero tolerance");
     }
 
     #[test]
@@ -226,7 +314,8 @@ mod tests {
         let spec = json!({});
         let actual = json!([{"index": 0, "kind": "array", "dtype": "float32", "not_saved": "too big"},
                             {"index": 1, "kind": "object", "type": "torch.Size"}]);
-        let expected = json!([{"index": 0, "kind": "array", "dtype": "float64", "path": "/nonexistent.npy"}]);
+        let expected = json!([{"index": 0, "kind": "array", "dtype": "float64", "path": "/nonexistent.npy"},
+                              {"index": 1, "kind": "object", "type": "torch.Size"}]);
         let p =
             OutputPair { spec: &spec, case_dtype: "float32", actual: &actual, expected: &expected, check_dtype: false };
         let rows = compare_outputs(&p, "k", &Device::cpu(), "float64", "numpy.x in float64");

@@ -510,7 +510,7 @@ enum HeaderProblem {
 /// Interprets the header dict: `descr` a supported dtype string, `fortran_order` a bool,
 /// `shape` a tuple of non-negative integers.
 fn parse_header(text: &str) -> Result<Header, HeaderProblem> {
-    let mut p = LitParser { s: text.as_bytes(), i: 0 };
+    let mut p = LitParser { s: text.as_bytes(), i: 0, depth: 0 };
     let lit = p.value().map_err(HeaderProblem::Syntax)?;
     p.skip_ws();
     if p.i != p.s.len() {
@@ -579,7 +579,13 @@ enum Lit {
 struct LitParser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Containers open around the current position; past [`MAX_DEPTH`] the header is refused
+    /// (NumPy's headers nest two deep; a hostile one must not overflow the stack).
+    depth: usize,
 }
+
+/// The deepest nesting of dicts, tuples and lists a header may have.
+const MAX_DEPTH: usize = 32;
 
 impl LitParser<'_> {
     fn skip_ws(&mut self) {
@@ -594,6 +600,20 @@ impl LitParser<'_> {
     }
 
     fn value(&mut self) -> Result<Lit, String> {
+        if matches!(self.peek(), Some(b'{' | b'(' | b'[')) {
+            if self.depth >= MAX_DEPTH {
+                return Err(format!("nested deeper than {MAX_DEPTH} levels at byte {}", self.i));
+            }
+            self.depth += 1;
+            let v = self.container();
+            self.depth -= 1;
+            return v;
+        }
+        self.container()
+    }
+
+    /// One value of any kind; nested values go through [`LitParser::value`], which counts depth.
+    fn container(&mut self) -> Result<Lit, String> {
         match self.peek() {
             None => Err("header ends where a value was expected".into()),
             Some(b'{') => {
@@ -856,6 +876,20 @@ mod tests {
 
     fn tmp() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn a_deeply_nested_header_is_refused_not_a_stack_overflow() {
+        let deep = format!(
+            "{{'descr': {}0{}, 'fortran_order': False, 'shape': (1,)}}",
+            "(".repeat(200_000),
+            ")".repeat(200_000)
+        );
+        match parse_header(&deep) {
+            Err(HeaderProblem::Syntax(m)) => assert!(m.contains("nested deeper than 32"), "{m}"),
+            _ => panic!("accepted a 200000-deep header"),
+        }
+        assert!(parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }").is_ok());
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub struct Tally {
     pub wrong: usize,
     /// Raised, timed out or crashed.
     pub failed: usize,
-    /// Ran, with no float64 reference to compare with.
+    /// Ran, but was not compared: no float64 reference, or an output that could not be compared
+    /// (not saved, not an array, unreadable).
     pub unchecked: usize,
 }
 
@@ -149,7 +150,7 @@ pub fn build(
             for e in entries {
                 match e.outcome {
                     Outcome::WrongResult => t.wrong += 1,
-                    Outcome::Pass if e.float64.is_empty() => t.unchecked += 1,
+                    Outcome::Pass if !compared(e) => t.unchecked += 1,
                     Outcome::Pass => t.agree += 1,
                     Outcome::Skip => {}
                     Outcome::Fail | Outcome::Timeout | Outcome::Crash => t.failed += 1,
@@ -204,6 +205,38 @@ fn worst(cmp: &[ComparisonRow]) -> String {
     }
 }
 
+/// Whether every float64 comparison of a passing entry reached a verdict.
+fn compared(e: &Entry) -> bool {
+    !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != "incomparable")
+}
+
+/// What a wrong result's disagreement is, in a few words: a shape or output count change, NaN/Inf
+/// patterns, or how many elements are off and by how much.
+fn disagreement(e: &Entry) -> String {
+    let bad: Vec<ComparisonRow> = e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
+    let Some(first) = bad.first() else {
+        // Not against float64: against the reference device; its message says how.
+        return e.message.clone().unwrap_or_else(|| "disagrees".into());
+    };
+    if first.shape_changed {
+        return match (first.detail["shape_actual"].as_array(), first.detail["shape_expected"].as_array()) {
+            (Some(a), Some(x)) => format!("shape {a:?} vs {x:?}").replace('"', ""),
+            _ => first.summary.clone(),
+        };
+    }
+    let mut parts = Vec::new();
+    let (nan, inf): (u64, u64) = bad.iter().fold((0, 0), |(n, i), c| (n + c.nan_mismatch, i + c.inf_mismatch));
+    if nan > 0 {
+        parts.push(format!("{nan} NaN differ"));
+    }
+    if inf > 0 {
+        parts.push(format!("{inf} Inf differ"));
+    }
+    let (off, of) = bad.iter().map(|c| (c.mismatched, c.elements)).max().unwrap_or((0, 0));
+    parts.push(format!("{off} of {of} off, {}", worst(&bad)));
+    parts.join(", ")
+}
+
 fn cell(entries: &[Entry]) -> String {
     let several = entries.len() > 1;
     entries
@@ -212,13 +245,12 @@ fn cell(entries: &[Entry]) -> String {
             let time = e.median_ns.map(|ns| format!(" · {}", latency(ns))).unwrap_or_default();
             let text = match e.outcome {
                 Outcome::Pass if e.float64.is_empty() => format!("ran, not compared{time}"),
-                Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
-                Outcome::WrongResult => {
-                    let bad: Vec<ComparisonRow> =
-                        e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
-                    let (off, of) = bad.iter().map(|c| (c.mismatched, c.elements)).max().unwrap_or((0, 0));
-                    format!("✗ WRONG {off} of {of} off, {}{time} #{}", worst(&bad), e.result_id)
+                Outcome::Pass if !compared(e) => {
+                    let why = e.float64.iter().find(|c| c.verdict == "incomparable").map(|c| c.summary.as_str());
+                    format!("ran, not compared: {}{time}", why.unwrap_or("?"))
                 }
+                Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
+                Outcome::WrongResult => format!("✗ WRONG {}{time} #{}", disagreement(e), e.result_id),
                 Outcome::Skip => "skip".into(),
                 _ => {
                     format!("✗ {} #{}", e.reason.map_or_else(|| e.outcome.to_string(), |r| r.to_string()), e.result_id)

@@ -32,6 +32,18 @@ pub struct Written {
 /// Errors: an unknown result id; a result that passed (nothing to reproduce); inputs that the
 /// run did not save (runs made before inputs were kept, protocol < 3); a non-empty `out`.
 pub fn write(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -> PathBuf) -> Result<Written> {
+    if out.is_file() {
+        bail!("{}: is a file; --out names a folder to create", out.display());
+    }
+    let created = !out.exists();
+    let written = write_into(store, result_id, out, run_dir);
+    if written.is_err() && created && out.exists() {
+        let _ = std::fs::remove_dir_all(out); // nothing half-written is left behind
+    }
+    written
+}
+
+fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -> PathBuf) -> Result<Written> {
     let run = store
         .run_of_result(result_id)?
         .with_context(|| format!("{}: no result #{result_id}", store.path().display()))?;

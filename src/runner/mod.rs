@@ -6,7 +6,7 @@
 
 mod case;
 mod events;
-mod reference;
+pub mod reference;
 
 pub use case::execute_case;
 pub use events::{Event, EventSink, NullSink};

@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
 use crate::model::{Device, Framework, Outcome};
 use crate::store::Store;
-use crate::store::records::{CaseResult, CaseRow};
+use crate::store::records::{CaseResult, CaseRow, ReferenceRow};
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
 /// Computes the run's pending references; returns [`Ending::Interrupted`] when stopped (the
@@ -23,7 +23,7 @@ pub fn compute(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let pending: Vec<_> = store.references(run_id)?.into_iter().filter(|r| r.outcome.is_none()).collect();
+    let pending = pending(store, run_id)?;
     if pending.is_empty() {
         return Ok(Ending::Finished);
     }
@@ -89,6 +89,21 @@ pub fn compute(
     }
     sink.event(&Event::ReferencesDone { passed, failed });
     Ok(Ending::Finished)
+}
+
+/// The references still to compute: never computed, or computed but with an output file gone
+/// (a run folder removed before `--resume`).
+pub fn pending(store: &Store, run_id: i64) -> Result<Vec<ReferenceRow>> {
+    let gone = |r: &ReferenceRow| {
+        r.outputs
+            .as_array()
+            .is_some_and(|o| o.iter().any(|d| d["path"].as_str().is_some_and(|p| !std::path::Path::new(p).exists())))
+    };
+    Ok(store
+        .references(run_id)?
+        .into_iter()
+        .filter(|r| r.outcome.is_none() || (r.outcome == Some(Outcome::Pass) && gone(r)))
+        .collect())
 }
 
 fn why(r: &CaseResult) -> String {

@@ -42,6 +42,7 @@ is then left as it is.
 """
 
 import contextlib
+import hashlib
 import importlib
 import os
 import re
@@ -230,12 +231,14 @@ class Adapter:
 
     def to_numpy(self, leaf):
         """(array, canonical dtype name) or None when the leaf is not array-like."""
-        if isinstance(leaf, (np.ndarray, np.generic)):
+        if isinstance(leaf, (np.ndarray, np.generic)) or isinstance(leaf, (bool, int, float, complex)):
             a = np.asarray(leaf)
-            return a, str(a.dtype)
-        if isinstance(leaf, (bool, int, float, complex)):
-            a = np.asarray(leaf)
-            return a, str(a.dtype)
+            if a.dtype.name == "bfloat16":  # ml_dtypes' (NumPy's kind "V")
+                return a, "bfloat16"
+            if a.dtype.kind not in "biufc":  # object, strings, structured: not an array to compare
+                return None
+            # The canonical name whatever the byte order (`>f4` is float32).
+            return a, a.dtype.name
         return None
 
     def _passthrough(self, arr, spec):
@@ -264,8 +267,10 @@ def save_outputs(adapter, out, out_dir, key):
         if arr.nbytes > MAX_SAVED_BYTES:
             d["not_saved"] = f"{arr.nbytes} bytes, over the {MAX_SAVED_BYTES} byte limit"
         elif out_dir:
-            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key))
-            path = os.path.join(out_dir, f"{safe}.out{i}.npy")
+            # Readable and unique: distinct keys that sanitise alike (`a:b`, `a_b`) differ in the hash.
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(key))[:100]
+            digest = hashlib.sha256(str(key).encode()).hexdigest()[:12]
+            path = os.path.join(out_dir, f"{safe}-{digest}.out{i}.npy")
             np.save(path, arr if dtname != "bfloat16" else arr.astype(np.float32))
             d["path"] = path
         descs.append(d)
