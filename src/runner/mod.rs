@@ -184,6 +184,12 @@ pub fn execute(
             devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
         });
         let mut probe = Some(probe);
+        if !infos.iter().any(|i| i.available && i.device == Device::cpu()) {
+            // Only compiled (or other) targets: the eager probe would sit idle, holding memory.
+            if let Some(p) = probe.take() {
+                p.shutdown();
+            }
+        }
         for d in infos.iter().filter(|i| i.available).map(|i| i.device.clone()) {
             let done = store.done_keys(run_id, &d)?;
             let pending: Vec<&CaseRow> = fw_cases.iter().copied().filter(|c| !done.contains(&c.key)).collect();
