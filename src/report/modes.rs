@@ -128,10 +128,11 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
         .filter(|t| t.device.mode() == Mode::Eager)
         .filter(|t| !rows.iter().any(|r| r.framework == t.framework && r.eager == t.device))
         .map(|t| {
+            let compiled = t.device.with_mode(Mode::Compiled);
             let why = devices
                 .iter()
-                .find(|d| d.framework == t.framework && d.device == t.device.with_mode(Mode::Compiled))
-                .map_or_else(|| format!("no result on {}", t.device.with_mode(Mode::Compiled)), |d| d.detail.clone());
+                .find(|d| d.framework == t.framework && d.device == compiled && !d.available)
+                .map_or_else(|| format!("no result on {compiled}"), |d| d.detail.clone());
             (t.framework, why)
         })
         .collect();
