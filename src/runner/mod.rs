@@ -207,12 +207,16 @@ pub fn execute(
         }
     }
     crate::agreement::check_run(store, run_id, &info.reference_device)?;
+    // The compilers' caches served this run only (214 MB of Inductor's for the built-in
+    // catalogue); an interrupted run keeps them for its resumption.
+    let _ = std::fs::remove_dir_all(cfg.run_dir.join("compile-cache"));
     Ok(Ending::Finished)
 }
 
 /// A worker's environment: `--threads`, and for compiled targets a torch Inductor cache in the
-/// run folder (`compile-cache/torch`), so every run compiles from cold and first calls are
-/// comparable between runs; graphs met again within a run come from that cache.
+/// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
+/// cold and first calls are comparable between runs; graphs met again within a run come from
+/// that cache.
 fn worker_env(cfg: &RunConfig, fw: Framework, target: &Device) -> Vec<(String, String)> {
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
     if fw == Framework::Torch && target.mode() == Mode::Compiled {
