@@ -118,6 +118,18 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .code(1)
         .stderr(predicate::str::contains("unknown framework `caffe`"));
     mlport()
+        .args(["run", "--modes", "eager,jit", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--modes: unknown mode `jit` (expected eager or compiled)"));
+    mlport()
+        .args(["run", "--device", "cpu/jit", "--db"])
+        .arg(&db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("target `cpu/jit`: unknown mode `jit`"));
+    mlport()
         .args(["run", "--timeout", "1e300", "--db"])
         .arg(&db)
         .assert()
