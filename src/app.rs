@@ -474,10 +474,23 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     if !(args.only.is_empty() || args.dtypes || args.frameworks) {
         bail!("--only applies to --dtypes and --frameworks");
     }
+    if (args.dtypes || args.frameworks) && args.run.as_deref() == Some("all") {
+        bail!("--dtypes and --frameworks report one run: give --run ID or LABEL (default: the latest), not `all`");
+    }
     let run = resolve_run(&store, args.run.as_deref())?;
     if args.dtypes || args.frameworks {
         let results = store.results(run.id)?;
-        let only = &args.only;
+        let mut only = args.only.clone();
+        if args.frameworks {
+            // A function name stands for its op: the table compares frameworks, so a row needs them all.
+            let ops: Vec<String> = results
+                .iter()
+                .filter(|r| only.contains(&r.function.name))
+                .filter_map(|r| r.function.op.clone())
+                .collect();
+            only.extend(ops);
+        }
+        let only = &only;
         let keep = |r: &crate::store::ResultRow| {
             only.is_empty()
                 || only.iter().any(|o| *o == r.function.name || r.function.op.as_deref() == Some(o.as_str()))
