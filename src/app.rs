@@ -211,7 +211,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
             if left > 0 {
                 eprintln!(
-                    "mlport: {} still pending (a worker could not be restarted); continue with {resume_hint}",
+                    "mlport: {} still pending (a device was unavailable or a worker could not be restarted: see \
+                     above); continue with {resume_hint} once it is",
                     plural(left, "case")
                 );
             }
@@ -273,8 +274,13 @@ fn resume_start(
         return Ok(None);
     }
     if devices.is_none() {
-        let mut stored: Vec<Device> =
-            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        // The devices the run was for: those that were available, else (none was) the ones asked
+        // for, so that a resume never runs on a device nobody asked for.
+        let recorded = store.devices(summary.id)?;
+        let mut stored: Vec<Device> = recorded.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+        if stored.is_empty() {
+            stored = recorded.iter().map(|d| d.device.clone()).collect();
+        }
         stored.sort();
         stored.dedup();
         *devices = Some(stored).filter(|s| !s.is_empty());
