@@ -39,10 +39,29 @@ def summary(binary, db):
     return "\n".join(f"- {l}" for l in lines)
 
 
+def summary_table(binary, db):
+    text = report(binary, db, "--format", "markdown")
+    return "\n".join(l for l in text.splitlines() if l.startswith("|"))
+
+
+EXCERPT = ("torch.linalg.svd", "jax.core.get_aval", "numpy.cumsum", "tf.math.cumsum")
+
+
+def functions_excerpt(binary, db):
+    text = report(binary, db, "--functions", "--format", "markdown")
+    rows = [l for l in text.splitlines() if l.startswith("|")]
+    at = next(i for i, r in enumerate(rows) if r.startswith("| function |"))
+    head = rows[at:at + 2]
+    keep = [r for r in rows if any(r.startswith(f"| `{name}` |") for name in EXCERPT)]
+    return "\n".join(head + keep)
+
+
 def main():
     binary, db = sys.argv[1], sys.argv[2]
     readme = open("README.md", encoding="utf-8").read()
-    for name, make in (("dtypes", dtypes), ("frameworks", frameworks), ("frameworks-summary", summary)):
+    blocks = (("summary", summary_table), ("functions", functions_excerpt), ("dtypes", dtypes),
+              ("frameworks", frameworks), ("frameworks-summary", summary))
+    for name, make in blocks:
         body = make(binary, db)
         pattern = re.compile(rf"(<!-- mlport:{name} -->\n).*?(<!-- /mlport:{name} -->)", re.S)
         readme, n = pattern.subn(lambda m: m.group(1) + body + "\n" + m.group(2), readme)
