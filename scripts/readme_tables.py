@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Fills the README's generated tables from a store, so they are mlport's output, not typed.
 
-    python3 scripts/readme_tables.py MLPORT_BINARY STORE.db
+    python3 scripts/readme_tables.py MLPORT_BINARY STORE.db [BLOCK ...]
 
 Each `<!-- mlport:NAME -->` ... `<!-- /mlport:NAME -->` block of README.md is replaced by the output
-of the `mlport report` command named below (rows filtered where said).
+of the `mlport report` command named below (rows filtered where said); with BLOCK names, only
+those (the eager-vs-compiled block comes from a run with `--modes eager,compiled`, the others
+from an eager run).
 """
 import re
 import subprocess
@@ -56,12 +58,31 @@ def functions_excerpt(binary, db):
     return "\n".join(head + keep)
 
 
+def modes(binary, db):
+    """The eager-vs-compiled table and the histograms of compiled/eager ratios."""
+    text = report(binary, db, "--modes", "--format", "markdown")
+    lines = text.splitlines()
+    table = []
+    for l in lines:
+        if l.startswith("|"):
+            table.append(l)
+        elif table:
+            break
+    fence = [i for i, l in enumerate(lines) if l.startswith("```")]
+    histograms = "\n".join(lines[fence[0]:fence[1] + 1]) if len(fence) >= 2 else ""
+    eager_only = [l for l in lines if l.startswith("- ") and "eager only" in l]
+    return "\n".join(table + [""] + eager_only + ["", histograms]).rstrip()
+
+
+BLOCKS = {"summary": summary_table, "functions": functions_excerpt, "dtypes": dtypes, "frameworks": frameworks,
+          "frameworks-summary": summary, "modes": modes}
+
+
 def main():
     binary, db = sys.argv[1], sys.argv[2]
+    names = sys.argv[3:] or ["summary", "functions", "dtypes", "frameworks", "frameworks-summary"]
     readme = open("README.md", encoding="utf-8").read()
-    blocks = (("summary", summary_table), ("functions", functions_excerpt), ("dtypes", dtypes),
-              ("frameworks", frameworks), ("frameworks-summary", summary))
-    for name, make in blocks:
+    for name, make in ((n, BLOCKS[n]) for n in names):
         body = make(binary, db)
         pattern = re.compile(rf"(<!-- mlport:{name} -->\n).*?(<!-- /mlport:{name} -->)", re.S)
         readme, n = pattern.subn(lambda m: m.group(1) + body + "\n" + m.group(2), readme)

@@ -105,7 +105,9 @@ impl Start {
 /// half-made run behind.
 pub fn run(args: RunArgs) -> Result<i32> {
     let db = args.db.db.clone();
-    let mut devices = if args.devices.is_empty() { None } else { Some(cli::parse_devices(&args.devices)?) };
+    let modes = cli::parse_modes(&args.modes)?;
+    let mut devices =
+        if args.devices.is_empty() { None } else { Some(cli::parse_targets(&args.devices, &args.modes)?) };
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let timeout = cli::positive("--timeout", args.timeout)?;
     if timeout > catalogue::MAX_TIMEOUT_S {
@@ -158,6 +160,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         script_dir,
         run_dir: run_dir(&db, run_id),
         devices,
+        modes,
         case_timeout: Duration::from_secs_f64(timeout),
         timing: Timing {
             budget_ms: budget,
@@ -469,6 +472,12 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             Format::Markdown => bail!("--slowdown renders as table, csv or json"),
         };
         emit(&out)?;
+        return Ok(0);
+    }
+    if args.modes {
+        let run = resolve_run(&store, args.run.as_deref().filter(|r| *r != "all"))?;
+        let rep = report::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
+        emit(&report::modes::render(&rep, format))?;
         return Ok(0);
     }
     if args.run.as_deref() == Some("all") {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{Device, Framework};
+use crate::model::{Device, Framework, Mode};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
 /// give the same answer, and how fast — after "The Grand Illusion" (arXiv 2309.07181).
@@ -287,9 +287,15 @@ pub struct RunArgs {
     /// Frameworks to run (default: all in the catalogue).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<String>,
-    /// Devices to run on: cpu, cuda:N, tpu:N, mps, xpu:N (default: every device found).
+    /// Devices to run on: cpu, cuda:N, tpu:N, mps, xpu:N (default: every device found); a
+    /// device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
     #[arg(short, long = "device", value_delimiter = ',', value_name = "DEVICE")]
     pub devices: Vec<String>,
+    /// Execution modes, each device a target in each: eager (each framework's own dispatch)
+    /// and compiled (torch.compile, jax.jit, tf.function(jit_compile=True)); e.g.
+    /// `--modes eager,compiled` runs `cpu` and `cpu/compiled`. NumPy runs eager only.
+    #[arg(long = "modes", value_delimiter = ',', value_name = "MODE", default_value = "eager")]
+    pub modes: Vec<String>,
     /// Only these functions (fully qualified, e.g. torch.linalg.svd).
     #[arg(long = "function", value_delimiter = ',', value_name = "NAME")]
     pub functions: Vec<String>,
@@ -364,6 +370,11 @@ pub struct ReportArgs {
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
     pub reference: Option<String>,
+    /// Eager against compiled, per framework and device: how many functions compile, fail to
+    /// compile (by reason), recompile or change their answer, the compile cost (first calls)
+    /// and the distribution of compiled/eager steady-state ratios.
+    #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks"])]
+    pub modes: bool,
     /// The dtype matrix: per function × device, which dtypes pass, fail (with the reason) or
     /// give a wrong result, and the id of every case that did not pass.
     #[arg(long, conflicts_with_all = ["slowdown", "frameworks", "functions"])]
@@ -408,6 +419,38 @@ pub struct ListArgs {
     /// List every function, not only counts.
     #[arg(long)]
     pub functions: bool,
+}
+
+/// Parses `--modes` values, naming the bad one; duplicates are dropped, order kept.
+pub fn parse_modes(v: &[String]) -> Result<Vec<Mode>> {
+    let mut out = Vec::new();
+    for s in v {
+        let m: Mode = s.parse().map_err(|e: String| anyhow::anyhow!("--modes: {e}"))?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    if out.is_empty() {
+        bail!("--modes: name at least one mode (eager, compiled)");
+    }
+    Ok(out)
+}
+
+/// The targets of `--device` and `--modes`: each device without a mode in each mode, a
+/// device written with its mode (`cpu/compiled`) as it is. Errors name the bad value.
+pub fn parse_targets(devices: &[String], modes: &[String]) -> Result<Vec<Device>> {
+    let modes = parse_modes(modes)?;
+    let mut out: Vec<Device> = Vec::new();
+    for (raw, d) in devices.iter().zip(parse_devices(devices)?) {
+        let targets: Vec<Device> =
+            if raw.contains('/') { vec![d] } else { modes.iter().map(|m| d.with_mode(*m)).collect() };
+        for t in targets {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Parses `--device` values, naming the bad one.
@@ -457,12 +500,13 @@ pub fn parse_slowdown(s: &str) -> Result<(SlowdownSide, SlowdownSide)> {
             Some(_) => bail!("--slowdown `{s}`: `{part}` names no run after @"),
             None => (part, None),
         };
+        // `torch/cpu/compiled`: a framework, then a target; `cpu/compiled` alone is a target.
         let (framework, device) = match device.split_once('/') {
-            Some((f, d)) => {
+            Some((f, d)) if f.parse::<Framework>().is_ok() || d.parse::<Mode>().is_err() => {
                 let f: Framework = f.parse().map_err(|e: String| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
                 (Some(f), d)
             }
-            None => (None, device),
+            _ => (None, device),
         };
         let device = device.parse::<Device>().map_err(|e| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
         Ok(SlowdownSide { framework, device, run })
@@ -512,5 +556,28 @@ mod tests {
             (Some(Framework::Torch), Some(Framework::Jax), Some("4"))
         );
         assert!(parse_slowdown("pandas/cpu..cpu").is_err());
+        // Targets with a mode, with and without a framework.
+        let (a, b) = parse_slowdown("cpu..cpu/compiled").unwrap();
+        assert_eq!(
+            (a.framework, a.device.as_str(), b.framework, b.device.as_str()),
+            (None, "cpu", None, "cpu/compiled")
+        );
+        let (a, b) = parse_slowdown("jax/cpu..jax/cpu/compiled@3").unwrap();
+        assert_eq!((a.framework, b.framework), (Some(Framework::Jax), Some(Framework::Jax)));
+        assert_eq!((b.device.as_str(), b.run.as_deref()), ("cpu/compiled", Some("3")));
+        assert!(parse_slowdown("cpu..cpu/jit").is_err());
+    }
+
+    #[test]
+    fn targets_are_devices_times_modes() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let t = parse_targets(&v(&["cpu", "cuda:0"]), &v(&["eager", "compiled"])).unwrap();
+        let names: Vec<&str> = t.iter().map(Device::as_str).collect();
+        assert_eq!(names, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
+        // A device with its own mode stays as written; eager is the default mode.
+        let t = parse_targets(&v(&["cpu/compiled", "cuda:0"]), &v(&["eager"])).unwrap();
+        assert_eq!(t.iter().map(Device::as_str).collect::<Vec<_>>(), ["cpu/compiled", "cuda:0"]);
+        assert!(parse_modes(&v(&["jit"])).unwrap_err().to_string().contains("unknown mode `jit`"));
+        assert_eq!(parse_modes(&v(&["compiled", "compiled"])).unwrap(), vec![Mode::Compiled]);
     }
 }

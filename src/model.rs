@@ -58,27 +58,102 @@ impl FromStr for Framework {
     }
 }
 
-/// A canonical device name: `cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`.
+/// How a target executes a case: each framework's ordinary dispatch, or through its compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Each framework's ordinary dispatch: PyTorch and TensorFlow eager execution, JAX's
+    /// op-by-op dispatch, NumPy. The default, and the only mode NumPy has.
+    Eager,
+    /// The whole timed call compiled: `torch.compile(fullgraph=True)` with its default
+    /// backend (Inductor), `jax.jit`, `tf.function(jit_compile=True)` (docs/modes.md).
+    Compiled,
+}
+
+impl Mode {
+    /// Both modes, eager first.
+    pub const ALL: [Mode; 2] = [Mode::Eager, Mode::Compiled];
+
+    /// `eager` or `compiled`: the suffix of a target (`cpu/compiled`) and the worker's `--mode`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Eager => "eager",
+            Mode::Compiled => "compiled",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown mode `{s}` (expected eager or compiled)"))
+    }
+}
+
+/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`) and an
+/// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
+/// `cuda:0`); the compiled mode is written `cpu/compiled`. `cpu/eager` parses to `cpu`, so a
+/// target has one spelling. Everything keyed by device (the store, reports, slowdowns,
+/// audits) is keyed by target.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Device(String);
 
+/// The separator between a device and its mode: `cpu/compiled`.
+const MODE_SEPARATOR: char = '/';
+
 impl Device {
-    /// The host CPU, the default reference device.
+    /// The host CPU, eager: the default reference device.
     pub fn cpu() -> Device {
         Device("cpu".into())
     }
 
-    /// The canonical spelling (`cuda:0`, never `cuda`), as stored and passed to the worker's `--device`.
+    /// The canonical spelling (`cuda:0`, never `cuda`; `cpu/compiled`, never `cpu/eager`), as
+    /// stored and shown.
     pub fn as_str(&self) -> &str {
         &self.0
     }
-}
 
-impl FromStr for Device {
-    type Err = String;
-    /// Accepts exactly the canonical spellings; `cuda` alone means `cuda:0`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    /// The device without its mode (`cpu` for `cpu/compiled`): what the worker's `--device`
+    /// receives.
+    pub fn base(&self) -> Device {
+        Device(self.0.split(MODE_SEPARATOR).next().unwrap_or(&self.0).to_string())
+    }
+
+    /// The execution mode.
+    pub fn mode(&self) -> Mode {
+        if self.0.ends_with("/compiled") { Mode::Compiled } else { Mode::Eager }
+    }
+
+    /// The same device in `mode`: `cpu` with [`Mode::Compiled`] is `cpu/compiled`.
+    pub fn with_mode(&self, mode: Mode) -> Device {
+        let base = self.base();
+        match mode {
+            Mode::Eager => base,
+            Mode::Compiled => Device(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
+        }
+    }
+
+    /// The target whose results a failure (or an answer) on this target is judged against:
+    /// for a compiled target, the same device eager (the compiler is what is tested); for an
+    /// eager one, the run's `reference` device.
+    pub fn reference_target(&self, reference: &Device) -> Device {
+        match self.mode() {
+            Mode::Compiled => self.base(),
+            Mode::Eager => reference.clone(),
+        }
+    }
+
+    fn parse_base(s: &str) -> Result<Device, String> {
         let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, mps or xpu:N)");
         match s {
             "cpu" | "mps" => return Ok(Device(s.to_string())),
@@ -91,6 +166,21 @@ impl FromStr for Device {
         }
         let n: u32 = index.parse().map_err(|_| bad())?;
         Ok(Device(format!("{kind}:{n}")))
+    }
+}
+
+impl FromStr for Device {
+    type Err = String;
+    /// Accepts the canonical device spellings, optionally followed by `/eager` or
+    /// `/compiled`; `cuda` alone means `cuda:0`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(MODE_SEPARATOR) {
+            Some((device, mode)) => {
+                let mode: Mode = mode.parse().map_err(|e: String| format!("target `{s}`: {e}"))?;
+                Ok(Device::parse_base(device)?.with_mode(mode))
+            }
+            None => Device::parse_base(s),
+        }
     }
 }
 
@@ -202,8 +292,12 @@ pub enum Reason {
     Crash,
     /// Ran, but on the host instead of the target device.
     SilentFallback,
-    /// A compiler (XLA, Inductor) rejected the function.
+    /// A compiler (XLA, Inductor) rejected the function: a graph break it cannot handle, a
+    /// data-dependent shape, a tracer error.
     CompileError,
+    /// Compiled more than once for the same inputs (first call and steady state of one case,
+    /// compiled mode); the count is in the message and the result's `compiles`.
+    Recompiles,
     /// The function does not exist in this framework version.
     ApiMissing,
     /// mlport's own bug; never counted against a framework.
@@ -215,7 +309,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in DESIGN.md's order (the derived `Ord`).
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::NotImplemented,
         Reason::DtypeUnsupported,
         Reason::WrongResult,
@@ -224,6 +318,7 @@ impl Reason {
         Reason::Crash,
         Reason::SilentFallback,
         Reason::CompileError,
+        Reason::Recompiles,
         Reason::ApiMissing,
         Reason::HarnessError,
         Reason::Other,
@@ -240,6 +335,7 @@ impl Reason {
             Reason::Crash => "crash",
             Reason::SilentFallback => "silent_fallback",
             Reason::CompileError => "compile_error",
+            Reason::Recompiles => "recompiles",
             Reason::ApiMissing => "api_missing",
             Reason::HarnessError => "harness_error",
             Reason::Other => "other",
@@ -310,12 +406,33 @@ mod tests {
     }
 
     #[test]
+    fn targets_carry_a_mode() {
+        let t: Device = "cpu/compiled".parse().unwrap();
+        assert_eq!((t.as_str(), t.base().as_str(), t.mode()), ("cpu/compiled", "cpu", Mode::Compiled));
+        assert_eq!("cpu/eager".parse::<Device>().unwrap(), Device::cpu(), "eager is the canonical bare spelling");
+        assert_eq!("cuda/compiled".parse::<Device>().unwrap().as_str(), "cuda:0/compiled");
+        assert_eq!(Device::cpu().mode(), Mode::Eager);
+        assert_eq!(Device::cpu().with_mode(Mode::Compiled), t);
+        assert_eq!(t.with_mode(Mode::Eager), Device::cpu());
+        let gpu: Device = "cuda:0".parse().unwrap();
+        assert_eq!(t.reference_target(&gpu), Device::cpu(), "compiled is judged against eager on its device");
+        assert_eq!(gpu.reference_target(&Device::cpu()), Device::cpu());
+        for bad in ["cpu/jit", "cpu/", "/compiled", "gpu/compiled", "cpu/compiled/eager"] {
+            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+        }
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"cpu/compiled\"");
+    }
+
+    #[test]
     fn names_round_trip() {
         for r in Reason::ALL {
             assert_eq!(r.as_str().parse::<Reason>().unwrap(), r);
         }
         for o in Outcome::ALL {
             assert_eq!(o.as_str().parse::<Outcome>().unwrap(), o);
+        }
+        for m in Mode::ALL {
+            assert_eq!(m.as_str().parse::<Mode>().unwrap(), m);
         }
     }
 

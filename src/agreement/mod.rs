@@ -4,7 +4,9 @@
 //!   inputs upcast to float64, [`crate::store::ReferenceRow`]), with the tolerance of the
 //!   output's own dtype (torch.testing.assert_close's defaults, `crate::compare::Tolerance`);
 //!   dtypes may differ (the reference is wider), shapes may not;
-//! - the same case on the run's reference device, where dtypes must match too.
+//! - the same case on its reference target, where dtypes must match too: the run's reference
+//!   device for an eager target, the same device eager for a compiled one (`cpu/compiled` is
+//!   judged against `cpu`: a compiler that changes the answer gives a `wrong_result`).
 //!
 //! The case's `compare` rule (allclose, exact, sorted, up_to_sign, ...), `outputs` selection and
 //! tolerance overrides (`rtol`, `atol`, `tolerance.<dtype>`) come from its catalogue spec. The
@@ -135,20 +137,19 @@ pub struct PassSummary {
 
 /// The comparison pass over a whole run: every passing (or already wrong) result is compared
 /// with whatever reference it has and has not been compared with yet — its float64 reference
-/// and, on devices other than `reference_device`, the same case on `reference_device` when it
-/// passed there. Idempotent: a resumed or repeated pass compares only what is missing.
+/// and, on targets other than their reference target ([`Device::reference_target`]:
+/// `reference_device` for eager targets, the same device eager for compiled ones), the same
+/// case on that target when it ran there. Idempotent: a resumed or repeated pass compares
+/// only what is missing.
 pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
     let done: HashSet<(String, String, String)> = store.compared(run)?;
     let rows: Vec<ResultRow> = store.results(run)?;
-    let on_reference: HashMap<&str, &CaseResult> = rows
+    let ran: HashMap<(&str, &Device), &CaseResult> = rows
         .iter()
-        .filter(|r| {
-            &r.result.device == reference_device && matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult)
-        })
-        .map(|r| (r.case.key.as_str(), &r.result))
+        .filter(|r| matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult))
+        .map(|r| ((r.case.key.as_str(), &r.result.device), &r.result))
         .collect();
-    let device_against = against_device(reference_device);
     let mut summary = PassSummary::default();
     for row in &rows {
         let (case, result) = (&row.case, &row.result);
@@ -164,9 +165,11 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
                 summary.wrong += 1;
             }
         }
-        if &result.device != reference_device
+        let target = result.device.reference_target(reference_device);
+        let device_against = against_device(&target);
+        if result.device != target
             && !seen(&device_against)
-            && let Some(expected) = on_reference.get(case.key.as_str())
+            && let Some(expected) = ran.get(&(case.key.as_str(), &target))
         {
             let pair = OutputPair {
                 spec: &case.spec,
@@ -176,7 +179,7 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
                 check_dtype: true,
             };
             summary.compared += 1;
-            if record(store, run, case, result, &device_against, reference_device.as_str(), &pair)?.is_some() {
+            if record(store, run, case, result, &device_against, target.as_str(), &pair)?.is_some() {
                 summary.wrong += 1;
             }
         }
@@ -276,6 +279,42 @@ mod tests {
         assert!(message.unwrap().result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
         // A second pass compares nothing again.
         assert_eq!(check_run(&mut store, run, &Device::cpu()).unwrap(), PassSummary::default());
+    }
+
+    #[test]
+    fn compiled_targets_are_compared_with_eager_on_the_same_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let f = FunctionRow::new(Framework::Jax, "jax.numpy.exp");
+        let case = CaseRow {
+            key: "jax/jax.numpy.exp/c/float32".into(),
+            framework: Framework::Jax,
+            function: "jax.numpy.exp".into(),
+            case_id: "c".into(),
+            dtype: "float32".into(),
+            seed: 0,
+            spec: json!({"function": "jax.numpy.exp", "inputs": [], "compare": "allclose"}),
+        };
+        // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
+        let gpu: Device = "cuda:0".parse().unwrap();
+        let run = store.create_run(&RunInfo::blank("test", gpu.clone()), &[f], std::slice::from_ref(&case)).unwrap();
+        let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
+        let compiled = write(dir.path(), "compiled.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
+        let on_gpu = write(dir.path(), "gpu.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
+        let cpu_compiled: Device = "cpu/compiled".parse().unwrap();
+        for (device, outputs) in [(Device::cpu(), &cpu), (cpu_compiled.clone(), &compiled), (gpu.clone(), &on_gpu)] {
+            let mut r = CaseResult::new(&case.key, device, Outcome::Pass);
+            r.outputs = outputs.clone();
+            store.record_result(run, &r).unwrap();
+        }
+        assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary { compared: 2, wrong: 2 });
+        let cmp = store.comparisons(run).unwrap();
+        let against: Vec<(&str, &str)> = cmp.iter().map(|c| (c.device.as_str(), c.against.as_str())).collect();
+        assert!(against.contains(&("cpu/compiled", "device:cpu")), "{against:?}");
+        assert!(against.contains(&("cpu", "device:cuda:0")), "{against:?}");
+        let r = store.results(run).unwrap().into_iter().find(|r| r.result.device == cpu_compiled).unwrap();
+        assert_eq!(r.result.outcome, Outcome::WrongResult);
+        assert!(r.result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
     }
 
     #[test]

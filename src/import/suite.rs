@@ -202,6 +202,7 @@ impl Suite<'_> {
                 message: &message,
                 phase,
                 harness: false,
+                compiled: false,
             };
             match classify(self.framework, &report) {
                 // In a live run a missing device is mlport's bug; in a suite, a test that needs a
@@ -294,6 +295,7 @@ impl Suite<'_> {
                     first_call_ns: merged.first_call_ns,
                     samples_ns: merged.samples_ns,
                     block_sizes: Vec::new(),
+                    compiles: None,
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };

@@ -22,6 +22,9 @@ pub struct ErrorReport<'a> {
     pub phase: &'a str,
     /// The worker's verdict that the error is mlport's own bug.
     pub harness: bool,
+    /// The case ran on a compiled target (`cpu/compiled`): its first call traced and compiled
+    /// it (docs/modes.md).
+    pub compiled: bool,
 }
 
 /// The exception type the worker reports when outputs come back on the host.
@@ -54,9 +57,12 @@ const SILENT_FALLBACK: &str = "mlport.SilentFallback";
 ///     (`rule_dtype_generic`).
 /// 15. `NotImplementedError`, `UnimplementedError`, XLA `UNIMPLEMENTED`, "not supported on …" ⇒
 ///     `not_implemented` (`rule_not_implemented_generic`).
-/// 16. anything else ⇒ `other`.
+/// 16. anything else ⇒ `compile_error` when a compiled target's first call raised it (that call
+///     traces and compiles the case; the case counts against the compiler only when the same
+///     call passed eagerly), else `other` (`rule_anything_else`).
 ///
-/// Never returns `wrong_result`, `timeout` or `crash`: those are decided elsewhere.
+/// Never returns `wrong_result`, `timeout`, `crash` or `recompiles`: those are decided elsewhere
+/// (the comparisons, the core's clock and the worker's pipe, the compile count).
 pub fn classify(framework: Framework, e: &ErrorReport) -> Reason {
     let ty = short_type(e.error_type);
     let lower = e.message.to_ascii_lowercase();
@@ -78,7 +84,7 @@ pub fn classify(framework: Framework, e: &ErrorReport) -> Reason {
         &|| rule_dtype_generic(m),
         &|| rule_not_implemented_generic(ty, m),
     ];
-    rules.iter().find_map(|rule| rule()).unwrap_or(Reason::Other)
+    rules.iter().find_map(|rule| rule()).unwrap_or_else(|| rule_anything_else(e))
 }
 
 /// Rule 1: the worker flagged the error as mlport's own bug (a `NameError` in catalogue code,
@@ -219,7 +225,10 @@ fn rule_removed_api(framework: Framework, phase: &str, ty: &str, m: &str) -> Opt
 /// `torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: NotImplementedError: …`,
 /// `torch._inductor.exc.InductorError`, `jax.errors.ConcretizationTypeError: Abstract tracer
 /// value encountered where concrete value is expected`, `jax.errors.TracerBoolConversionError`,
-/// `TracerArrayConversionError`, `TracerIntegerConversionError`, `UnexpectedTracerError`.
+/// `TracerArrayConversionError`, `TracerIntegerConversionError`, `UnexpectedTracerError`;
+/// TensorFlow's graph-building refusals `InaccessibleTensorError: <tf.Tensor …> is out of scope
+/// and cannot be used here` and `OperatorNotAllowedInGraphError: Using a symbolic tf.Tensor as a
+/// Python bool is not allowed`.
 fn rule_compiler_exception(error_type: &str, ty: &str) -> Option<Reason> {
     const TYPES: &[&str] = &[
         "BackendCompilerFailed",
@@ -231,6 +240,8 @@ fn rule_compiler_exception(error_type: &str, ty: &str) -> Option<Reason> {
         "TracerIntegerConversionError",
         "UnexpectedTracerError",
         "NonConcreteBooleanIndexError",
+        "InaccessibleTensorError",
+        "OperatorNotAllowedInGraphError",
     ];
     let by_module = error_type.starts_with("torch._dynamo.") || error_type.starts_with("torch._inductor.");
     (by_module || TYPES.contains(&ty)).then_some(Reason::CompileError)
@@ -352,6 +363,14 @@ fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
 /// TensorFlow's `XLA compilation requires that operator arguments that represent shapes or
 /// dimensions be evaluated to concrete values at compile time` and `tf2xla conversion failed`
 /// (when rule 10 did not name a missing kernel), `Mosaic failed to compile TPU kernel`.
+/// What compiled targets meet when tracing refuses the program: JAX's `function f traced for
+/// jit returned a value of type <class 'str'>, which is not a valid JAX type`, TensorFlow's
+/// `To be compatible with tf.function, Python functions must return zero or more Tensors …
+/// found return value of type Operation`, `tf.function only supports singleton tf.Variables
+/// created on the first call` and `UnimplementedError: We failed to lift variable creations
+/// out of this tf.function, so this tf.function cannot be run on XLA` (before rule 15 sees
+/// its type), autograph's `Cannot convert a list containing a tensor of dtype int64 to float32`
+/// for a Python list it turned into a loop variable (before rule 14 sees the dtypes).
 fn rule_compile_message(ty: &str, m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "tf2xla conversion failed",
@@ -360,6 +379,11 @@ fn rule_compile_message(ty: &str, m: &str) -> Option<Reason> {
         "failed to compile",
         "compilation failed",
         "compilation failure",
+        "is not a valid jax type",
+        "to be compatible with tf.function",
+        "tf.function only supports singleton tf.variables",
+        "cannot be run on xla",
+        "cannot convert a list containing a tensor",
     ];
     let xla_invalid = matches!(ty, "JaxRuntimeError" | "XlaRuntimeError") && m.contains("invalid_argument");
     (xla_invalid || contains_any(m, PHRASES)).then_some(Reason::CompileError)
@@ -414,6 +438,14 @@ fn rule_not_implemented_generic(ty: &str, m: &str) -> Option<Reason> {
     ];
     let by_type = matches!(ty, "NotImplementedError" | "UnimplementedError");
     (by_type || contains_any(m, PHRASES)).then_some(Reason::NotImplemented)
+}
+
+/// Rule 16: what no rule recognises. On a compiled target's first call — tracing, compiling and
+/// running the case at once — an error no rule names is the compiler's or its tracer's
+/// refusal (`compile_error`): TensorFlow's autograph `TypeError: The two structures don't have
+/// the same nested structure` for a loop it converted, say. Anywhere else it is `other`.
+fn rule_anything_else(e: &ErrorReport) -> Reason {
+    if e.compiled && e.phase == "first_call" { Reason::CompileError } else { Reason::Other }
 }
 
 // ------------------------------------------------------------------------------ helpers
@@ -595,6 +627,9 @@ mod tests {
         message: String,
         phase: String,
         harness: bool,
+        /// Raised on a compiled target (absent: eager).
+        #[serde(default)]
+        compiled: bool,
         expected: Reason,
     }
 
@@ -603,7 +638,7 @@ mod tests {
     }
 
     fn run(framework: Framework, error_type: &str, message: &str, phase: &str) -> Reason {
-        classify(framework, &ErrorReport { error_type, message, phase, harness: false })
+        classify(framework, &ErrorReport { error_type, message, phase, harness: false, compiled: false })
     }
 
     /// First call on the device: where most framework errors surface.
@@ -620,8 +655,13 @@ mod tests {
             .errors
             .iter()
             .filter_map(|f| {
-                let e =
-                    ErrorReport { error_type: &f.error_type, message: &f.message, phase: &f.phase, harness: f.harness };
+                let e = ErrorReport {
+                    error_type: &f.error_type,
+                    message: &f.message,
+                    phase: &f.phase,
+                    harness: f.harness,
+                    compiled: f.compiled,
+                };
                 let got = classify(f.framework, &e);
                 (got != f.expected).then(|| {
                     format!(
@@ -653,7 +693,8 @@ mod tests {
         }
         let reasons: BTreeSet<Reason> = fx.errors.iter().map(|f| f.expected).collect();
         for r in Reason::ALL {
-            let decided_elsewhere = matches!(r, Reason::WrongResult | Reason::Timeout | Reason::Crash);
+            let decided_elsewhere =
+                matches!(r, Reason::WrongResult | Reason::Timeout | Reason::Crash | Reason::Recompiles);
             assert_eq!(reasons.contains(&r), !decided_elsewhere, "fixture coverage of {r}");
         }
         let mut labels = BTreeSet::new();
@@ -672,7 +713,13 @@ mod tests {
     #[test]
     fn rule_1_harness_flag_wins_over_everything() {
         let msg = "CUDA out of memory. Tried to allocate 2.00 GiB";
-        let e = ErrorReport { error_type: "torch.OutOfMemoryError", message: msg, phase: "first_call", harness: true };
+        let e = ErrorReport {
+            error_type: "torch.OutOfMemoryError",
+            message: msg,
+            phase: "first_call",
+            harness: true,
+            compiled: false,
+        };
         assert_eq!(classify(Torch, &e), Reason::HarnessError);
         assert_eq!(classify(Torch, &ErrorReport { harness: false, ..e }), Reason::OutOfMemory);
         let e = ErrorReport {
@@ -680,6 +727,7 @@ mod tests {
             message: "module 'jax' has no attribute 'x'",
             phase: "resolve",
             harness: true,
+            compiled: false,
         };
         assert_eq!(classify(Jax, &e), Reason::HarnessError);
     }
@@ -944,6 +992,21 @@ mod tests {
             call(Jax, "ValueError", "cholesky_update is not supported on this platform"),
             Reason::NotImplemented
         );
+    }
+
+    #[test]
+    fn rule_16_unknown_errors_of_a_compiled_first_call_are_the_compilers() {
+        let msg = "The two structures don't have the same nested structure.";
+        let compiled =
+            |phase| ErrorReport { error_type: "TypeError", message: msg, phase, harness: false, compiled: true };
+        assert_eq!(classify(Tf, &compiled("first_call")), Reason::CompileError);
+        // Not in the steady state (the compiled call already ran once), nor before the call.
+        assert_eq!(classify(Tf, &compiled("steady")), Reason::Other);
+        assert_eq!(classify(Tf, &compiled("setup")), Reason::Other);
+        // Named reasons keep their names on compiled targets.
+        let e = ErrorReport { message: "\"addmm\" not implemented for 'Half'", ..compiled("first_call") };
+        assert_eq!(classify(Torch, &e), Reason::DtypeUnsupported);
+        assert_eq!(call(Tf, "TypeError", msg), Reason::Other, "eagerly it is no compiler's");
     }
 
     #[test]

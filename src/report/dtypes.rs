@@ -61,6 +61,7 @@ pub fn reason_mark(r: Reason) -> char {
         Reason::Crash => 'C',
         Reason::SilentFallback => 'F',
         Reason::CompileError => 'X',
+        Reason::Recompiles => 'R',
         Reason::ApiMissing => 'A',
         Reason::HarnessError => 'H',
         Reason::Other => 'O',

@@ -1,13 +1,14 @@
 //! The portability report: what stored results say about each framework on each
 //! device, by the paper's definitions, rendered as a terminal table, Markdown, versioned
 //! JSON or CSV; the overview of several runs ([`overview`]); and the slowdown between two
-//! devices ([`slowdown`]).
+//! devices ([`slowdown`]); eager against compiled execution ([`modes`]).
 
 pub mod dtypes;
 pub mod frameworks;
 mod grid;
 mod json;
 mod markdown;
+pub mod modes;
 pub mod overview;
 mod render;
 pub mod slowdown;

@@ -186,7 +186,9 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    fn of(ratios: &[f64], intolerable: usize, stats: &StatsConfig) -> Distribution {
+    /// The distribution of `ratios`, `intolerable` of them beyond their threshold, with a
+    /// bootstrap interval for the geometric mean.
+    pub(crate) fn of(ratios: &[f64], intolerable: usize, stats: &StatsConfig) -> Distribution {
         let mut sorted = ratios.to_vec();
         sorted.sort_by(f64::total_cmp);
         let median = (!sorted.is_empty()).then(|| {

@@ -5,10 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{Device, Framework, FunctionStatus, Outcome, Reason};
+use crate::model::{Device, Framework, FunctionStatus, Mode, Outcome, Reason};
 use crate::store::{DeviceInfo, ResultRow, RunSource, RunSummary};
 
-/// Which failures on a non-reference device are the device's fault.
+/// Which failures on a target other than its reference target are the target's fault. The
+/// reference target of an eager target is the report's reference device; that of a compiled
+/// target is the same device eager ([`Device::reference_target`]), so a failure under the
+/// compiler counts only when the same case ran eagerly on the same device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attribution {
     /// Live runs (DESIGN.md): a failing case counts only if the same case passed on the
@@ -211,6 +214,11 @@ pub fn rule_text_for(reference: &Device, attributable: bool, attribution: Attrib
     }
 }
 
+/// The rule's addition when a report has compiled targets.
+pub const COMPILED_RULE: &str = " A compiled target (`cpu/compiled`) is judged against the same device eager (`cpu`): a \
+     failure under the compiler counts only if the same case passed eagerly there, and its answers are compared with \
+     the eager ones.";
+
 /// Where a result lands under the rules.
 enum Counted {
     Pass,
@@ -231,28 +239,26 @@ pub fn build(
 ) -> PortabilityReport {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
-    // Attribution needs the reference: a framework with no result on it is counted as is.
-    let with_reference: HashSet<Framework> =
-        results.iter().filter(|r| r.result.device == reference).map(|r| r.function.framework).collect();
-    // Under ReferencePassed the set holds the cases that passed on the reference; under
-    // ReferenceNotFailed, those that failed there.
-    let on_reference: HashSet<&str> = results
+    // Attribution needs the reference target: a framework with no result on it is counted as is.
+    let with_reference: HashSet<(Framework, &Device)> =
+        results.iter().map(|r| (r.function.framework, &r.result.device)).collect();
+    // Under ReferencePassed the set holds the (case, target) pairs that passed; under
+    // ReferenceNotFailed, those that failed.
+    let on_target: HashSet<(&str, &Device)> = results
         .iter()
-        .filter(|r| {
-            r.result.device == reference
-                && match attribution {
-                    Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
-                    Attribution::ReferenceNotFailed => {
-                        matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash)
-                    }
-                }
+        .filter(|r| match attribution {
+            Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
+            Attribution::ReferenceNotFailed => {
+                matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash)
+            }
         })
-        .map(|r| r.result.case_key.as_str())
+        .map(|r| (r.result.case_key.as_str(), &r.result.device))
         .collect();
-    let excused = |key: &str| match attribution {
-        Attribution::ReferencePassed => !on_reference.contains(key),
-        Attribution::ReferenceNotFailed => on_reference.contains(key),
+    let excused = |key: &str, target: &Device| match attribution {
+        Attribution::ReferencePassed => !on_target.contains(&(key, target)),
+        Attribution::ReferenceNotFailed => on_target.contains(&(key, target)),
     };
+    let compiled_targets = results.iter().any(|r| r.result.device.mode() == Mode::Compiled);
 
     let mut targets: BTreeMap<(Framework, bool, &Device), Target<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
@@ -268,12 +274,13 @@ pub fn build(
                     Outcome::WrongResult => Reason::WrongResult,
                     _ => Reason::Other,
                 });
+                let target = r.device.reference_target(&reference);
                 if reason == Reason::HarnessError {
                     Counted::Harness
                 } else if opts.attributable
-                    && r.device != reference
-                    && with_reference.contains(&row.function.framework)
-                    && excused(r.case_key.as_str())
+                    && r.device != target
+                    && with_reference.contains(&(row.function.framework, &target))
+                    && excused(r.case_key.as_str(), &target)
                 {
                     Counted::NotAttributable
                 } else {
@@ -317,8 +324,11 @@ pub fn build(
         harness_errors,
         unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
         without_reference: if opts.attributable {
-            let mut v: Vec<Framework> =
-                results.iter().map(|r| r.function.framework).filter(|f| !with_reference.contains(f)).collect();
+            let mut v: Vec<Framework> = results
+                .iter()
+                .map(|r| r.function.framework)
+                .filter(|f| !with_reference.contains(&(*f, &reference)))
+                .collect();
             v.sort();
             v.dedup();
             v
@@ -331,7 +341,8 @@ pub fn build(
             .iter()
             .filter_map(|(f, i)| i.import_error.as_ref().map(|e| (*f, e.clone())))
             .collect(),
-        rule: rule_text_for(&reference, opts.attributable, attribution),
+        rule: rule_text_for(&reference, opts.attributable, attribution)
+            + if compiled_targets && opts.attributable { COMPILED_RULE } else { "" },
         attributable: opts.attributable,
         attribution,
         reference,
@@ -545,6 +556,7 @@ pub(crate) mod tests {
                 first_call_ns: None,
                 samples_ns: samples.to_vec(),
                 block_sizes: Vec::new(),
+                compiles: None,
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),
@@ -715,6 +727,38 @@ pub(crate) mod tests {
         // The jax case never ran on cuda:0, but it passed, so nothing is excluded.
         assert_eq!(target(&report, Framework::Jax, "cpu").cases_not_attributable, 0);
         assert!(report.rule.contains("the reference cuda:0"));
+    }
+
+    #[test]
+    fn compiled_targets_are_attributed_against_eager_on_the_same_device() {
+        use Outcome::{Fail, Pass};
+        let t = Framework::Torch;
+        let rows = vec![
+            row(t, "a", 1, "cpu", Pass, None, &[10]),
+            row(t, "a", 1, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "a", 2, "cpu", Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(t, "a", 2, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "b", 1, "cuda:0", Pass, None, &[10]),
+            row(t, "b", 1, "cuda:0/compiled", Fail, Some(Reason::Recompiles), &[10]),
+            // Passed on cpu (the run's reference) but not on cuda:0 eager: not the compiler's doing.
+            row(t, "c", 1, "cpu", Pass, None, &[10]),
+            row(t, "c", 1, "cuda:0", Fail, Some(Reason::NotImplemented), &[]),
+            row(t, "c", 1, "cuda:0/compiled", Fail, Some(Reason::NotImplemented), &[]),
+        ];
+        let report = build(&run_summary(), &[], &rows, &ReportOptions::default());
+        let order: Vec<&str> = report.targets.iter().map(|t| t.device.as_str()).collect();
+        assert_eq!(order, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
+        let compiled = target(&report, t, "cpu/compiled");
+        assert_eq!((compiled.cases_failed, compiled.cases_not_attributable), (1, 1));
+        assert_eq!(compiled.reasons, BTreeMap::from([(Reason::CompileError, 1)]));
+        let gpu_compiled = target(&report, t, "cuda:0/compiled");
+        assert_eq!(gpu_compiled.reasons, BTreeMap::from([(Reason::Recompiles, 1)]));
+        assert_eq!((gpu_compiled.cases_failed, gpu_compiled.cases_not_attributable), (1, 1));
+        // cuda:0 eager is still judged against the run's reference.
+        assert_eq!(target(&report, t, "cuda:0").reasons, BTreeMap::from([(Reason::NotImplemented, 1)]));
+        assert!(report.rule.ends_with(COMPILED_RULE), "{}", report.rule);
+        // Without compiled targets the rule is what it was.
+        assert!(!self::report().rule.contains("compiled"));
     }
 
     #[test]

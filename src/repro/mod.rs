@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::agreement::FLOAT64;
-use crate::model::{Framework, Outcome};
+use crate::model::{Framework, Mode, Outcome};
 use crate::store::{ResultRow, Store};
 
 const TEMPLATE: &str = include_str!("repro.py.j2");
@@ -161,7 +161,9 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         input_note => if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
         script_name, needs_ml_dtypes => fw == Framework::Numpy && row.case.dtype == "bfloat16",
         expected => !expected.is_empty(), expected_what => against_what.join(", "),
-        function_json => s(&row.function.name), device_json => s(r.device.as_str()), dtype_json => s(&row.case.dtype),
+        function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(&row.case.dtype),
+        mode_json => s(r.device.mode().as_str()), compiled => r.device.mode() == Mode::Compiled,
+        compiler => compiler(fw), calls => if r.device.mode() == Mode::Compiled { 5 } else { 1 },
         inputs_json => lit(&Value::Array(inputs)), kwargs_json => lit(&row.case.spec["kwargs"]), code_json => code,
         expected_json => lit(&Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
     };
@@ -187,6 +189,16 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             r.reason.map_or_else(|| r.outcome.to_string(), |x| x.to_string())
         ),
     })
+}
+
+/// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), for the script's docstring.
+fn compiler(fw: Framework) -> &'static str {
+    match fw {
+        Framework::Torch => "torch.compile(fullgraph=True)",
+        Framework::Jax => "jax.jit",
+        Framework::Tensorflow => "tf.function(jit_compile=True)",
+        Framework::Numpy => "none: NumPy runs eagerly",
+    }
 }
 
 fn output_path(outputs: &Value, index: u32) -> Option<String> {

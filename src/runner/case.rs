@@ -1,12 +1,13 @@
 //! One case on one worker: the request, the time limit, and the mapping of every way
-//! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`].
+//! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`]. On a compiled
+//! target, a case compiled more than once is a failure with reason `recompiles`.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::RunConfig;
-use crate::model::{Device, Outcome, Reason};
+use crate::model::{Device, Mode, Outcome, Reason};
 use crate::outcome::{ErrorReport, classify};
 use crate::store::records::{CaseResult, CaseRow};
 use crate::worker::protocol::{PROTOCOL_VERSION, Request};
@@ -18,6 +19,18 @@ fn signal_name(sig: i32) -> String {
 
 fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
     CaseResult::new(&case.key, device.clone(), outcome)
+}
+
+/// The message of a case compiled more than once (`None` for at most once): it ran, but its
+/// compiler compiled it again for the same inputs, a cost every call may pay.
+fn recompiled(total: Option<u64>, first_call: Option<u64>) -> Option<String> {
+    let n = total.filter(|&n| n > 1)?;
+    Some(match first_call {
+        Some(f) if f <= n => {
+            format!("compiled {n} times for the same inputs: {f} at the first call, {} more in the steady state", n - f)
+        }
+        _ => format!("compiled {n} times for the same inputs"),
+    })
 }
 
 /// A number no case can predict: the std hasher's random keys over a counter.
@@ -83,6 +96,12 @@ pub fn execute_case(
             r.samples_ns = reply.samples_ns;
             r.block_sizes = reply.block_sizes;
             r.outputs = reply.outputs;
+            r.compiles = reply.compiles.filter(|_| device.mode() == Mode::Compiled);
+            if passed && let Some(message) = recompiled(r.compiles, reply.compiles_first_call) {
+                r.outcome = Outcome::Fail;
+                r.reason = Some(Reason::Recompiles);
+                r.message = Some(message);
+            }
             if let Some(e) = reply.error {
                 if !passed {
                     r.reason = Some(classify(
@@ -92,6 +111,7 @@ pub fn execute_case(
                             message: &e.message,
                             phase: &e.phase,
                             harness: e.harness,
+                            compiled: device.mode() == Mode::Compiled,
                         },
                     ));
                 }
@@ -137,5 +157,22 @@ pub fn execute_case(
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recompiled;
+
+    #[test]
+    fn more_than_one_compilation_is_a_recompile() {
+        assert_eq!(recompiled(None, None), None);
+        assert_eq!(recompiled(Some(1), Some(1)), None);
+        assert_eq!(recompiled(Some(0), Some(0)), None);
+        assert_eq!(
+            recompiled(Some(5), Some(1)).as_deref(),
+            Some("compiled 5 times for the same inputs: 1 at the first call, 4 more in the steady state")
+        );
+        assert_eq!(recompiled(Some(2), None).as_deref(), Some("compiled 2 times for the same inputs"));
     }
 }

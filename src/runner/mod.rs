@@ -1,7 +1,8 @@
-//! The runner: starts one worker per (framework, device), feeds it the planned cases,
+//! The runner: starts one worker per (framework, target), feeds it the planned cases,
 //! turns every answer, timeout and crash into a
 //! [`CaseResult`](crate::store::records::CaseResult), commits each to the store as it
-//! finishes, and reports progress as a typed [`Event`] stream.
+//! finishes, and reports progress as a typed [`Event`] stream. A target is a device in an
+//! execution mode ([`crate::model::Mode`]): `cpu` (eager) and `cpu/compiled` get a worker each.
 
 mod case;
 mod events;
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{Device, Framework, Outcome};
+use crate::model::{Device, Framework, Mode, Outcome};
 use crate::store::Store;
 use crate::store::records::{CaseRow, DeviceInfo, FrameworkInfo, RunInfo};
 use crate::worker::protocol::Timing;
@@ -32,8 +33,12 @@ pub struct RunConfig {
     pub script_dir: PathBuf,
     /// The run folder: output .npy files go under it.
     pub run_dir: PathBuf,
-    /// Devices to run on; `None` means every device each framework reports.
+    /// Targets to run on (devices with their mode, `cpu/compiled`); `None` means every device
+    /// each framework reports, in each of `modes`.
     pub devices: Option<Vec<Device>>,
+    /// The execution modes each reported device runs in when `devices` is `None` (default
+    /// eager only).
+    pub modes: Vec<Mode>,
     /// Per-case limit unless the case sets `timeout_s` (default 60 s).
     pub case_timeout: Duration,
     /// Limit for a worker to import its framework and say hello (default 300 s).
@@ -54,6 +59,7 @@ impl Default for RunConfig {
             script_dir: PathBuf::new(),
             run_dir: PathBuf::new(),
             devices: None,
+            modes: vec![Mode::Eager],
             case_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(300),
             timing: Timing::default(),
@@ -99,7 +105,7 @@ pub fn execute(
             script_dir: cfg.script_dir.clone(),
             framework: fw,
             device: device.clone(),
-            env: cfg.threads.map(worker::thread_env).unwrap_or_default(),
+            env: worker_env(cfg, fw, device),
         };
         sink.event(&Event::FrameworkStarting { framework: fw });
         let probe = match worker::spawn(&spec(&Device::cpu()), cfg.start_timeout, interrupted) {
@@ -143,11 +149,20 @@ pub fn execute(
             .collect();
         let wanted: Vec<Device> = match &cfg.devices {
             Some(list) => list.clone(),
-            None => reported.iter().map(|(d, _)| d.clone()).collect(),
+            None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
         };
         let mut infos = Vec::new();
         for d in &wanted {
-            match reported.iter().find(|(r, _)| r == d) {
+            match reported.iter().find(|(r, _)| *r == d.base()) {
+                Some(_) if fw == Framework::Numpy && d.mode() == Mode::Compiled => {
+                    infos.push(DeviceInfo {
+                        framework: fw,
+                        device: d.clone(),
+                        available: false,
+                        detail: "numpy has no compiled mode: NumPy runs eagerly only".into(),
+                    });
+                    sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+                }
                 Some((_, detail)) => {
                     infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
                 }
@@ -169,6 +184,12 @@ pub fn execute(
             devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
         });
         let mut probe = Some(probe);
+        if !infos.iter().any(|i| i.available && i.device == Device::cpu()) {
+            // Only compiled (or other) targets: the eager probe would sit idle, holding memory.
+            if let Some(p) = probe.take() {
+                p.shutdown();
+            }
+        }
         for d in infos.iter().filter(|i| i.available).map(|i| i.device.clone()) {
             let done = store.done_keys(run_id, &d)?;
             let pending: Vec<&CaseRow> = fw_cases.iter().copied().filter(|c| !done.contains(&c.key)).collect();
@@ -189,6 +210,23 @@ pub fn execute(
     Ok(Ending::Finished)
 }
 
+/// A worker's environment: `--threads`, and for compiled targets a torch Inductor cache in the
+/// run folder (`compile-cache/torch`), so every run compiles from cold and first calls are
+/// comparable between runs; graphs met again within a run come from that cache.
+fn worker_env(cfg: &RunConfig, fw: Framework, target: &Device) -> Vec<(String, String)> {
+    let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
+    if fw == Framework::Torch && target.mode() == Mode::Compiled {
+        let dir = cfg.run_dir.join("compile-cache").join("torch");
+        env.push(("TORCHINDUCTOR_CACHE_DIR".into(), dir.to_string_lossy().into_owned()));
+    }
+    env
+}
+
+/// The folder of a target's output files in the run folder: `torch-cuda0`, `jax-cpu-compiled`.
+fn out_dir_name(framework: Framework, target: &Device) -> String {
+    format!("{framework}-{}", target.as_str().replace(':', "").replace('/', "-"))
+}
+
 fn describe_start_failure(f: &Failure) -> String {
     format!("the worker did not start: {f}")
 }
@@ -205,7 +243,7 @@ fn run_device(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let out_dir = cfg.run_dir.join(format!("{}-{}", spec.framework, spec.device.as_str().replace(':', "")));
+    let out_dir = cfg.run_dir.join(out_dir_name(spec.framework, &spec.device));
     std::fs::create_dir_all(&out_dir)?;
     let mut worker = worker;
     for case in pending {

@@ -140,6 +140,11 @@ pub struct CaseResult {
     /// stores older than schema version 3).
     #[serde(default)]
     pub block_sizes: Vec<u64>,
+    /// Compiled targets: compilations during the case (its first call and steady state; JAX
+    /// and TensorFlow count traces, torch Dynamo's graphs). More than one is reason
+    /// `recompiles`. `None` for eager targets, imports and stores older than schema version 5.
+    #[serde(default)]
+    pub compiles: Option<u64>,
     /// Output descriptions (index, dtype, shape, .npy path) as JSON.
     pub outputs: serde_json::Value,
     /// Wall time of the whole case including harness work, in ms.
@@ -306,6 +311,7 @@ impl CaseResult {
             signal: None,
             stderr_tail: None,
             first_call_ns: None,
+            compiles: None,
             samples_ns: Vec::new(),
             block_sizes: Vec::new(),
             outputs: serde_json::Value::Null,

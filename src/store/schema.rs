@@ -50,6 +50,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, name: "run origin: source, label, machine, notes", sql: V2 },
     Migration { version: 3, name: "blocked timing: calls per sample", sql: V3 },
     Migration { version: 4, name: "numeric agreement: float64 references and comparisons", sql: V4 },
+    Migration { version: 5, name: "execution modes: compilations per result", sql: V5 },
 ];
 
 /// The newest schema version this binary knows.
@@ -221,6 +222,13 @@ CREATE TABLE comparisons (
     UNIQUE (result_id, against, output_index)
 );
 CREATE INDEX comparisons_result ON comparisons (result_id);
+";
+
+/// Version 5: execution modes. A result's device is a target (`cpu`, `cpu/compiled`); the
+/// results of compiled targets record how many times the case was compiled (`compiles`,
+/// NULL for eager targets, imports and older results).
+const V5: &str = "
+ALTER TABLE results ADD COLUMN compiles BIGINT;
 ";
 
 #[cfg(test)]

@@ -464,7 +464,7 @@ impl Store {
             "SELECT f.framework, f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note, \
              c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec, \
              r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
-             r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at \
+             r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles \
              FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
              WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
         )
@@ -488,6 +488,7 @@ impl Store {
                     wall_ms: row.get(26)?,
                     outputs: json(row, 27)?,
                     finished_at: row.get(28)?,
+                    compiles: row.get::<_, Option<i64>>(29)?.map(|v| to_u64(v, 29)).transpose()?,
                     samples_ns: samples.remove(&id).unwrap_or_default(),
                     block_sizes: calls.remove(&id).unwrap_or_default(),
                 };
@@ -595,6 +596,7 @@ fn insert_plan<'k>(
 /// Checks that a result's durations fit the store's signed 64-bit nanoseconds.
 fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+    r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
     if !r.block_sizes.is_empty() && r.block_sizes.len() != r.samples_ns.len() {
         return Err(ctx.invalid(format!(
             "result {}: {} block sizes for {} samples",
@@ -610,19 +612,20 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
 /// Inserts (or replaces) one result and its samples for the case with id `case`.
 fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResult) -> Result<(), StoreError> {
     let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
+    let compiles = r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
     let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
     let outputs = ctx.json(&r.outputs, "outputs")?;
     let result: i64 = prepare(
         tx,
         "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, traceback, \
-         phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (case_id, device) DO UPDATE SET \
          outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
          message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
          signal = excluded.signal, stderr_tail = excluded.stderr_tail, \
          first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
-         outputs = excluded.outputs, finished_at = excluded.finished_at \
+         outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles \
          RETURNING id",
     )
     .and_then(|mut s| {
@@ -642,7 +645,8 @@ fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseRes
                 first_call,
                 r.wall_ms,
                 outputs,
-                r.finished_at
+                r.finished_at,
+                compiles
             ],
             |row| row.get(0),
         )
@@ -941,6 +945,7 @@ mod tests {
             first_call_ns: Some(1_234_567_890),
             samples_ns: vec![30, 10, 20, i64::MAX as u64],
             block_sizes: vec![1, 2, 3, 4],
+            compiles: Some(2),
             outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
             wall_ms: 12.75,
             finished_at: "2026-12-01T10:00:03Z".into(),
@@ -1044,9 +1049,14 @@ mod tests {
         store.record_result(run, &bare_result(&keys[0], "cpu")).unwrap();
         store.record_result(run, &full_result(&keys[2], "cpu")).unwrap();
         store.record_result(run, &full_result(&keys[1], "cuda:0")).unwrap();
+        store.record_result(run, &full_result(&keys[1], "cpu/compiled")).unwrap();
 
         let cpu = store.done_keys(run, &Device::cpu()).unwrap();
         assert_eq!(cpu, HashSet::from([keys[0].clone(), keys[2].clone()]));
+        // A target is its own device: cpu and cpu/compiled resume apart.
+        assert_eq!(store.done_keys(run, &dev("cpu/compiled")).unwrap(), HashSet::from([keys[1].clone()]));
+        let compiled = store.results(run).unwrap().into_iter().find(|r| r.result.device.as_str() == "cpu/compiled");
+        assert_eq!(compiled.unwrap().result, full_result(&keys[1], "cpu/compiled"));
         assert_eq!(store.done_keys(run, &dev("cuda:0")).unwrap(), HashSet::from([keys[1].clone()]));
         assert!(store.done_keys(run, &dev("tpu:0")).unwrap().is_empty());
 
@@ -1329,7 +1339,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, vec![1, 2, 3, 4]);
+        assert_eq!(versions, vec![1, 2, 3, 4, 5]);
         let old = store.latest_run().unwrap().unwrap();
         assert_eq!((old.info.host.as_str(), old.info.seed, old.state.as_str()), ("old-box", 7, "finished"));
         assert_eq!(old.origin, RunOrigin::default());
@@ -1350,7 +1360,7 @@ mod tests {
             .conn
             .execute_batch(
                 "DROP TABLE comparisons; DROP TABLE reference_outputs; ALTER TABLE samples DROP COLUMN calls; \
-                 DELETE FROM schema_version WHERE version >= 3;",
+                 ALTER TABLE results DROP COLUMN compiles; DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
         let path = dir.path().join("mlport.db");
@@ -1361,6 +1371,7 @@ mod tests {
         let got = &store.results(run).unwrap()[0].result;
         assert_eq!(got.samples_ns, vec![30, 10, 20, i64::MAX as u64]);
         assert!(got.block_sizes.is_empty(), "old samples are single calls");
+        assert_eq!(got.compiles, None, "old results were not compiled");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");
         r.block_sizes = vec![64, 64, 64, 64];

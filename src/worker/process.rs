@@ -35,7 +35,8 @@ pub struct WorkerSpec {
     pub script_dir: PathBuf,
     /// The framework to import (`--framework`).
     pub framework: Framework,
-    /// The device to run on (`--device`); one worker serves one device.
+    /// The target to run on: the device (`--device`, [`Device::base`]) and its mode
+    /// (`--mode`, [`Device::mode`]); one worker serves one target.
     pub device: Device,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
@@ -146,7 +147,9 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
         .arg("--framework")
         .arg(spec.framework.as_str())
         .arg("--device")
-        .arg(spec.device.as_str())
+        .arg(spec.device.base().as_str())
+        .arg("--mode")
+        .arg(spec.device.mode().as_str())
         .env("PYTHONPATH", &spec.script_dir)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -264,6 +267,7 @@ fn placeholder_hello() -> Hello {
         python_executable: String::new(),
         framework: String::new(),
         device: String::new(),
+        mode: String::new(),
         framework_version: None,
         import_error: None,
         devices: Vec::new(),

@@ -1,4 +1,4 @@
-//! The worker protocol, version 3 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 4 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -155,8 +155,10 @@ pub struct Hello {
     pub python_executable: String,
     /// The framework it was started for (its `--framework`).
     pub framework: String,
-    /// The canonical device it was started for (its `--device`).
+    /// The canonical device it was started for (its `--device`, without a mode).
     pub device: String,
+    /// The execution mode it was started for (its `--mode`): `eager` or `compiled` (protocol 4).
+    pub mode: String,
     /// The framework's `__version__`; `None` when the import failed.
     pub framework_version: Option<String>,
     /// Why the framework could not be imported (phase `import`); the core then runs no case of it.
@@ -200,6 +202,14 @@ pub struct RunReply {
     /// Calls in each block, parallel to `samples_ns`.
     #[serde(default)]
     pub block_sizes: Vec<u64>,
+    /// Compiled mode: compilations during the case so far — after the first call, and again
+    /// after the steady state (protocol 4; JAX and TensorFlow count traces, torch Dynamo's
+    /// graphs). `None` in eager mode or when the case failed before its first call ended.
+    #[serde(default)]
+    pub compiles: Option<u64>,
+    /// Compiled mode: compilations made by the first call alone (protocol 4).
+    #[serde(default)]
+    pub compiles_first_call: Option<u64>,
     /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
     /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
     /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.
@@ -257,7 +267,7 @@ mod tests {
         let spec = serde_json::json!({"function": "torch.add"});
         let t = Timing::default();
         let r = Request::Run {
-            v: 3,
+            v: 4,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -272,28 +282,33 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":3,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":4,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 3 }).unwrap(), r#"{"op":"shutdown","v":3}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 4 }).unwrap(), r#"{"op":"shutdown","v":4}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":3,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":4,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
                 assert_eq!(r.error.unwrap().phase, "first_call");
                 assert!(r.samples_ns.is_empty() && r.block_sizes.is_empty());
+                assert_eq!(r.compiles, None);
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":3,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64]}"#).unwrap() {
-            Message::Result(r) => assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64])),
+        match parse_line(r#"{"v":4,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1}"#).unwrap() {
+            Message::Result(r) => {
+                assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64]));
+                assert_eq!((r.compiles, r.compiles_first_call), (Some(3), Some(1)));
+            }
             other => panic!("{other:?}"),
         }
         assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"v":3,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":3,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
+        assert!(parse_line(r#"{"v":4,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

@@ -26,6 +26,19 @@ OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS for NumPy/BLAS):
   jax         XLA_FLAGS --xla_cpu_multi_thread_eigen=false when N == 1 (set by the core;
               XLA has no portable per-count flag), reported as N
 Each adapter's threads() reports what the framework itself says, recorded with the run.
+
+Execution modes (mlport run --modes eager,compiled; docs/modes.md). A worker runs one
+target, a device plus a mode. `eager` is each framework's ordinary dispatch (JAX's
+op-by-op). In `compiled` mode the case's timed callable is compiled as a whole:
+  torch       torch.compile(fullgraph=True), default backend (Inductor); Dynamo's caches
+              are reset before each case; compilations counted as Dynamo's unique graphs
+  jax         jax.jit of the zero-argument callable, with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS
+              so closed-over input arrays are executable arguments, not constants XLA
+              could fold; compilations counted as traces
+  tensorflow  tf.function(jit_compile=True); compilations counted as traces
+  numpy       has no compiled mode (load refuses it)
+Case code may choose a smaller compile boundary with ctx.compile(f); the whole callable
+is then left as it is.
 """
 
 import contextlib
@@ -42,6 +55,7 @@ import mlport_inputs as inputs
 _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
+MODES = ("eager", "compiled")
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
@@ -104,6 +118,22 @@ def leaves(out):
         yield out
 
 
+class CompileCounter:
+    """Counts the compilations of one case in compiled mode. JAX and TensorFlow count traces
+    (a Python side effect in the traced function runs once per trace); torch counts the
+    graphs Dynamo hands to its backend since the case began (Dynamo's `unique_graphs`)."""
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+        self.traces = 0
+        self.chosen_by_case = False
+        self._start = adapter.compile_clock()
+
+    def count(self):
+        """Compilations so far in this case."""
+        return self.traces + self._adapter.compile_clock() - self._start
+
+
 class Ctx:
     """What catalogue code's build(ctx, *inputs, **kwargs) receives."""
 
@@ -117,6 +147,18 @@ class Ctx:
         self.dtype = adapter.native_dtype(dtype)
         self.rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 1_000_003])
         self._adapter = adapter
+        self.mode = adapter.mode
+        self.compiles = CompileCounter(adapter) if adapter.mode == "compiled" else None
+
+    def compile(self, f):
+        """`f` compiled the way the target's mode compiles (torch.compile(fullgraph=True),
+        jax.jit, tf.function(jit_compile=True)), its compilations counted; `f` itself in
+        eager mode. A case that calls it chooses its own compile boundary: the worker then
+        does not compile the whole timed callable."""
+        if self.compiles is None:
+            return f
+        self.compiles.chosen_by_case = True
+        return self._adapter.compile(f, self.compiles)
 
     def tensor(self, x, dtype=None):
         """A NumPy array or Python value as a framework array on the target device."""
@@ -132,10 +174,36 @@ class Adapter:
     name = "?"
     root = None
 
-    def __init__(self, device):
+    def __init__(self, device, mode="eager"):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r} (eager or compiled)")
         self.device = device
+        self.mode = mode
         self.kind, self.index = parse_device(device)
         self.native_device = None
+
+    def begin_case(self):
+        """Called before each case: a compiled target forgets what earlier cases compiled."""
+
+    def compile(self, f, counter):
+        """`f` compiled by this framework's compiler, its compilations added to `counter`."""
+        raise NotImplementedError(f"{self.name} has no compiled mode")
+
+    def compile_clock(self):
+        """A count of compilations that only grows (0 where traces are counted instead)."""
+        return 0
+
+    def warm_compiler(self):
+        """Compiles and runs a one-element `x + 1` once at start-up, so the compiler's one-time
+        set-up (imports, backend initialisation, the first C++ toolchain call) is not charged
+        to the first case's first call; then forgets it."""
+        try:
+            one = self.to_framework(np.ones(1, np.float32), {"dtype": "float32"}, "float32")
+            with self.on_device():
+                self.synchronize(self.compile(lambda: one + 1, CompileCounter(self))())
+        except Exception:  # noqa: BLE001 - the first case meets (and reports) whatever this met
+            pass
+        self.begin_case()
 
     def devices(self):
         return [{"device": "cpu", "available": True, "native": "cpu", "detail": ""}]
@@ -212,8 +280,10 @@ def save_outputs(adapter, out, out_dir, key):
 class NumpyAdapter(Adapter):
     name = "numpy"
 
-    def __init__(self, device):
-        super().__init__(device)
+    def __init__(self, device, mode="eager"):
+        if mode != "eager":
+            raise ValueError("numpy has no compiled mode: NumPy runs eagerly only")
+        super().__init__(device, mode)
         self.root = np
         self.version = np.__version__
         self.native_device = "cpu"
@@ -242,11 +312,17 @@ class NumpyAdapter(Adapter):
 class TorchAdapter(Adapter):
     name = "torch"
 
-    def __init__(self, device):
-        super().__init__(device)
+    def __init__(self, device, mode="eager"):
+        super().__init__(device, mode)
         import torch
 
         self.torch = torch
+        self._graphs = None
+        if mode == "compiled":
+            import torch._dynamo  # noqa: F401  (imported now, not inside the first case's timing)
+            from torch._dynamo.utils import counters
+
+            self._graphs = counters
         self.root = torch
         self.version = torch.__version__
         if THREADS:
@@ -266,9 +342,28 @@ class TorchAdapter(Adapter):
             self.native_device = torch.device(self.kind, self.index)
         else:
             self.native_device = torch.device(self.kind)
+        if mode == "compiled" and self.native_device is not None:
+            self.warm_compiler()
 
     def threads(self):
         return self.torch.get_num_threads()
+
+    def begin_case(self):
+        if self.mode == "compiled":
+            # One worker compiles many cases: without a reset, Dynamo's per-code-object cache
+            # (and its recompile limit) would carry over from case to case.
+            self.torch._dynamo.reset()
+
+    def compile_clock(self):
+        return self._graphs["stats"]["unique_graphs"] if self._graphs is not None else 0
+
+    def compile(self, f, counter):
+        # fullgraph=True: a graph break is an error (compile_error), not a silent return to
+        # eager Python for part of the function (docs/modes.md). Default backend: Inductor.
+        def case(*args, **kwargs):
+            return f(*args, **kwargs)
+
+        return self.torch.compile(case, fullgraph=True)
 
     def devices(self):
         t = self.torch
@@ -348,11 +443,18 @@ class TorchAdapter(Adapter):
 class JaxAdapter(Adapter):
     name = "jax"
 
-    def __init__(self, device):
-        super().__init__(device)
+    def __init__(self, device, mode="eager"):
+        super().__init__(device, mode)
+        if mode == "compiled":
+            # Closed-over arrays (a case's inputs) become arguments of the executable instead
+            # of constants embedded in it, which XLA would fold: without this, jax.jit of
+            # `lambda: jnp.sin(x) @ x` compiles to returning a constant.
+            os.environ["JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS"] = "True"
         import jax
 
         jax.config.update("jax_enable_x64", True)
+        if mode == "compiled":
+            jax.config.update("jax_use_simplified_jaxpr_constants", True)
         import jax.numpy as jnp
 
         self.jax = jax
@@ -360,6 +462,8 @@ class JaxAdapter(Adapter):
         self.root = jax
         self.version = jax.__version__
         self.native_device = self._find(self.kind, self.index)
+        if mode == "compiled" and self.native_device is not None:
+            self.warm_compiler()
 
     def _find(self, kind, index):
         backend = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu", "mps": "METAL", "xpu": "xpu"}[kind]
@@ -386,6 +490,13 @@ class JaxAdapter(Adapter):
 
     def on_device(self):
         return self.jax.default_device(self.native_device)
+
+    def compile(self, f, counter):
+        def traced(*args, **kwargs):
+            counter.traces += 1  # runs once per trace
+            return f(*args, **kwargs)
+
+        return self.jax.jit(traced)
 
     def native_dtype(self, name):
         return getattr(self.jnp, name)
@@ -422,8 +533,8 @@ class JaxAdapter(Adapter):
 class TensorflowAdapter(Adapter):
     name = "tensorflow"
 
-    def __init__(self, device):
-        super().__init__(device)
+    def __init__(self, device, mode="eager"):
+        super().__init__(device, mode)
         import tensorflow as tf
 
         tf.config.set_soft_device_placement(False)
@@ -440,6 +551,8 @@ class TensorflowAdapter(Adapter):
         self.version = tf.__version__
         tfname = {"cpu": "CPU", "cuda": "GPU", "tpu": "TPU", "mps": "GPU", "xpu": "XPU"}[self.kind]
         self.native_device = f"/{tfname}:{self.index}"
+        if mode == "compiled":
+            self.warm_compiler()
 
     def threads(self):
         n = self.tf.config.threading.get_intra_op_parallelism_threads()
@@ -456,6 +569,13 @@ class TensorflowAdapter(Adapter):
 
     def on_device(self):
         return self.tf.device(self.native_device)
+
+    def compile(self, f, counter):
+        def traced(*args, **kwargs):
+            counter.traces += 1  # runs once per trace
+            return f(*args, **kwargs)
+
+        return self.tf.function(traced, jit_compile=True)
 
     def native_dtype(self, name):
         return getattr(self.tf, name) if name != "bool" else self.tf.bool
@@ -500,7 +620,7 @@ class TensorflowAdapter(Adapter):
 ADAPTERS = {"numpy": NumpyAdapter, "torch": TorchAdapter, "jax": JaxAdapter, "tensorflow": TensorflowAdapter}
 
 
-def load(framework, device):
+def load(framework, device, mode="eager"):
     if framework not in ADAPTERS:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(ADAPTERS)}")
-    return ADAPTERS[framework](device)
+    return ADAPTERS[framework](device, mode)

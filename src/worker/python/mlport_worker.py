@@ -1,24 +1,25 @@
 """mlport worker: runs catalogue cases for one framework on one device.
 
-Started by the mlport core (Rust), one process per (framework, device). It is small
+Started by the mlport core (Rust), one process per (framework, target): a target is a
+device in an execution mode, eager or compiled (--mode; docs/modes.md). It is small
 and boring on purpose: import the framework, map the device name, build inputs, call,
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
 
-Protocol (version 3, documented in docs/protocol.md): the core writes one JSON object
+Protocol (version 4, documented in docs/protocol.md): the core writes one JSON object
 per line to the worker's stdin; the worker answers one JSON object per line on a
 dedicated pipe. At start-up, before any framework is imported, the worker moves the
 pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
 nothing a library prints (Python or C level) can reach the protocol stream.
 
 Standalone use, for catalogue authors (no core needed):
-    python mlport_worker.py --framework torch --device cpu --selftest catalogue/torch.toml [--only NAME]
+    python mlport_worker.py --framework torch --device cpu [--mode compiled] --selftest catalogue/torch.toml [--only NAME]
 """
 
 import os
 import sys
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -45,9 +46,11 @@ import argparse  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import linecache  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+import types  # noqa: E402
 
 try:  # NumPy is needed by every adapter; without it the hello says so
     import mlport_adapters as adapters
@@ -109,7 +112,17 @@ def is_harness_error(exc, case_filename):
 
 def compile_case_code(code, label):
     filename = f"<catalogue:{label}>"
-    namespace = {"__name__": f"mlport_case_{abs(hash(label))}"}
+    # The source in linecache, as for a file: tracebacks quote its lines, and inspect.getsource
+    # finds it, which TensorFlow's autograph needs to convert Python loops and branches inside
+    # tf.function (compiled mode); without it they would run as Python at trace time.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    # A module of its own (in sys.modules, as an imported file's), so inspect.getmodule finds
+    # it: autograph converts a function only when it can read its module's globals.
+    # (No __file__: autograph would then "refresh" the linecache entry from a file that does
+    # not exist, dropping it.)
+    module = types.ModuleType(f"mlport_case_{abs(hash(label))}")
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
     exec(compile(code, filename, "exec"), namespace)
     build = namespace.get("build")
     if build is None:
@@ -144,7 +157,9 @@ def run_case(adapter, req):
                 dtype = "float64" if widen_integers else inputs.reference_dtype(dtype)
         except Exception as e:  # our own spec handling: a harness error
             raise CaseError("inputs", e, harness=True)
+        adapter.begin_case()
         ctx = adapter.context(fn, dtype, req.get("seed", 0))
+        compiled = ctx.compiles is not None and not reference
         with adapter.on_device():
             try:
                 fw_inputs = [adapter.to_framework(a, spec, dtype) for a, spec in np_inputs]
@@ -164,6 +179,9 @@ def run_case(adapter, req):
                     call = functools.partial(fn, *fw_inputs, **kwargs)
             except Exception as e:
                 raise CaseError("setup", e, harness=is_harness_error(e, case_filename))
+            if compiled and not ctx.compiles.chosen_by_case:
+                # The whole timed callable is compiled; compilation happens at its first call.
+                call = adapter.compile(call, ctx.compiles)
             phase = "first_call"
             try:
                 t0 = time.perf_counter_ns()
@@ -173,6 +191,8 @@ def run_case(adapter, req):
             except Exception as e:
                 raise CaseError("first_call", e, harness=is_harness_error(e, case_filename))
             result["first_call_ns"] = first_ns
+            if compiled:
+                result["compiles_first_call"] = result["compiles"] = ctx.compiles.count()
             phase = "outputs"
             fallback = adapter.fallback_check(out)
             if fallback:
@@ -206,6 +226,9 @@ def run_case(adapter, req):
                 result["samples_ns"], result["block_sizes"] = blocked(call, adapter, timing)
             except Exception as e:
                 raise CaseError("steady", e, harness=is_harness_error(e, case_filename))
+            finally:
+                if compiled:
+                    result["compiles"] = ctx.compiles.count()
         result["outcome"] = "pass"
         return result
     except CaseError as ce:
@@ -314,7 +337,7 @@ def _blocked(call, sync, clock, timing):
     return [max(1, round(x)) for x in samples], [number] * len(samples)
 
 
-def hello(adapter_or_error, framework, device):
+def hello(adapter_or_error, framework, device, mode):
     msg = {
         "kind": "hello",
         "protocol": PROTOCOL_VERSION,
@@ -323,6 +346,7 @@ def hello(adapter_or_error, framework, device):
         "python_executable": sys.executable,
         "framework": framework,
         "device": device,
+        "mode": mode,
     }
     if isinstance(adapter_or_error, Exception):
         msg["framework_version"] = None
@@ -339,14 +363,14 @@ def hello(adapter_or_error, framework, device):
     return msg
 
 
-def serve(framework, device):
+def serve(framework, device, mode):
     try:
         if _BASE_IMPORT_ERROR is not None:
             raise _BASE_IMPORT_ERROR
-        adapter = adapters.load(framework, device)
+        adapter = adapters.load(framework, device, mode)
     except Exception as e:  # import failure: say so, then answer every case with it
         adapter = e
-    send(hello(adapter, framework, device))
+    send(hello(adapter, framework, device, mode))
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -373,15 +397,15 @@ def serve(framework, device):
         send(run_case(adapter, req))
 
 
-def selftest(framework, device, path, only, dtypes_filter):
+def selftest(framework, device, mode, path, only, dtypes_filter):
     import tomllib
 
     with open(path, "rb") as f:
         cat = tomllib.load(f)
     if _BASE_IMPORT_ERROR is not None:
         raise SystemExit(f"mlport worker: cannot import its modules (is NumPy installed in {sys.executable}?): {_BASE_IMPORT_ERROR!r}")
-    adapter = adapters.load(framework, device)
-    print(f"# {framework} {adapter.version} on {device}; devices: {adapter.devices()}", file=sys.stderr)
+    adapter = adapters.load(framework, device, mode)
+    print(f"# {framework} {adapter.version} on {device} ({mode}); devices: {adapter.devices()}", file=sys.stderr)
     n = {"pass": 0, "fail": 0}
     for func in cat.get("function", []):
         if only and only not in func["name"]:
@@ -402,6 +426,8 @@ def selftest(framework, device, path, only, dtypes_filter):
                     first = (err["message"].strip().splitlines() or [""])[0][:160]
                     line += f"  {err['phase']} {err['type']}{' HARNESS' if err['harness'] else ''}: {first}"
                 else:
+                    if "compiles" in r:
+                        line += f"  compiles={r['compiles']}"
                     line += f"  first={r['first_call_ns'] / 1e6:.2f}ms outs={[(o['dtype'], o['shape']) if o['kind'] == 'array' else o['type'] for o in r['outputs']]}"
                 print(line, file=sys.stderr)
     print(f"# {n['pass']} pass, {n['fail']} fail", file=sys.stderr)
@@ -411,14 +437,15 @@ def main():
     p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
     p.add_argument("--framework", required=True)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--mode", default="eager", choices=["eager", "compiled"])
     p.add_argument("--selftest", metavar="CATALOGUE_TOML")
     p.add_argument("--only")
     p.add_argument("--dtypes")
     a = p.parse_args()
     if a.selftest:
-        selftest(a.framework, a.device, a.selftest, a.only, a.dtypes.split(",") if a.dtypes else None)
+        selftest(a.framework, a.device, a.mode, a.selftest, a.only, a.dtypes.split(",") if a.dtypes else None)
     else:
-        serve(a.framework, a.device)
+        serve(a.framework, a.device, a.mode)
 
 
 if __name__ == "__main__":

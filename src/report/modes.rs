@@ -1,0 +1,480 @@
+//! Eager against compiled (`mlport report --modes`): per framework and device, how its
+//! functions fare under the framework's compiler (`X/compiled`, docs/modes.md) against its
+//! ordinary dispatch (`X`) — how many compile, fail to compile (by reason), recompile or
+//! change their answer, what compiling costs (first calls) and the distribution of
+//! compiled/eager steady-state ratios. Rendered as a table, Markdown, versioned JSON
+//! (`{"format": "mlport.modes", "version": 1}`) or CSV.
+//!
+//! Counting follows the portability report ([`super::summary`]): a compiled target is
+//! attributed against the same device eager, so a failure under the compiler counts only when
+//! the same case passed eagerly. Ratios are [`super::slowdown`]'s, with A = eager and B =
+//! compiled: per function the ratio of median times over the cases timed on both, a bootstrap
+//! interval for each geometric mean (seeded with the run's seed).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Format;
+use super::grid::Grid;
+use super::render::latency;
+use super::slowdown::{self, Distribution, Measure, SlowdownOptions, SlowdownReport, interval, ratio};
+use super::summary::{self, ReportOptions, TargetSummary};
+use crate::model::{Device, Framework, FunctionStatus, Mode, Reason};
+use crate::stats::StatsConfig;
+use crate::store::{DeviceInfo, ResultRow, RunSummary};
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.modes";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+/// A function that does not come through the compiler whole: why, with its first counted
+/// failing case.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompiledFailure {
+    /// Fully qualified name.
+    pub function: String,
+    /// Its status under the compiler (`partial`, `complete_failure`).
+    pub status: FunctionStatus,
+    /// Counted failing cases by reason (`wrong_result` and `recompiles` included).
+    pub reasons: BTreeMap<Reason, usize>,
+    /// `dtype [case]: reason — message` of its first counted failing case.
+    pub first: String,
+    /// That result's id, for `mlport repro`.
+    pub result_id: i64,
+}
+
+/// One framework on one device, eager against compiled.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModeRow {
+    /// The framework.
+    pub framework: Framework,
+    /// The eager target (`cpu`).
+    pub eager: Device,
+    /// The compiled target (`cpu/compiled`).
+    pub compiled: Device,
+    /// Functions with at least one counted case under the compiler.
+    pub functions: usize,
+    /// Functions whose every counted case compiled once, ran and agreed with eager.
+    pub compile: usize,
+    /// Functions with at least one counted case that failed under the compiler (an error,
+    /// timeout or crash: `compile_error`, or a lowering or dtype the compiler lacks).
+    pub fail_to_compile: usize,
+    /// Counted failing cases by reason, `recompiles` and `wrong_result` left out (they have
+    /// their own columns).
+    pub failure_reasons: BTreeMap<Reason, usize>,
+    /// Functions with at least one case compiled more than once for the same inputs.
+    pub recompile: usize,
+    /// Functions with at least one case whose compiled answer disagrees with eager's (or
+    /// with the float64 reference where eager agreed).
+    pub change_answer: usize,
+    /// Failing cases not counted: they failed eagerly too.
+    pub not_attributable: usize,
+    /// Compiled/eager ratios of the median steady-state time per call, over functions timed
+    /// in both modes (below 1: faster compiled).
+    pub steady: Distribution,
+    /// Compiled/eager ratios of the first call (the compile cost, with the call itself).
+    pub first_call: Distribution,
+    /// Median over functions of the compiled first call, ns.
+    pub first_call_compiled_ns: Option<f64>,
+    /// Median over functions of the eager first call, ns.
+    pub first_call_eager_ns: Option<f64>,
+    /// Each compared function's steady-state median ratio, in catalogue order.
+    pub steady_ratios: Vec<(String, f64)>,
+    /// Functions that failed, recompiled or changed their answer under the compiler.
+    pub failures: Vec<CompiledFailure>,
+}
+
+/// The whole eager-against-compiled view of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModesReport {
+    /// The run's id.
+    pub run: i64,
+    /// Framework and Python versions, seed, reference (the portability report's line).
+    pub versions: String,
+    /// One row per framework × device with results in both modes.
+    pub rows: Vec<ModeRow>,
+    /// Frameworks with an eager target but no compiled one (NumPy, always), with why.
+    pub eager_only: Vec<(Framework, String)>,
+    /// How the numbers were counted, in words.
+    pub rule: String,
+}
+
+/// Builds the view from a run's results (as [`crate::store::Store::results`] returns them) and
+/// devices; `stats_seed` seeds the bootstrap (the run's seed when `None`).
+pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], stats_seed: Option<u64>) -> ModesReport {
+    let portability = summary::build(run, devices, results, &ReportOptions::default());
+    let stats = StatsConfig { seed: stats_seed.unwrap_or(run.info.seed), ..Default::default() };
+    let mut rows = Vec::new();
+    for t in portability.targets.iter().filter(|t| t.device.mode() == Mode::Compiled) {
+        let eager = t.device.base();
+        let compare = |measure: Measure| {
+            let opts = SlowdownOptions {
+                measure,
+                a_framework: Some(t.framework),
+                b_framework: Some(t.framework),
+                stats,
+                ..Default::default()
+            };
+            slowdown::slowdown((run, &eager, results), (run, &t.device, results), &opts)
+        };
+        rows.push(row(t, eager.clone(), &compare(Measure::Steady), &compare(Measure::FirstCall)));
+    }
+    let eager_only = portability
+        .targets
+        .iter()
+        .filter(|t| t.device.mode() == Mode::Eager)
+        .filter(|t| !rows.iter().any(|r| r.framework == t.framework && r.eager == t.device))
+        .map(|t| {
+            let compiled = t.device.with_mode(Mode::Compiled);
+            let why = devices
+                .iter()
+                .find(|d| d.framework == t.framework && d.device == compiled && !d.available)
+                .map_or_else(|| format!("no result on {compiled}"), |d| d.detail.clone());
+            (t.framework, why)
+        })
+        .collect();
+    ModesReport { run: run.id, versions: super::render::versions(&portability), rows, eager_only, rule: rule_text() }
+}
+
+fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
+    let own =
+        |r: &SlowdownReport| r.frameworks.iter().find(|f| f.framework == t.framework).map(|f| f.by_median.clone());
+    let empty = Distribution::of(&[], 0, &StatsConfig::default());
+    let medians = |pick: fn(&slowdown::FunctionSlowdown) -> f64| {
+        let mut v: Vec<f64> = first.functions.iter().map(pick).collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| {
+            let mid = v.len() / 2;
+            if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
+        })
+    };
+    let is_failure = |r: &Reason| !matches!(r, Reason::WrongResult | Reason::Recompiles);
+    let mut failure_reasons = BTreeMap::new();
+    for (r, n) in t.reasons.iter().filter(|(r, _)| is_failure(r)) {
+        failure_reasons.insert(*r, *n);
+    }
+    let failures = t
+        .functions
+        .iter()
+        .filter(|f| f.failed > 0)
+        .filter_map(|f| {
+            let c = f.failures.first()?;
+            Some(CompiledFailure {
+                function: f.name.clone(),
+                status: f.status?,
+                reasons: f.reasons.clone(),
+                first: format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message),
+                result_id: c.result_id,
+            })
+        })
+        .collect();
+    ModeRow {
+        framework: t.framework,
+        eager,
+        compiled: t.device.clone(),
+        functions: t.functions_run,
+        compile: t.success,
+        fail_to_compile: t.functions.iter().filter(|f| f.reasons.keys().any(is_failure)).count(),
+        failure_reasons,
+        recompile: t.functions.iter().filter(|f| f.reasons.contains_key(&Reason::Recompiles)).count(),
+        change_answer: t.wrong_result_functions,
+        not_attributable: t.cases_not_attributable,
+        steady: own(steady).unwrap_or_else(|| empty.clone()),
+        first_call: own(first).unwrap_or(empty),
+        first_call_compiled_ns: medians(|f| f.b_median_ns),
+        first_call_eager_ns: medians(|f| f.a_median_ns),
+        steady_ratios: steady.functions.iter().map(|f| (f.name.clone(), f.median_ratio)).collect(),
+        failures,
+    }
+}
+
+/// How the view counts, in words: its footer.
+pub fn rule_text() -> String {
+    format!(
+        "Per framework and device, its functions under the compiler (X/compiled: torch.compile with fullgraph=True and \
+         the default Inductor backend, jax.jit of the whole call, tf.function with jit_compile=True) against eager X. \
+         functions: functions with a counted case compiled. compile: every counted case compiled once, ran and \
+         agreed. fail to compile: at least one counted case raised, timed out or crashed under the compiler (reasons \
+         count cases). recompile: at least one case was compiled more than once for the same inputs. changed answer: \
+         at least one case disagreed with eager beyond tolerance. A function can be in several of the last three. \
+         A failure counts only if the same case passed eagerly on the same device; the others are not attributable. \
+         First call: the median over functions of each function's median first call (compilation included). \
+         Compiled/eager: per function the median steady-state time compiled over eager (below 1 is faster \
+         compiled), over the cases timed in both modes; then the median and geometric mean over functions \
+         (bootstrap {:.0}% interval) and the share faster compiled.",
+        100.0 * StatsConfig::default().level
+    )
+}
+
+const COLUMNS: [&str; 12] = [
+    "framework",
+    "device",
+    "functions",
+    "compile",
+    "fail to compile",
+    "failure reasons (cases)",
+    "recompile",
+    "changed answer",
+    "first call eager → compiled",
+    "compiled/eager median",
+    "geometric mean [95% CI]",
+    "faster compiled",
+];
+
+fn count(n: usize, of: usize) -> String {
+    if of == 0 { n.to_string() } else { format!("{n} ({:.1}%)", 100.0 * n as f64 / of as f64) }
+}
+
+fn opt_latency(ns: Option<f64>) -> String {
+    ns.map_or("—".into(), latency)
+}
+
+fn cells(r: &ModeRow) -> Vec<String> {
+    let d = &r.steady;
+    vec![
+        r.framework.to_string(),
+        r.eager.to_string(),
+        r.functions.to_string(),
+        count(r.compile, r.functions),
+        count(r.fail_to_compile, r.functions),
+        super::render::reasons(&r.failure_reasons),
+        r.recompile.to_string(),
+        r.change_answer.to_string(),
+        format!("{} → {}", opt_latency(r.first_call_eager_ns), opt_latency(r.first_call_compiled_ns)),
+        d.median.map_or("—".into(), ratio),
+        match (d.geometric_mean, &d.geometric_mean_ci) {
+            (Some(g), Some(ci)) => format!("{} {}", ratio(g), interval(ci)),
+            (Some(g), None) => ratio(g),
+            _ => "—".into(),
+        },
+        match d.share(d.faster) {
+            Some(s) => format!("{} of {} ({:.0}%)", d.faster, d.functions, 100.0 * s),
+            None => "—".into(),
+        },
+    ]
+}
+
+fn grid(rep: &ModesReport) -> Grid {
+    Grid {
+        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
+        right: vec![2, 3, 4, 6, 7, 8, 9, 10, 11],
+        rows: rep.rows.iter().map(cells).collect(),
+    }
+}
+
+/// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
+pub fn histogram(r: &ModeRow) -> String {
+    let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).filter(|x| *x > 0.0).collect();
+    if ratios.is_empty() {
+        return String::new();
+    }
+    let bin = |x: f64| x.log2().floor() as i32;
+    let lo = ratios.iter().map(|&x| bin(x)).min().unwrap_or(0);
+    let hi = ratios.iter().map(|&x| bin(x)).max().unwrap_or(0);
+    let counts: Vec<usize> = (lo..=hi).map(|k| ratios.iter().filter(|&&x| bin(x) == k).count()).collect();
+    let most = counts.iter().copied().max().unwrap_or(1).max(1);
+    let edge = |k: i32| {
+        let v = 2f64.powi(k);
+        if v >= 1.0 { format!("{v:.0}×") } else { format!("1/{:.0}×", 1.0 / v) }
+    };
+    let mut out = format!("{} on {} vs {}, compiled/eager steady state:\n", r.framework, r.compiled, r.eager);
+    for (i, k) in (lo..=hi).enumerate() {
+        let bar = "#".repeat((counts[i] * 40).div_ceil(most));
+        let _ = writeln!(out, "  {:>16} {bar} {}", format!("[{}, {})", edge(k), edge(k + 1)), counts[i]);
+    }
+    out
+}
+
+/// Every reason with its count, most frequent first: `compile_error 2, wrong_result 1`.
+fn all_reasons(reasons: &BTreeMap<Reason, usize>) -> String {
+    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The functions that do not come through the compiler whole, as a grid.
+fn failures_grid(rep: &ModesReport) -> Grid {
+    let mut rows = Vec::new();
+    for r in &rep.rows {
+        for f in &r.failures {
+            rows.push(vec![
+                r.framework.to_string(),
+                r.compiled.to_string(),
+                f.function.clone(),
+                f.status.as_str().to_string(),
+                all_reasons(&f.reasons),
+                format!("#{} {}", f.result_id, f.first),
+            ]);
+        }
+    }
+    let columns = ["framework", "target", "function", "status", "reasons (cases)", "first failing case"];
+    Grid { columns: columns.iter().map(|c| c.to_string()).collect(), right: Vec::new(), rows }
+}
+
+/// Renders the view. Table and Markdown: the summary table, per row a histogram of the
+/// steady-state ratios, the functions that fail, recompile or change their answer, the rule.
+/// CSV: the summary table. JSON: everything, `{"format": "mlport.modes", "version": 1}`.
+pub fn render(rep: &ModesReport, format: Format) -> String {
+    match format {
+        Format::Json => {
+            #[derive(Serialize)]
+            struct Doc<'a> {
+                format: &'static str,
+                version: u32,
+                #[serde(flatten)]
+                report: &'a ModesReport,
+            }
+            serde_json::to_string_pretty(&Doc { format: JSON_FORMAT, version: JSON_VERSION, report: rep })
+                .expect("serialisable")
+                + "\n"
+        }
+        Format::Csv => grid(rep).csv(),
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            let mut out = String::new();
+            let title = format!("Eager vs compiled, run {}", rep.run);
+            if md {
+                let _ = writeln!(out, "# {title}\n\n{}\n", super::markdown::escape(&rep.versions));
+            } else {
+                let _ = writeln!(out, "{title}\n{}", rep.versions);
+            }
+            if rep.rows.is_empty() {
+                out.push_str("No framework ran in both modes (run with `mlport run --modes eager,compiled`).\n");
+            } else {
+                out.push_str(&if md { grid(rep).markdown() } else { grid(rep).table() });
+            }
+            for (fw, why) in &rep.eager_only {
+                let line = format!("{fw}: eager only ({why})");
+                let _ = writeln!(out, "{}", if md { format!("\n- {}", super::markdown::escape(&line)) } else { line });
+            }
+            let hist: Vec<String> = rep.rows.iter().map(histogram).filter(|h| !h.is_empty()).collect();
+            if !hist.is_empty() {
+                let body = hist.join("\n");
+                if md {
+                    let _ = write!(out, "\n```\n{body}```\n");
+                } else {
+                    let _ = write!(out, "\n{body}");
+                }
+            }
+            let failures = failures_grid(rep);
+            if !failures.rows.is_empty() {
+                let heading = "Functions that fail, recompile or change their answer under the compiler";
+                if md {
+                    let _ = write!(out, "\n## {heading}\n\n{}", failures.markdown());
+                } else {
+                    let _ = write!(out, "\n{heading}:\n{}", failures.table());
+                }
+            }
+            let rule = if md {
+                format!("\n**Rule.** {}\n", super::markdown::escape(&rep.rule))
+            } else {
+                format!("\nRule: {}\n", rep.rule)
+            };
+            out.push_str(&rule);
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Outcome;
+    use crate::model::Outcome::{Fail, Pass, WrongResult};
+    use crate::report::summary::tests::{row, run_summary};
+
+    /// torch on cpu and cpu/compiled: a compiles and is 2× faster; b fails to compile in one of
+    /// two cases; c recompiles; d changes its answer; e fails in both modes (not attributable);
+    /// numpy on cpu only.
+    fn results() -> Vec<ResultRow> {
+        let t = Framework::Torch;
+        let mut rows = vec![
+            row(t, "a", 1, "cpu", Pass, None, &[100, 100, 100]),
+            row(t, "a", 1, "cpu/compiled", Pass, None, &[50, 50, 50]),
+            row(t, "b", 1, "cpu", Pass, None, &[10, 10, 10]),
+            row(t, "b", 1, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "b", 2, "cpu", Pass, None, &[10, 10, 10]),
+            row(t, "b", 2, "cpu/compiled", Pass, None, &[40, 40, 40]),
+            row(t, "c", 1, "cpu", Pass, None, &[10, 10, 10]),
+            row(t, "c", 1, "cpu/compiled", Fail, Some(Reason::Recompiles), &[1000, 1000, 1000]),
+            row(t, "d", 1, "cpu", Pass, None, &[10, 10, 10]),
+            row(t, "d", 1, "cpu/compiled", WrongResult, Some(Reason::WrongResult), &[5, 5, 5]),
+            row(t, "e", 1, "cpu", Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(t, "e", 1, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(Framework::Numpy, "a", 1, "cpu", Pass, None, &[7]),
+        ];
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.id = i as i64 + 1;
+            let ran = r.result.outcome != Outcome::Fail || r.result.reason == Some(Reason::Recompiles);
+            let first = if r.result.device.mode() == Mode::Compiled { 2_000_000_000 } else { 20_000 };
+            r.result.first_call_ns = ran.then_some(first);
+            if r.result.outcome != Outcome::Pass {
+                r.result.message = Some("the compiler said no\nmore".into());
+            }
+        }
+        rows
+    }
+
+    fn devices() -> Vec<DeviceInfo> {
+        vec![DeviceInfo {
+            framework: Framework::Numpy,
+            device: "cpu/compiled".parse().unwrap(),
+            available: false,
+            detail: "numpy has no compiled mode: NumPy runs eagerly only".into(),
+        }]
+    }
+
+    fn example() -> ModesReport {
+        build(&run_summary(), &devices(), &results(), None)
+    }
+
+    #[test]
+    fn counts_follow_the_compiled_attribution() {
+        let rep = example();
+        assert_eq!(rep.rows.len(), 1);
+        let r = &rep.rows[0];
+        assert_eq!((r.framework, r.eager.as_str(), r.compiled.as_str()), (Framework::Torch, "cpu", "cpu/compiled"));
+        // e failed eagerly too: not counted, so four functions, of which only a compiles whole.
+        assert_eq!((r.functions, r.compile, r.fail_to_compile, r.recompile, r.change_answer), (4, 1, 1, 1, 1));
+        assert_eq!(r.failure_reasons, BTreeMap::from([(Reason::CompileError, 1)]));
+        assert_eq!(r.not_attributable, 1);
+        // Steady ratios: a 0.5, b 4 (its compiled case 2), c 100, d 0.5.
+        let ratios: Vec<(&str, f64)> = r.steady_ratios.iter().map(|(n, x)| (n.as_str(), *x)).collect();
+        assert_eq!(ratios, [("torch.a", 0.5), ("torch.b", 4.0), ("torch.c", 100.0), ("torch.d", 0.5)]);
+        assert_eq!((r.steady.functions, r.steady.faster, r.steady.median), (4, 2, Some(2.25)));
+        assert_eq!((r.first_call_eager_ns, r.first_call_compiled_ns), (Some(20_000.0), Some(2e9)));
+        assert_eq!(r.first_call.median, Some(1e5));
+        let names: Vec<&str> = r.failures.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(names, ["torch.b", "torch.c", "torch.d"]);
+        assert_eq!(r.failures[0].first, "float32 [c1]: compile_error — the compiler said no");
+        assert_eq!(
+            rep.eager_only,
+            vec![(Framework::Numpy, "numpy has no compiled mode: NumPy runs eagerly only".into())]
+        );
+    }
+
+    #[test]
+    fn snapshots() {
+        let rep = example();
+        insta::assert_snapshot!("modes_table", render(&rep, Format::Table));
+        insta::assert_snapshot!("modes_markdown", render(&rep, Format::Markdown));
+        insta::assert_snapshot!("modes_csv", render(&rep, Format::Csv));
+        let json = render(&rep, Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        insta::assert_snapshot!("modes_json", json);
+    }
+
+    #[test]
+    fn without_compiled_results_it_says_how_to_get_them() {
+        let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.mode() == Mode::Eager).collect();
+        let rep = build(&run_summary(), &[], &rows, None);
+        assert!(rep.rows.is_empty());
+        assert!(render(&rep, Format::Table).contains("--modes eager,compiled"));
+        assert_eq!(rep.eager_only.len(), 2);
+        assert_eq!(rep.eager_only[0].1, "no result on cpu/compiled");
+    }
+}
