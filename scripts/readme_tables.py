@@ -41,6 +41,23 @@ def summary(binary, db):
     return "\n".join(f"- {l}" for l in lines)
 
 
+def summary_table(binary, db):
+    text = report(binary, db, "--format", "markdown")
+    return "\n".join(l for l in text.splitlines() if l.startswith("|"))
+
+
+EXCERPT = ("torch.linalg.svd", "jax.core.get_aval", "numpy.cumsum", "tf.math.cumsum")
+
+
+def functions_excerpt(binary, db):
+    text = report(binary, db, "--functions", "--format", "markdown")
+    rows = [l for l in text.splitlines() if l.startswith("|")]
+    at = next(i for i, r in enumerate(rows) if r.startswith("| function |"))
+    head = rows[at:at + 2]
+    keep = [r for r in rows if any(r.startswith(f"| `{name}` |") for name in EXCERPT)]
+    return "\n".join(head + keep)
+
+
 def modes(binary, db):
     """The eager-vs-compiled table and the histograms of compiled/eager ratios."""
     text = report(binary, db, "--modes", "--format", "markdown")
@@ -57,12 +74,13 @@ def modes(binary, db):
     return "\n".join(table + [""] + eager_only + ["", histograms]).rstrip()
 
 
-BLOCKS = {"dtypes": dtypes, "frameworks": frameworks, "frameworks-summary": summary, "modes": modes}
+BLOCKS = {"summary": summary_table, "functions": functions_excerpt, "dtypes": dtypes, "frameworks": frameworks,
+          "frameworks-summary": summary, "modes": modes}
 
 
 def main():
     binary, db = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or ["dtypes", "frameworks", "frameworks-summary"]
+    names = sys.argv[3:] or ["summary", "functions", "dtypes", "frameworks", "frameworks-summary"]
     readme = open("README.md", encoding="utf-8").read()
     for name, make in ((n, BLOCKS[n]) for n in names):
         body = make(binary, db)

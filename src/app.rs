@@ -214,7 +214,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
             if left > 0 {
                 eprintln!(
-                    "mlport: {} still pending (a worker could not be restarted); continue with {resume_hint}",
+                    "mlport: {} still pending (a device was unavailable or a worker could not be restarted: see \
+                     above); continue with {resume_hint} once it is",
                     plural(left, "case")
                 );
             }
@@ -276,8 +277,13 @@ fn resume_start(
         return Ok(None);
     }
     if devices.is_none() {
-        let mut stored: Vec<Device> =
-            store.devices(summary.id)?.into_iter().filter(|d| d.available).map(|d| d.device).collect();
+        // The devices the run was for: those that were available, else (none was) the ones asked
+        // for, so that a resume never runs on a device nobody asked for.
+        let recorded = store.devices(summary.id)?;
+        let mut stored: Vec<Device> = recorded.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+        if stored.is_empty() {
+            stored = recorded.iter().map(|d| d.device.clone()).collect();
+        }
         stored.sort();
         stored.dedup();
         *devices = Some(stored).filter(|s| !s.is_empty());
@@ -483,10 +489,23 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     if !(args.only.is_empty() || args.dtypes || args.frameworks) {
         bail!("--only applies to --dtypes and --frameworks");
     }
+    if (args.dtypes || args.frameworks) && args.run.as_deref() == Some("all") {
+        bail!("--dtypes and --frameworks report one run: give --run ID or LABEL (default: the latest), not `all`");
+    }
     let run = resolve_run(&store, args.run.as_deref())?;
     if args.dtypes || args.frameworks {
         let results = store.results(run.id)?;
-        let only = &args.only;
+        let mut only = args.only.clone();
+        if args.frameworks {
+            // A function name stands for its op: the table compares frameworks, so a row needs them all.
+            let ops: Vec<String> = results
+                .iter()
+                .filter(|r| only.contains(&r.function.name))
+                .filter_map(|r| r.function.op.clone())
+                .collect();
+            only.extend(ops);
+        }
+        let only = &only;
         let keep = |r: &crate::store::ResultRow| {
             only.is_empty()
                 || only.iter().any(|o| *o == r.function.name || r.function.op.as_deref() == Some(o.as_str()))

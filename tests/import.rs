@@ -151,7 +151,9 @@ fn the_paper_overview_and_a_cross_run_slowdown() {
     assert_eq!(runs_in(&db), 18);
     let csv = stdout(mlport().args(["report", "--run", "all", "--format", "csv", "--db"]).arg(&db));
     let row = csv.lines().find(|l| l.contains("paper/torch/tpu_vm/tpu,import:paper,tpu_vm,torch,tpu:0,")).unwrap();
-    assert!(row.contains(",64,35,15,14,54.6875,"), "{row}");
+    // 64 functions: 35 success, 15 partial, 14 complete failure; 15 with a precision failure (a test's
+    // assertion on the value, counted as wrong_result); 54.6875% success.
+    assert!(row.contains(",64,35,15,14,15,54.6875,"), "{row}");
     let json = stdout(
         mlport()
             .args([
@@ -236,8 +238,10 @@ fn mlport_pytest_runs_a_real_suite_on_the_device_and_imports_it() {
     assert_eq!(status("matmul").0, "success");
     let (svd, reasons) = status("svd");
     assert_eq!((svd.as_str(), &reasons["dtype_unsupported"]), ("partial", &Value::from(1)), "{log}");
-    let (sum, reasons) = status("sum");
-    assert_eq!((sum.as_str(), &reasons["wrong_result"]), ("partial", &Value::from(1)), "{log}");
+    let (sum, _) = status("sum");
+    assert_eq!(sum, "partial", "{log}");
+    let sum_fn = cpu["functions"].as_array().unwrap().iter().find(|f| f["name"] == "sum").unwrap();
+    assert_eq!(sum_fn["wrong_result"], 1, "an assertion on the value is a wrong result, apart from the errors");
     let (symeig, reasons) = status("symeig");
     assert_eq!((symeig.as_str(), &reasons["api_missing"]), ("complete_failure", &Value::from(1)), "{log}");
     assert_eq!(cpu["cases"]["skipped"], 1);
@@ -269,7 +273,7 @@ fn mlport_pytest_passes_the_device_to_the_tests() {
             .arg("--db")
             .arg(tmp.path().join("d.db")),
     );
-    assert!(out.lines().any(|l| l.contains(",numpy,cpu,1,1,0,0,100,")), "{out}");
+    assert!(out.lines().any(|l| l.contains(",numpy,cpu,1,1,0,0,0,100,")), "{out}");
     mlport()
         .arg("pytest")
         .arg(tmp.path().join("missing"))

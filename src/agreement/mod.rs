@@ -47,6 +47,16 @@ pub fn reference_dtype(dtype: &str) -> &str {
     }
 }
 
+/// How a float64 reference is named in messages and reports: `numpy.cumsum in float64` for
+/// floating cases, `numpy.sum on the same int8 inputs` for integer and bool cases (computed at
+/// their own dtype, with NumPy's promotion, or from float64 when the result is floating).
+pub fn reference_label(function: &str, case_dtype: &str) -> String {
+    match reference_dtype(case_dtype) {
+        d @ ("float64" | "complex128") => format!("{function} in {d}"),
+        d => format!("{function} on the same {d} inputs"),
+    }
+}
+
 /// What a run's comparisons need to know, loaded once: each function's canonical op and the
 /// computed float64 references.
 #[derive(Debug, Default)]
@@ -85,7 +95,7 @@ impl Checker {
             return Ok(None);
         }
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
-        let label = format!("{} in {}", reference.function, reference_dtype(&case.dtype));
+        let label = reference_label(&reference.function, &case.dtype);
         let pair = OutputPair {
             spec: &case.spec,
             case_dtype: &case.dtype,

@@ -118,7 +118,7 @@ pub fn compare_outputs(
         }
         match compare_leaf(pair, index, rule, tol) {
             Ok(c) => {
-                fill(&mut row, &c);
+                fill(&mut row, &c, pair.check_dtype);
                 if row.shape_changed && !pair.check_dtype {
                     row.summary.push_str(
                         " (a function that returns its outputs in another order or layout than the NumPy \
@@ -206,7 +206,7 @@ fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -
     Ok(compare(&actual, &ad, &expected, &ed, rule, tol, pair.check_dtype))
 }
 
-fn fill(row: &mut ComparisonRow, c: &Comparison) {
+fn fill(row: &mut ComparisonRow, c: &Comparison, check_dtype: bool) {
     row.verdict = match c.verdict {
         Verdict::Agree => "agree",
         Verdict::Disagree => "disagree",
@@ -224,6 +224,13 @@ fn fill(row: &mut ComparisonRow, c: &Comparison) {
     row.shape_changed = c.shape_actual != c.shape_expected;
     row.dtype_changed = c.dtype_changed;
     row.summary = c.summary();
+    if !check_dtype && c.dtype_changed {
+        // Against a wider reference a dtype change is expected, not news: leave it out of the line.
+        let mut quiet = c.clone();
+        quiet.dtype_changed = false;
+        row.dtype_changed = false;
+        row.summary = quiet.summary();
+    }
     row.detail = serde_json::to_value(c).unwrap_or(Value::Null);
 }
 

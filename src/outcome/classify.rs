@@ -308,7 +308,9 @@ fn rule_tf_kernel_registry(m: &str) -> Option<Reason> {
 ///   for the input types`, `ufunc 'gcd' did not contain a loop with signature matching types`.
 /// - TensorFlow: `Value for attr 'T' of bfloat16 is not in the list of allowed values: …`
 ///   (only when the value is a dtype name), `Value passed to parameter 'input' has DataType
-///   bfloat16 not in list of allowed values`, `RFFT requires tf.float32 or tf.float64 inputs`.
+///   bfloat16 not in list of allowed values`, `RFFT requires tf.float32 or tf.float64 inputs`,
+///   ``Input `a` must have `float`-like `dtype` (saw complex64)``.
+/// - SciPy: `convolve2d not available for this type.`
 fn rule_dtype_specific(m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "unsupported dtype",
@@ -319,6 +321,13 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
         "did not contain a loop with signature matching types",
         "expected a floating point or complex tensor",
         "must be integers",
+        // torch.linalg.pinv(Half{[16, 8]}): expected a tensor with 2 or more dimensions of float,
+        // double, cfloat or cdouble types
+        "of float, double, cfloat or cdouble types",
+        // tf.linalg.matrix_rank: Input `a` must have `float`-like `dtype` (saw complex64).
+        "-like `dtype` (saw ",
+        // scipy.signal.convolve2d: convolve2d not available for this type.
+        "not available for this type",
     ];
     let torch_dispatch = quoted_after(m, " not implemented for '").is_some_and(is_torch_scalar_type);
     let tf_attr = tf_attr_value_not_allowed(m).is_some_and(|v| TF_DTYPES.contains(&v));
@@ -1025,5 +1034,14 @@ mod tests {
         // A multi-byte character right at the window's edge must not panic.
         let m = format!("requires {}é", "x".repeat(59));
         assert!(!requires_dtype(&m));
+    }
+    #[test]
+    fn dtype_messages_met_in_the_built_in_catalogue() {
+        // Captured from the built-in catalogue's run on CPU (torch 2.15, tensorflow 2.21, scipy).
+        let pinv = "linalg.pinv(Half{[16, 8]}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types";
+        assert_eq!(call(Torch, "RuntimeError", pinv), Reason::DtypeUnsupported);
+        let rank = "Input `a` must have `float`-like `dtype` (saw complex64).";
+        assert_eq!(call(Tf, "TypeError", rank), Reason::DtypeUnsupported);
+        assert_eq!(call(Numpy, "ValueError", "convolve2d not available for this type."), Reason::DtypeUnsupported);
     }
 }

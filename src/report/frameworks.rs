@@ -100,9 +100,7 @@ pub fn build(
         let i = *index.entry(key).or_insert_with(|| {
             let reference = match refs.get(&(op, r.case.case_id.as_str(), r.case.dtype.as_str())) {
                 None => "— (no NumPy reference)".to_string(),
-                Some(x) if x.outcome == Some(Outcome::Pass) => {
-                    format!("{} in {}", x.function, crate::agreement::reference_dtype(&x.dtype))
-                }
+                Some(x) if x.outcome == Some(Outcome::Pass) => crate::agreement::reference_label(&x.function, &x.dtype),
                 Some(x) => format!(
                     "{} could not compute it: {}",
                     x.function,
@@ -294,7 +292,7 @@ pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
     out.push(
         "Cells: ✓ agrees (largest error over the compared outputs; ULP of the output's dtype) · ✗ WRONG: the \
          elements beyond the dtype's tolerance (torch.testing.assert_close's defaults) · ✗ REASON: the call failed · \
-         the median steady-state time per call · #ID for `mlport repro ID`."
+         the median steady-state time per call · #ID for `mlport repro ID` · — the framework has no function for the op or does not sweep the dtype."
             .into(),
     );
     out
@@ -312,7 +310,11 @@ pub fn render(t: &FrameworkTable, format: Format) -> String {
             "# Cross-framework agreement, run {}\n\n{}\n{}\n",
             t.run,
             g.markdown(),
-            lines.iter().map(|l| super::markdown::escape(l)).collect::<Vec<_>>().join("\n\n")
+            lines
+                .iter()
+                .map(|l| format!("- {}", super::markdown::escape(l).replace("\\`", "`")))
+                .collect::<Vec<_>>()
+                .join("\n")
         ),
     }
 }

@@ -97,7 +97,10 @@ struct Share {
 #[derive(Serialize)]
 struct Cases {
     passed: usize,
+    /// Raised, timed out or crashed.
     failed: usize,
+    /// Ran but disagreed with the reference.
+    wrong_result: usize,
     skipped: usize,
     not_attributable: usize,
 }
@@ -108,6 +111,7 @@ struct Function<'a> {
     status: Option<FunctionStatus>,
     passed: usize,
     failed: usize,
+    wrong_result: usize,
     not_attributable: usize,
     reasons: &'a BTreeMap<Reason, usize>,
     failing_cases: Vec<FailingCase<'a>>,
@@ -226,6 +230,7 @@ fn target(t: &TargetSummary) -> Target<'_> {
         cases: Cases {
             passed: t.cases_passed,
             failed: t.cases_failed,
+            wrong_result: t.cases_wrong,
             skipped: t.cases_skipped,
             not_attributable: t.cases_not_attributable,
         },
@@ -240,6 +245,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
         status: f.status,
         passed: f.passed,
         failed: f.failed,
+        wrong_result: f.wrong,
         not_attributable: f.not_attributable,
         reasons: &f.reasons,
         failing_cases: f

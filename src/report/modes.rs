@@ -151,6 +151,14 @@ fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &Slowdo
             if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
         })
     };
+    // A function's reasons with its wrong results (the summary keeps them apart from the errors).
+    let with_wrong = |f: &crate::report::FunctionSummary| {
+        let mut r = f.reasons.clone();
+        if f.wrong > 0 {
+            r.insert(Reason::WrongResult, f.wrong);
+        }
+        r
+    };
     let is_failure = |r: &Reason| !matches!(r, Reason::WrongResult | Reason::Recompiles);
     let mut failure_reasons = BTreeMap::new();
     for (r, n) in t.reasons.iter().filter(|(r, _)| is_failure(r)) {
@@ -159,13 +167,13 @@ fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &Slowdo
     let failures = t
         .functions
         .iter()
-        .filter(|f| f.failed > 0)
+        .filter(|f| f.failed + f.wrong > 0)
         .filter_map(|f| {
             let c = f.failures.first()?;
             Some(CompiledFailure {
                 function: f.name.clone(),
                 status: f.status?,
-                reasons: f.reasons.clone(),
+                reasons: with_wrong(f),
                 first: format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message),
                 result_id: c.result_id,
             })

@@ -21,7 +21,7 @@ pub const JSON_FORMAT: &str = "mlport.overview";
 /// Its version; bumped on any incompatible change.
 pub const JSON_VERSION: u32 = 1;
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "run",
     "label",
     "machine",
@@ -31,6 +31,7 @@ const COLUMNS: [&str; 10] = [
     "success",
     "partial",
     "complete failure",
+    "wrong result",
     "failure reasons",
 ];
 
@@ -46,7 +47,7 @@ fn machine(r: &PortabilityReport) -> &str {
     r.run.machine.as_deref().unwrap_or(&r.run.host)
 }
 
-fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 10] {
+fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 11] {
     [
         r.run.id.to_string(),
         r.run.label.clone().unwrap_or_else(|| "—".into()),
@@ -57,6 +58,7 @@ fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 10] {
         share(t, t.success),
         share(t, t.partial),
         share(t, t.complete_failure),
+        share(t, t.wrong_result_functions),
         if t.functions_run == 0 && t.cases_skipped > 0 {
             "(no outcomes: timings only)".into()
         } else {
@@ -97,13 +99,13 @@ pub fn render(reports: &[PortabilityReport], format: Format) -> String {
 fn table(reports: &[PortabilityReport]) -> String {
     let mut out =
         format!("mlport portability overview — {} run{}\n\n", reports.len(), if reports.len() == 1 { "" } else { "s" });
-    let rows: Vec<[String; 10]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
+    let rows: Vec<[String; 11]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
         let mut t = Table::new();
         t.load_preset(presets::UTF8_FULL_CONDENSED).set_header(COLUMNS.to_vec());
-        for i in [0, 5, 6, 7, 8] {
+        for i in [0, 5, 6, 7, 8, 9] {
             if let Some(c) = t.column_mut(i) {
                 c.set_cell_alignment(CellAlignment::Right);
             }
@@ -123,7 +125,7 @@ fn table(reports: &[PortabilityReport]) -> String {
 fn markdown(reports: &[PortabilityReport]) -> String {
     let mut out = format!("# mlport portability overview — {} runs\n\n", reports.len());
     out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
-    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n");
+    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for r in reports {
         for t in &r.targets {
             let c: Vec<String> = cells(r, t).iter().map(|c| c.replace('|', "\\|")).collect();
@@ -151,11 +153,13 @@ fn csv(reports: &[PortabilityReport]) -> String {
         "success",
         "partial",
         "complete_failure",
+        "wrong_result",
         "success_percent",
         "partial_percent",
         "complete_failure_percent",
         "cases_passed",
         "cases_failed",
+        "cases_wrong_result",
         "cases_not_attributable",
         "cases_skipped",
         "median_latency_ns",
@@ -174,11 +178,13 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 t.success.to_string(),
                 t.partial.to_string(),
                 t.complete_failure.to_string(),
+                t.wrong_result_functions.to_string(),
                 pct(t, t.success),
                 pct(t, t.partial),
                 pct(t, t.complete_failure),
                 t.cases_passed.to_string(),
                 t.cases_failed.to_string(),
+                t.cases_wrong.to_string(),
                 t.cases_not_attributable.to_string(),
                 t.cases_skipped.to_string(),
                 t.median_latency_ns.map(|v| format!("{v}")).unwrap_or_default(),
@@ -250,6 +256,7 @@ pub fn functions_csv(r: &PortabilityReport) -> String {
         "status",
         "passed",
         "failed",
+        "wrong_result",
         "not_attributable",
         "reasons",
     ]);
@@ -264,6 +271,7 @@ pub fn functions_csv(r: &PortabilityReport) -> String {
                 f.status.map_or("not_run", |s| s.as_str()).to_string(),
                 f.passed.to_string(),
                 f.failed.to_string(),
+                f.wrong.to_string(),
                 f.not_attributable.to_string(),
                 reasons.join(";"),
             ]));

@@ -103,12 +103,15 @@ pub struct FunctionSummary {
     /// `None` when no case of the function was counted (the function was not "run").
     pub status: Option<FunctionStatus>,
     pub passed: usize,
+    /// Counted cases that raised, timed out or crashed (wrong results are apart, in `wrong`).
     pub failed: usize,
+    /// Counted cases that ran but disagreed with their reference (`wrong_result`).
+    pub wrong: usize,
     /// Failing cases excused by the [`Attribution`] rule (not the device's fault).
     pub not_attributable: usize,
-    /// Counted failing cases by reason.
+    /// Counted failing cases by reason, errors only (wrong results are counted in `wrong`).
     pub reasons: BTreeMap<Reason, usize>,
-    /// The counted failing cases, in planned order.
+    /// The counted failing and wrong cases, in planned order.
     pub failures: Vec<CaseFailure>,
 }
 
@@ -122,14 +125,16 @@ pub struct TargetSummary {
     pub success: usize,
     pub partial: usize,
     pub complete_failure: usize,
-    /// Counted failing cases by reason (`wrong_result` included; renderings show it in its own
-    /// column, apart from the errors).
+    /// Counted failing cases by reason: errors only (wrong results are `cases_wrong`).
     pub reasons: BTreeMap<Reason, usize>,
     /// Functions with at least one counted `wrong_result` case: they ran without an error but
     /// disagreed with a reference beyond tolerance.
     pub wrong_result_functions: usize,
     pub cases_passed: usize,
+    /// Counted cases that raised, timed out or crashed.
     pub cases_failed: usize,
+    /// Counted cases that ran but disagreed with their reference (`wrong_result`).
+    pub cases_wrong: usize,
     pub cases_skipped: usize,
     /// Failing cases that did not pass on the reference device: neither pass nor fail.
     pub cases_not_attributable: usize,
@@ -352,6 +357,7 @@ struct Target<'a> {
     reasons: BTreeMap<Reason, usize>,
     passed: usize,
     failed: usize,
+    wrong: usize,
     skipped: usize,
     not_attributable: usize,
     /// Each counted passing case's median sample, ns.
@@ -367,6 +373,7 @@ impl<'a> Target<'a> {
                 status: None,
                 passed: 0,
                 failed: 0,
+                wrong: 0,
                 not_attributable: 0,
                 reasons: BTreeMap::new(),
                 failures: Vec::new(),
@@ -384,7 +391,6 @@ impl<'a> Target<'a> {
                 }
             }
             Counted::Fail(reason) => {
-                f.failed += 1;
                 let r = &row.result;
                 let message = match (&r.error_type, &r.message) {
                     (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), first_line(m, 160)),
@@ -399,9 +405,15 @@ impl<'a> Target<'a> {
                     reason,
                     message,
                 });
-                *f.reasons.entry(reason).or_default() += 1;
-                self.failed += 1;
-                *self.reasons.entry(reason).or_default() += 1;
+                if reason == Reason::WrongResult {
+                    f.wrong += 1;
+                    self.wrong += 1;
+                } else {
+                    f.failed += 1;
+                    *f.reasons.entry(reason).or_default() += 1;
+                    self.failed += 1;
+                    *self.reasons.entry(reason).or_default() += 1;
+                }
             }
             Counted::Skipped => self.skipped += 1,
             Counted::NotAttributable => {
@@ -424,14 +436,15 @@ impl<'a> Target<'a> {
             wrong_result_functions: 0,
             cases_passed: self.passed,
             cases_failed: self.failed,
+            cases_wrong: self.wrong,
             cases_skipped: self.skipped,
             cases_not_attributable: self.not_attributable,
             median_latency_ns: median(&mut self.case_medians),
             functions: self.functions,
         };
         for f in &mut t.functions {
-            f.status = FunctionStatus::from_counts(f.passed, f.failed);
-            if f.reasons.contains_key(&Reason::WrongResult) {
+            f.status = FunctionStatus::from_counts(f.passed, f.failed + f.wrong);
+            if f.wrong > 0 {
                 t.wrong_result_functions += 1;
             }
             match f.status {

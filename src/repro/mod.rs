@@ -24,6 +24,8 @@ pub struct Written {
     pub files: Vec<PathBuf>,
     /// One line saying what it reproduces.
     pub what: String,
+    /// The interpreter the run used (it has the framework), to run the script with.
+    pub python: String,
 }
 
 /// Writes the reproduction of result `result_id` into `out` (created; it must be empty if it
@@ -151,7 +153,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let message = format!("{}{}", r.error_type.as_ref().map(|t| format!("{t}: ")).unwrap_or_default(), message);
     let ctx = minijinja::context! {
         result_id, function => row.function.name, device => r.device.as_str(), dtype => row.case.dtype,
-        case_id => row.case.case_id, outcome => r.outcome.as_str(), reason => r.reason.map(|x| x.as_str()),
+        case_id => row.case.case_id, outcome => r.outcome.as_str(), reason => r.reason.map(|x| x.as_str()).filter(|x| *x != r.outcome.as_str()),
         message => message.replace("\"\"\"", "'''"), mlport_version => summary.info.mlport_version, run_id => run,
         host => summary.info.host, started_at => summary.info.started_at, python_version => summary.info.python_version,
         framework => fw.as_str(), framework_version => info.and_then(|i| i.version.clone()).unwrap_or_else(|| "?".into()),
@@ -173,6 +175,11 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     Ok(Written {
         script,
         files,
+        python: if summary.info.python_executable.is_empty() {
+            "python3".into()
+        } else {
+            summary.info.python_executable.clone()
+        },
         what: format!(
             "{} on {} at {} (case `{}`): {}",
             row.function.name,
