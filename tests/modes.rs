@@ -41,6 +41,9 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
     let run = store.latest_run().unwrap().unwrap().id;
     let rows = store.results(run).unwrap();
     let compiled: Device = "cpu/compiled".parse().unwrap();
+    // Inductor's cache served the run only, and went with it; the outputs stay.
+    let run_dir = tmp.path().join(".mlport").join(format!("modes.db-run-{run}"));
+    assert!(run_dir.join("torch-cpu-compiled").is_dir() && !run_dir.join("compile-cache").exists());
 
     // (framework, compiles, fails to compile with this error type, recompiles, at least this often)
     let cases = [
