@@ -237,6 +237,15 @@ fn open_existing(db: &Path, why: &str) -> Result<Store> {
     open_store(db)
 }
 
+/// Opens a store that must already exist, for a command that only reads it: read-only when
+/// it (or its folder) cannot be written.
+fn open_to_read(db: &Path, why: &str) -> Result<Store> {
+    if !db.exists() {
+        bail!("{}: no such store {why}", db.display());
+    }
+    Ok(Store::open_for_reading(db)?)
+}
+
 /// The stored run `--resume` names, with its devices filled into `devices` when the
 /// command line gives none. `None` when it is already complete (its report printed).
 fn resume_start(
@@ -416,7 +425,7 @@ fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
 
 /// `mlport report`: one run's portability, the overview of every run, or a slowdown.
 pub fn report(args: ReportArgs) -> Result<i32> {
-    let store = open_existing(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
+    let store = open_to_read(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let reference = match &args.reference {
         Some(r) => Some(r.parse::<Device>().map_err(|e| anyhow::anyhow!("--reference: {e}"))?),
         None => None,
@@ -782,7 +791,7 @@ fn command_line() -> String {
 
 /// `mlport runs`.
 pub fn runs(args: cli::DbArg) -> Result<i32> {
-    let store = open_existing(&args.db, "(run `mlport run` first, or pass --db)")?;
+    let store = open_to_read(&args.db, "(run `mlport run` first, or pass --db)")?;
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks", "source", "label"]);
@@ -989,7 +998,7 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
         .iter()
         .map(|f| f.parse().map_err(|e: String| anyhow::anyhow!("--fail-on: {e}")))
         .collect::<Result<_>>()?;
-    let store = open_existing(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
+    let store = open_to_read(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
     let runs = if args.runs.is_empty() {
         store.runs()?
     } else {
@@ -1087,7 +1096,7 @@ pub fn repro(args: crate::cli::ReproArgs) -> Result<i32> {
         args.result.trim_start_matches('#').parse().map_err(|_| {
             anyhow::anyhow!("`{}` is not a result id (a number, as reports print it: #123)", args.result)
         })?;
-    let store = open_existing(&args.db.db, "(run `mlport run` first, or pass --db)")?;
+    let store = open_to_read(&args.db.db, "(run `mlport run` first, or pass --db)")?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("repro-{id}")));
     let db = args.db.db.clone();
     let w = crate::repro::write(&store, id, &out, &|run| run_dir(&db, run))?;

@@ -369,3 +369,50 @@ fn a_suite_past_its_timeout_is_stopped_with_everything_it_started() {
     assert!(left.is_empty(), "left running: {left:?}");
     assert_eq!(runs_in(&db), 0);
 }
+
+/// The commands that only read a store work on one nobody may write: a read-only folder and
+/// file (a shared results directory, a read-only mount). Run as an unprivileged user (root
+/// writes anywhere), through util-linux's `setpriv` when the tests run as root.
+#[test]
+fn a_store_in_a_read_only_folder_can_be_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared");
+    std::fs::create_dir(&dir).unwrap();
+    let db = dir.join("paper.db");
+    mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    let expected = stdout(mlport().args(["report", "--run", "all", "--format", "json", "--db"]).arg(&db));
+    for (path, mode) in [(tmp.path(), 0o755), (dir.as_path(), 0o555), (db.as_path(), 0o444)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let uid = String::from_utf8(std::process::Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+    // A copy of the binary the other user can reach (the checkout may sit under /root).
+    let bin = tmp.path().join("mlport");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("mlport"), &bin).unwrap();
+    let as_user = |args: &[&str]| {
+        let mut c = if uid.trim() == "0" {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+            c
+        } else {
+            Command::new(&bin)
+        };
+        c.env("NO_COLOR", "1").env("HOME", tmp.path()).args(args).arg("--db").arg(&db);
+        c
+    };
+    // The setting is real: this user cannot write there.
+    let mut touch = if uid.trim() == "0" {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "touch"]);
+        c
+    } else {
+        std::process::Command::new("touch")
+    };
+    assert!(!touch.arg(dir.join("probe")).status().unwrap().success(), "the folder must not be writable");
+    let got = stdout(&mut as_user(&["report", "--run", "all", "--format", "json"]));
+    assert_eq!(got, expected, "the same report as from a writable store");
+    assert!(stdout(&mut as_user(&["runs"])).contains("paper/torch/tpu_vm/tpu"));
+    let listing: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(listing, vec![std::ffi::OsString::from("paper.db")], "nothing was created beside it");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -15,7 +15,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use rusqlite::types::Type;
-use rusqlite::{CachedStatement, Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{CachedStatement, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -65,6 +65,21 @@ pub enum StoreError {
     /// naming an unplanned function, an unknown run state, a value out of range).
     #[error("{}: {what}", path.display())]
     Invalid { path: PathBuf, what: String },
+}
+
+impl StoreError {
+    /// Whether the error says the store (or its folder) cannot be written: SQLite's
+    /// `SQLITE_READONLY*` and `SQLITE_CANTOPEN`, or an I/O permission error.
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+            ),
+            StoreError::Io { source, .. } => source.kind() == io::ErrorKind::PermissionDenied,
+            _ => false,
+        }
+    }
 }
 
 /// Builds errors that name one file; borrowed alongside a mutably borrowed connection.
@@ -136,6 +151,69 @@ impl Store {
             store.migrate()?;
         }
         Ok(store)
+    }
+
+    /// Opens an existing store for reading only, never writing to it: for stores
+    /// on read-only media, in folders the user may not write to, or owned by someone else.
+    /// Tries SQLite's read-only mode first, then `immutable=1` (SQLite's URI parameter for a
+    /// file nobody changes while it is read), which is what a WAL-mode store needs when its
+    /// `-shm` file cannot be created beside it.
+    ///
+    /// Errors: as [`Store::open`], and [`StoreError::Invalid`] naming the file for a store of an
+    /// older schema (upgrading it needs write access once).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let ctx = Ctx(path);
+        if !path.exists() {
+            return Err(StoreError::Io {
+                path: path.to_path_buf(),
+                source: io::Error::new(io::ErrorKind::NotFound, "no such store"),
+            });
+        }
+        check_header(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut last = None;
+        for query in ["mode=ro", "immutable=1"] {
+            let uri = format!("{}?{query}", file_uri(path));
+            let attempt = Connection::open_with_flags(&uri, flags).and_then(|conn| {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                // Reading the schema is where a WAL store without a creatable -shm fails.
+                user_tables(&conn)?;
+                Ok(conn)
+            });
+            match attempt {
+                Ok(conn) => {
+                    let store = Store { conn, path: path.to_path_buf() };
+                    let found = store.identify()?;
+                    let supported = schema::latest_version();
+                    if found > supported {
+                        return Err(StoreError::TooNew { path: store.path.clone(), found, supported });
+                    }
+                    if found < supported {
+                        return Err(ctx.invalid(format!(
+                            "the store has schema version {found} and this mlport reads version {supported}; \
+                             it cannot be upgraded read-only: open it once where it can be written \
+                             (any mlport command), or copy it"
+                        )));
+                    }
+                    return Ok(store);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(ctx.db(last.expect("two attempts were made")))
+    }
+
+    /// Opens the store at `path` for writing when that is possible (applying migrations, as
+    /// [`Store::open`]), else read-only ([`Store::open_read_only`]): what the commands that
+    /// only read (reports, `runs`, `audit`, `repro`) use.
+    ///
+    /// Errors: [`Store::open_read_only`]'s when the store cannot be written.
+    pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        match Store::open(path) {
+            Ok(store) => Ok(store),
+            Err(e) if e.is_read_only() => Store::open_read_only(path),
+            Err(e) => Err(e),
+        }
     }
 
     /// The file this store lives in.
@@ -811,6 +889,22 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// `path` as an SQLite `file:` URI (absolute; `%`, `?` and `#` percent-encoded, as SQLite's
+/// URI rules require).
+fn file_uri(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri
+}
+
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -1182,6 +1276,46 @@ mod tests {
         writer.record_result(run, &bare_result(&cases()[0].key, "cpu")).unwrap();
         assert_eq!(reader.run(run).unwrap().results, 1);
         assert_eq!(reader.done_keys(run, &Device::cpu()).unwrap(), HashSet::from([cases()[0].key.clone()]));
+    }
+
+    #[test]
+    fn a_store_opens_read_only_without_writing_beside_it() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("odd ?#% name.db");
+        let mut store = Store::open(&path).unwrap();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        store.record_result(run, &full_result(&cases()[0].key, "cpu")).unwrap();
+        drop(store); // the last connection checkpoints the WAL and removes -wal and -shm
+        let bytes = std::fs::read(&path).unwrap();
+        let ro = Store::open_read_only(&path).unwrap();
+        assert_eq!(ro.results(run).unwrap().len(), 1);
+        assert_eq!(ro.run(run).unwrap().info, info());
+        let mut ro = ro;
+        assert!(ro.create_run(&info(), &functions(), &cases()).unwrap_err().is_read_only());
+        drop(ro);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "not a byte of the store changed");
+        // A missing store is an error naming it, not a new empty store.
+        let missing = dir.path().join("missing.db");
+        let err = Store::open_read_only(&missing).unwrap_err().to_string();
+        assert!(err.contains("missing.db"), "{err}");
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_older_store_is_not_upgraded_read_only() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("old.db");
+        Store::open(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("DELETE FROM schema_version WHERE version > 1", []).unwrap();
+        drop(conn);
+        let err = Store::open_read_only(&path).unwrap_err().to_string();
+        assert!(err.contains("old.db") && err.contains("schema version 1") && err.contains("read-only"), "{err}");
+    }
+
+    #[test]
+    fn file_uris_escape_what_sqlite_would_read_as_syntax() {
+        assert_eq!(file_uri(Path::new("/a b/c%d?e#f.db")), "file:/a b/c%25d%3fe%23f.db");
     }
 
     #[test]
