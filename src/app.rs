@@ -74,6 +74,33 @@ fn run_dir(db: &Path, run_id: i64) -> PathBuf {
     parent.join(".mlport").join(format!("{name}-run-{run_id}"))
 }
 
+/// Takes the run's lock (`run.lock` in its folder, an exclusive advisory lock held until
+/// the returned file is dropped or the process ends), so that two processes never execute
+/// the same run: a second `--resume` of a run still executing is refused.
+///
+/// Errors: the run is being executed by another process; the folder or file cannot be made.
+fn lock_run(db: &Path, run_id: i64) -> Result<std::fs::File> {
+    let dir = run_dir(db, run_id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("run.lock");
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => bail!(
+            "run {run_id} in {} is being executed by another mlport process right now (it holds {}); \
+             wait for it, or stop it (Ctrl-C) and resume then",
+            db.display(),
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
+}
+
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -115,7 +142,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
     let budget = cli::positive("--budget-ms", args.budget_ms)?;
 
-    let (mut store, start) = match &args.resume {
+    let (mut store, start, mut lock) = match &args.resume {
         Some(which) => {
             let changes_plan = args.catalogue.is_some()
                 || !args.frameworks.is_empty()
@@ -129,13 +156,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
             }
             let mut store = open_existing(&db, "to resume")?;
             match resume_start(&args, which, &mut store, &mut devices)? {
-                Some(start) => (store, start),
+                Some((start, lock)) => (store, start, Some(lock)),
                 None => return Ok(0),
             }
         }
         None => {
             let start = new_start(&args)?;
-            (open_store(&db)?, start)
+            (open_store(&db)?, start, None)
         }
     };
 
@@ -151,6 +178,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Start::New(plan, versions) => {
             let info = new_run_info(versions, args.seed, reference);
             let id = store.create_run(&info, &plan.functions, &plan.cases)?;
+            lock = Some(lock_run(&db, id)?);
             store.plan_references(id, &plan.references)?;
             (id, plan.cases, info)
         }
@@ -192,6 +220,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let mut progress = Progress::new(pending, per_fw);
     let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, &INTERRUPTED)?;
     progress.finish();
+    drop(lock.take()); // the run's cases are done with (reports below only read)
     let elapsed = started.elapsed();
     let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
     match ending {
@@ -247,13 +276,14 @@ fn open_to_read(db: &Path, why: &str) -> Result<Store> {
 }
 
 /// The stored run `--resume` names, with its devices filled into `devices` when the
-/// command line gives none. `None` when it is already complete (its report printed).
+/// command line gives none, and its lock ([`lock_run`], taken before anything is written).
+/// `None` when it is already complete (its report printed).
 fn resume_start(
     args: &RunArgs,
     which: &str,
     store: &mut Store,
     devices: &mut Option<Vec<Device>>,
-) -> Result<Option<Start>> {
+) -> Result<Option<(Start, std::fs::File)>> {
     let summary = if which == "latest" {
         let live = store.runs()?.into_iter().filter(|r| r.origin.source == RunSource::Live).max_by_key(|r| r.id);
         live.with_context(|| format!("{}: no `mlport run` run to resume", store.path().display()))?
@@ -268,6 +298,7 @@ fn resume_start(
             summary.origin.source
         );
     }
+    let lock = lock_run(&args.db.db, summary.id)?;
     let references_left = runner::reference::pending(store, summary.id)?.len();
     if pending_cases(store, summary.id)? == 0 && summary.results > 0 && references_left == 0 {
         // A run stopped between committing a result and comparing it: finish the comparisons.
@@ -299,7 +330,7 @@ fn resume_start(
     }
     eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
     let cases = store.cases(summary.id)?;
-    Ok(Some(Start::Resume(Box::new(summary), cases)))
+    Ok(Some((Start::Resume(Box::new(summary), cases), lock)))
 }
 
 /// A fresh plan from the catalogue and the selection on the command line.

@@ -404,3 +404,63 @@ fn threads_are_recorded_and_two_frameworks_compare_with_intervals() {
     let threads: Vec<Option<u32>> = run.info.frameworks.values().map(|f| f.threads).collect();
     assert_eq!(threads, vec![Some(1), Some(1)], "{:?}", run.info.frameworks);
 }
+
+/// Two processes never execute one run: `--resume` of a run that another mlport process is
+/// executing right now is refused (the run's lock), and works once that process is done.
+#[test]
+fn a_run_being_executed_cannot_be_resumed_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("slow.toml");
+    std::fs::write(
+        &cat,
+        r#"format = 1
+framework = "numpy"
+version = "test-1"
+
+[[function]]
+name = "numpy.sum"
+  [[function.case]]
+  id = "slow_setup"
+  inputs = [{ shape = [4] }]
+  code = '''
+import time
+def build(ctx, x):
+    time.sleep(4)
+    return lambda: ctx.fn(x)
+'''
+"#,
+    )
+    .unwrap();
+    let db = tmp.path().join("s.db");
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("mlport"))
+        .args(["run", "--framework", "numpy", "--catalogue"])
+        .arg(&cat)
+        .arg("--python")
+        .arg(common::python())
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = tmp.path().join(".mlport/s.db-run-1/run.lock");
+    let waited = std::time::Instant::now();
+    while !lock.exists() {
+        assert!(waited.elapsed().as_secs() < 60, "the first run never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let resume = || {
+        let mut c = mlport();
+        c.args(["run", "--resume", "1", "--python"]).arg(common::python()).arg("--db").arg(&db);
+        c
+    };
+    resume().assert().code(1).stderr(predicate::str::contains(
+        "run 1 in ".to_string() + &db.display().to_string() + " is being executed by another mlport process",
+    ));
+    assert!(first.wait().unwrap().success());
+    resume().assert().success().stderr(predicate::str::contains("nothing to resume"));
+    let store = mlport::store::Store::open(&db).unwrap();
+    let results = store.results(1).unwrap();
+    assert_eq!(results.len(), 1, "the case ran once");
+    assert_eq!(results[0].result.outcome, mlport::model::Outcome::Pass);
+}
