@@ -74,6 +74,27 @@ fn run_dir(db: &Path, run_id: i64) -> PathBuf {
     parent.join(".mlport").join(format!("{name}-run-{run_id}"))
 }
 
+/// Says how many of the run's timed cases were timed while other processes held the CPUs
+/// (run-queue wait above [`crate::stats::StatsConfig::max_runqueue_wait`]): their latencies
+/// are flagged unstable in slowdown reports, and the user should know before reading them.
+fn warn_contention(store: &Store, run_id: i64) -> Result<()> {
+    let limit = crate::stats::StatsConfig::default().max_runqueue_wait;
+    let shares: Vec<f64> = store.results(run_id)?.iter().filter_map(|r| r.result.runqueue_wait_share()).collect();
+    let busy: Vec<f64> = shares.iter().copied().filter(|w| *w > limit).collect();
+    if !busy.is_empty() {
+        eprintln!(
+            "mlport: {} of {} timed cases waited for a CPU more than {:.0}% of their steady state (median {:.0}%): \
+             other processes were using the cores, so their latencies are the machine's load as much as the \
+             framework's (flagged unstable in `report --slowdown`); time them again on a quieter machine",
+            busy.len(),
+            shares.len(),
+            100.0 * limit,
+            100.0 * crate::stats::median(&busy),
+        );
+    }
+    Ok(())
+}
+
 /// Takes the run's lock (`run.lock` in its folder, an exclusive advisory lock held until
 /// the returned file is dropped or the process ends), so that two processes never execute
 /// the same run: a second `--resume` of a run still executing is refused.
@@ -241,6 +262,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
+            warn_contention(&store, run_id)?;
             if left > 0 {
                 eprintln!(
                     "mlport: {} still pending (a device was unavailable or a worker could not be restarted: see \

@@ -464,3 +464,67 @@ def build(ctx, x):
     assert_eq!(results.len(), 1, "the case ran once");
     assert_eq!(results[0].result.outcome, mlport::model::Outcome::Pass);
 }
+
+/// A case timed while other processes hold its CPU is told apart: the worker reports how long
+/// its threads waited for a CPU (Linux schedstat), the store keeps it, the run says so at its
+/// end. Made deterministic by pinning mlport (and so its worker) and two CPU-bound processes
+/// to one CPU with `taskset`: the worker can run at most about a third of the time.
+#[test]
+fn cases_timed_beside_cpu_bound_processes_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("add.toml");
+    std::fs::write(
+        &cat,
+        "format = 1\nframework = \"numpy\"\nversion = \"test-1\"\n\n[[function]]\nname = \"numpy.add\"\n  \
+         [[function.case]]\n  inputs = [{ shape = [100000] }, { shape = [100000] }]\n",
+    )
+    .unwrap();
+    let hogs: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            std::process::Command::new("taskset")
+                .args(["-c", "0", "python3", "-c", "while True: pass"])
+                .spawn()
+                .expect("taskset (util-linux) and python3 run")
+        })
+        .collect();
+    struct Kill(Vec<std::process::Child>);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            for h in &mut self.0 {
+                let _ = h.kill();
+                let _ = h.wait();
+            }
+        }
+    }
+    let hogs = Kill(hogs);
+    let db = tmp.path().join("busy.db");
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(assert_cmd::cargo::cargo_bin("mlport"))
+        .args(["run", "--framework", "numpy", "--budget-ms", "300", "--catalogue"])
+        .arg(&cat)
+        .arg("--python")
+        .arg(common::python())
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    drop(hogs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let store = mlport::store::Store::open(&db).unwrap();
+    let results = store.results(1).unwrap();
+    let timed: Vec<_> = results.iter().filter(|r| r.case.function == "numpy.add").collect();
+    assert_eq!(timed.len(), 1, "{results:?}");
+    let r = &timed[0].result;
+    let share = r.runqueue_wait_share().expect("Linux reports run-queue wait");
+    // Three CPU-bound processes on one CPU: the worker waits about two thirds of the time.
+    assert!(
+        share > 0.3,
+        "run-queue wait share {share} (wait {:?} ns over {:?} ns)",
+        r.runqueue_wait_ns,
+        r.steady_wall_ns
+    );
+    assert!(r.steady_wall_ns.unwrap() >= 250_000_000, "the steady state used its 300 ms budget: {r:?}");
+    assert!(stderr.contains("1 of 1 timed cases waited for a CPU more than 10% of their steady state"), "{stderr}");
+}

@@ -126,6 +126,11 @@ fn blocked_timing_blocks_fast_calls_and_flags_a_noisy_case_unstable() {
     assert!(n >= 16 && fast.block_sizes.iter().all(|&b| b == n), "an add of 1000 floats takes µs: {fast:?}");
     // Each block lasted at least the minimum block time (1 ms).
     assert!(fast.samples_ns.iter().all(|&ns| ns * n >= 900_000), "{fast:?}");
+    // The steady state's wall time and its run-queue wait are kept (Linux).
+    let wall = fast.steady_wall_ns.expect("steady wall time");
+    let timed: u64 = fast.samples_ns.iter().zip(&fast.block_sizes).map(|(ns, n)| ns * n).sum();
+    assert!(wall >= timed, "the steady state holds its blocks: {wall} < {timed}");
+    assert!(fast.runqueue_wait_ns.is_some(), "{fast:?}");
 
     let noisy = by_case("noisy");
     assert_eq!(noisy.outcome, Outcome::Pass, "{noisy:?}");

@@ -296,6 +296,8 @@ impl Suite<'_> {
                     samples_ns: merged.samples_ns,
                     block_sizes: Vec::new(),
                     compiles: None,
+                    runqueue_wait_ns: None,
+                    steady_wall_ns: None,
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };

@@ -15,7 +15,7 @@
 //! over functions, the geometric mean of the median ratios with a bootstrap interval over
 //! functions; a function is `unstable` when a case on either side has an unstable summary.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, Table, presets};
@@ -250,7 +250,9 @@ type Timed = BTreeMap<(String, String), Vec<f64>>;
 type FunctionKey = String;
 
 /// Each key's framework, function name and timed cases.
-type Collected = HashMap<FunctionKey, (Framework, String, Timed)>;
+/// Per function: its framework, name, timed cases, and the cases timed while other processes
+/// held the CPUs (run-queue wait over [`StatsConfig::max_runqueue_wait`]).
+type Collected = HashMap<FunctionKey, (Framework, String, Timed, BTreeSet<(String, String)>)>;
 
 /// Collects each function's timed cases on `device` (of `framework`, when given), in
 /// result order, with each key's framework and function name.
@@ -260,6 +262,7 @@ fn collect(
     framework: Option<Framework>,
     by_op: bool,
     measure: Measure,
+    stats: &StatsConfig,
 ) -> (Vec<FunctionKey>, Collected) {
     let mut order = Vec::new();
     let mut timed = Collected::new();
@@ -288,10 +291,16 @@ fn collect(
         };
         let entry = timed.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
-            (row.function.framework, row.function.name.clone(), Timed::new())
+            (row.function.framework, row.function.name.clone(), Timed::new(), BTreeSet::new())
         });
         if !values.is_empty() {
-            entry.2.entry((row.case.case_id.clone(), row.case.dtype.clone())).or_insert(values);
+            let case = (row.case.case_id.clone(), row.case.dtype.clone());
+            if measure == Measure::Steady
+                && row.result.runqueue_wait_share().is_some_and(|w| w > stats.max_runqueue_wait)
+            {
+                entry.3.insert(case.clone());
+            }
+            entry.2.entry(case).or_insert(values);
         }
     }
     (order, timed)
@@ -316,8 +325,8 @@ pub fn slowdown(
     options: &SlowdownOptions,
 ) -> SlowdownReport {
     let by_op = options.across_frameworks();
-    let (a_order, a_timed) = collect(a_rows, a, options.a_framework, by_op, options.measure);
-    let (b_order, b_timed) = collect(b_rows, b, options.b_framework, by_op, options.measure);
+    let (a_order, a_timed) = collect(a_rows, a, options.a_framework, by_op, options.measure, &options.stats);
+    let (b_order, b_timed) = collect(b_rows, b, options.b_framework, by_op, options.measure, &options.stats);
     let mut functions = Vec::new();
     let mut not_compared = Vec::new();
     let mut order = a_order.clone();
@@ -325,11 +334,11 @@ pub fn slowdown(
     for key in order {
         let (ea, eb) = (a_timed.get(&key), b_timed.get(&key));
         let (framework, name) = match (ea, eb) {
-            (Some((f, n, _)), _) | (None, Some((f, n, _))) => (*f, n.clone()),
+            (Some((f, n, _, _)), _) | (None, Some((f, n, _, _))) => (*f, n.clone()),
             (None, None) => continue,
         };
         let miss = |why: &str| NotCompared { framework, name: name.clone(), why: why.to_string() };
-        let ((_, _, ta), (_, b_name, tb)) = match (ea, eb) {
+        let ((_, _, ta, ca), (_, b_name, tb, cb)) = match (ea, eb) {
             (Some(ea), Some(eb)) => (ea, eb),
             (Some(_), None) => {
                 not_compared.push(miss("no result on B"));
@@ -351,6 +360,7 @@ pub fn slowdown(
                 gb.push(xb);
                 if options.measure == Measure::Steady {
                     unstable |= [xa, xb].iter().any(|x| Summary::of(x, &options.stats).is_some_and(|s| s.unstable));
+                    unstable |= ca.contains(case) || cb.contains(case);
                 }
             }
         }
@@ -448,8 +458,9 @@ pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
          slower (intolerable; per-function thresholds where set). Intervals: bootstrap {:.0}% percentile intervals, \
          {} resamples, seed {} (for a median ratio each side's samples are resampled within each case; for a \
          geometric mean the functions are resampled); a function is unstable when a case on either side has \
-         IQR/median above {:.0}%, more than 10% severe outliers (beyond 3×IQR; flagged, never dropped) or fewer \
-         than {} samples. Functions not timed on both sides are listed apart, never guessed.{}",
+         IQR/median above {:.0}%, more than 10% severe outliers (beyond 3×IQR; flagged, never dropped), fewer \
+         than {} samples, or threads that waited for a CPU more than {:.0}% of its steady state (other processes \
+         held the cores). Functions not timed on both sides are listed apart, never guessed.{}",
         b.describe(),
         a.describe(),
         fmt_threshold(options.threshold),
@@ -458,6 +469,7 @@ pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
         options.stats.seed,
         100.0 * options.stats.unstable_spread,
         options.stats.min_samples,
+        100.0 * options.stats.max_runqueue_wait,
         if options.across_frameworks() { " Frameworks are matched by the catalogue's canonical op." } else { "" }
     )
 }
@@ -977,6 +989,33 @@ mod tests {
         let a = r.functions.iter().find(|f| f.name == "torch.a").unwrap();
         assert!(a.unstable);
         assert!(render_table(&r).contains("unstable"));
+    }
+
+    #[test]
+    fn a_case_timed_while_other_processes_held_the_cpus_is_unstable() {
+        let t = Framework::Torch;
+        let steady = [100, 102, 98, 101, 99];
+        let mut rows = vec![
+            row(t, "quiet", 1, "cpu", Pass, None, &steady),
+            row(t, "quiet", 1, "cuda:0", Pass, None, &steady),
+            row(t, "busy", 1, "cpu", Pass, None, &steady),
+            row(t, "busy", 1, "cuda:0", Pass, None, &steady),
+        ];
+        // quiet: waited 2% of its steady state (an idle machine); busy on cuda:0's host: 56%.
+        for (r, wait) in rows.iter_mut().zip([2, 2, 2, 56]) {
+            r.result.runqueue_wait_ns = Some(wait * 1_000_000);
+            r.result.steady_wall_ns = Some(100_000_000);
+        }
+        let opts = SlowdownOptions::default();
+        let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&run_summary(), &dev("cuda:0"), &rows), &opts);
+        let flag = |name: &str| r.functions.iter().find(|f| f.name == name).unwrap().unstable;
+        assert!(!flag("torch.quiet"));
+        assert!(flag("torch.busy"), "56% run-queue wait is past the 10% default");
+        // Just under the line: not flagged. First calls are never judged by it.
+        rows[3].result.runqueue_wait_ns = Some(9_999_999);
+        let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&run_summary(), &dev("cuda:0"), &rows), &opts);
+        assert!(!r.functions.iter().any(|f| f.unstable));
+        assert!(render_table(&r).contains("waited for a CPU more than 10%"));
     }
 
     #[test]

@@ -557,6 +557,8 @@ pub(crate) mod tests {
                 samples_ns: samples.to_vec(),
                 block_sizes: Vec::new(),
                 compiles: None,
+                runqueue_wait_ns: None,
+                steady_wall_ns: None,
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),

@@ -95,6 +95,8 @@ pub fn execute_case(
             r.first_call_ns = reply.first_call_ns;
             r.samples_ns = reply.samples_ns;
             r.block_sizes = reply.block_sizes;
+            r.runqueue_wait_ns = reply.runqueue_wait_ns;
+            r.steady_wall_ns = reply.steady_wall_ns;
             r.outputs = reply.outputs;
             r.compiles = reply.compiles.filter(|_| device.mode() == Mode::Compiled);
             if passed && let Some(message) = recompiled(r.compiles, reply.compiles_first_call) {

@@ -47,14 +47,32 @@ pub struct StatsConfig {
     pub unstable_spread: f64,
     /// A case with fewer samples than this is flagged `unstable`.
     pub min_samples: usize,
+    /// A case whose worker threads waited for a CPU (runnable, not running: Linux's schedstat
+    /// run delay, summed over threads) for more than this share of its steady state's wall
+    /// time is flagged `unstable`: other processes held the CPUs it was timed on.
+    #[serde(default = "default_max_runqueue_wait")]
+    pub max_runqueue_wait: f64,
+}
+
+fn default_max_runqueue_wait() -> f64 {
+    StatsConfig::default().max_runqueue_wait
 }
 
 impl Default for StatsConfig {
     /// 10,000 resamples (criterion.rs's cheap default is 100,000; 10,000 keeps a
     /// 200-function report under a second) for 95% percentile intervals, seed 0; a case is
     /// unstable when its IQR exceeds 10% of its median (twice the worker's 5% stopping
-    /// target) or it has fewer than 3 samples.
+    /// target), it has fewer than 3 samples, or its threads waited for a CPU more than 10% of
+    /// its steady state (on this project's 2-core machine an idle run measures 0–2%; a run
+    /// beside one CPU-bound process 50–130%).
     fn default() -> Self {
-        StatsConfig { resamples: 10_000, level: 0.95, seed: 0, unstable_spread: 0.10, min_samples: 3 }
+        StatsConfig {
+            resamples: 10_000,
+            level: 0.95,
+            seed: 0,
+            unstable_spread: 0.10,
+            min_samples: 3,
+            max_runqueue_wait: 0.10,
+        }
     }
 }

@@ -145,6 +145,15 @@ pub struct CaseResult {
     /// `recompiles`. `None` for eager targets, imports and stores older than schema version 5.
     #[serde(default)]
     pub compiles: Option<u64>,
+    /// Time the worker's threads waited for a CPU (runnable, not running) during the steady
+    /// state, ns, summed over threads (Linux schedstat run delay). `None` for imports, kernels
+    /// without schedstat, cases that failed before their steady state, and stores older than
+    /// schema version 6.
+    #[serde(default)]
+    pub runqueue_wait_ns: Option<u64>,
+    /// Wall time of the steady state over which `runqueue_wait_ns` was taken, ns.
+    #[serde(default)]
+    pub steady_wall_ns: Option<u64>,
     /// Output descriptions (index, dtype, shape, .npy path) as JSON.
     pub outputs: serde_json::Value,
     /// Wall time of the whole case including harness work, in ms.
@@ -297,6 +306,17 @@ impl RunInfo {
 }
 
 impl CaseResult {
+    /// The share of the steady state's wall time that the worker's threads spent waiting for
+    /// a CPU (summed over threads, so above 1 when several threads waited at once): near 0 on a
+    /// machine with CPUs to spare; large when other processes held the CPUs while this case was
+    /// timed. `None` when not measured.
+    pub fn runqueue_wait_share(&self) -> Option<f64> {
+        match (self.runqueue_wait_ns, self.steady_wall_ns) {
+            (Some(w), Some(t)) if t > 0 => Some(w as f64 / t as f64),
+            _ => None,
+        }
+    }
+
     /// A result with only its case, device and outcome set; everything else empty.
     pub fn new(case_key: &str, device: Device, outcome: Outcome) -> CaseResult {
         CaseResult {
@@ -312,6 +332,8 @@ impl CaseResult {
             stderr_tail: None,
             first_call_ns: None,
             compiles: None,
+            runqueue_wait_ns: None,
+            steady_wall_ns: None,
             samples_ns: Vec::new(),
             block_sizes: Vec::new(),
             outputs: serde_json::Value::Null,

@@ -51,6 +51,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "blocked timing: calls per sample", sql: V3 },
     Migration { version: 4, name: "numeric agreement: float64 references and comparisons", sql: V4 },
     Migration { version: 5, name: "execution modes: compilations per result", sql: V5 },
+    Migration { version: 6, name: "CPU contention: run-queue wait during the steady state", sql: V6 },
 ];
 
 /// The newest schema version this binary knows.
@@ -229,6 +230,14 @@ CREATE INDEX comparisons_result ON comparisons (result_id);
 /// NULL for eager targets, imports and older results).
 const V5: &str = "
 ALTER TABLE results ADD COLUMN compiles BIGINT;
+";
+
+/// Version 6: how long the worker's threads waited for a CPU during the steady state
+/// (`runqueue_wait_ns`, Linux schedstat run delay summed over threads) and the steady state's
+/// wall time (`steady_wall_ns`); NULL for imports and older results.
+const V6: &str = "
+ALTER TABLE results ADD COLUMN runqueue_wait_ns BIGINT;
+ALTER TABLE results ADD COLUMN steady_wall_ns BIGINT;
 ";
 
 #[cfg(test)]

@@ -542,7 +542,8 @@ impl Store {
             "SELECT f.framework, f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note, \
              c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec, \
              r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
-             r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles \
+             r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles, \
+             r.runqueue_wait_ns, r.steady_wall_ns \
              FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
              WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
         )
@@ -567,6 +568,8 @@ impl Store {
                     outputs: json(row, 27)?,
                     finished_at: row.get(28)?,
                     compiles: row.get::<_, Option<i64>>(29)?.map(|v| to_u64(v, 29)).transpose()?,
+                    runqueue_wait_ns: row.get::<_, Option<i64>>(30)?.map(|v| to_u64(v, 30)).transpose()?,
+                    steady_wall_ns: row.get::<_, Option<i64>>(31)?.map(|v| to_u64(v, 31)).transpose()?,
                     samples_ns: samples.remove(&id).unwrap_or_default(),
                     block_sizes: calls.remove(&id).unwrap_or_default(),
                 };
@@ -675,6 +678,8 @@ fn insert_plan<'k>(
 fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
     r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
+    r.runqueue_wait_ns.map(|n| ctx.int(n, "runqueue_wait_ns")).transpose()?;
+    r.steady_wall_ns.map(|n| ctx.int(n, "steady_wall_ns")).transpose()?;
     if !r.block_sizes.is_empty() && r.block_sizes.len() != r.samples_ns.len() {
         return Err(ctx.invalid(format!(
             "result {}: {} block sizes for {} samples",
@@ -691,19 +696,23 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
 fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResult) -> Result<(), StoreError> {
     let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
     let compiles = r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
+    let runqueue_wait = r.runqueue_wait_ns.map(|n| ctx.int(n, "runqueue_wait_ns")).transpose()?;
+    let steady_wall = r.steady_wall_ns.map(|n| ctx.int(n, "steady_wall_ns")).transpose()?;
     let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
     let outputs = ctx.json(&r.outputs, "outputs")?;
     let result: i64 = prepare(
         tx,
         "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, traceback, \
-         phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+         phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, runqueue_wait_ns, \
+         steady_wall_ns) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
          ON CONFLICT (case_id, device) DO UPDATE SET \
          outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
          message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
          signal = excluded.signal, stderr_tail = excluded.stderr_tail, \
          first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
-         outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles \
+         outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles, \
+         runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns \
          RETURNING id",
     )
     .and_then(|mut s| {
@@ -724,7 +733,9 @@ fn insert_result(tx: &Connection, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseRes
                 r.wall_ms,
                 outputs,
                 r.finished_at,
-                compiles
+                compiles,
+                runqueue_wait,
+                steady_wall
             ],
             |row| row.get(0),
         )
@@ -1040,6 +1051,8 @@ mod tests {
             samples_ns: vec![30, 10, 20, i64::MAX as u64],
             block_sizes: vec![1, 2, 3, 4],
             compiles: Some(2),
+            runqueue_wait_ns: Some(1_500_000),
+            steady_wall_ns: Some(101_000_000),
             outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
             wall_ms: 12.75,
             finished_at: "2026-12-01T10:00:03Z".into(),
@@ -1473,7 +1486,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(versions, vec![1, 2, 3, 4, 5]);
+        assert_eq!(versions, (1..=schema::latest_version()).collect::<Vec<_>>());
         let old = store.latest_run().unwrap().unwrap();
         assert_eq!((old.info.host.as_str(), old.info.seed, old.state.as_str()), ("old-box", 7, "finished"));
         assert_eq!(old.origin, RunOrigin::default());
@@ -1494,7 +1507,8 @@ mod tests {
             .conn
             .execute_batch(
                 "DROP TABLE comparisons; DROP TABLE reference_outputs; ALTER TABLE samples DROP COLUMN calls; \
-                 ALTER TABLE results DROP COLUMN compiles; DELETE FROM schema_version WHERE version >= 3;",
+                 ALTER TABLE results DROP COLUMN compiles; ALTER TABLE results DROP COLUMN runqueue_wait_ns; \
+                 ALTER TABLE results DROP COLUMN steady_wall_ns; DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
         let path = dir.path().join("mlport.db");
@@ -1505,6 +1519,7 @@ mod tests {
         let got = &store.results(run).unwrap()[0].result;
         assert_eq!(got.samples_ns, vec![30, 10, 20, i64::MAX as u64]);
         assert!(got.block_sizes.is_empty(), "old samples are single calls");
+        assert_eq!((got.runqueue_wait_ns, got.steady_wall_ns), (None, None), "not measured before version 6");
         assert_eq!(got.compiles, None, "old results were not compiled");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");

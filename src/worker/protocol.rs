@@ -1,4 +1,4 @@
-//! The worker protocol, version 4 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 5 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -210,6 +210,14 @@ pub struct RunReply {
     /// Compiled mode: compilations made by the first call alone (protocol 4).
     #[serde(default)]
     pub compiles_first_call: Option<u64>,
+    /// Time the worker's threads spent runnable but waiting for a CPU during the steady state,
+    /// summed over threads, ns (Linux's per-thread `schedstat` run delay; protocol 5). `None`
+    /// where the kernel does not report it or the case failed before its steady state.
+    #[serde(default)]
+    pub runqueue_wait_ns: Option<u64>,
+    /// Wall time of the steady state over which `runqueue_wait_ns` was taken, ns (protocol 5).
+    #[serde(default)]
+    pub steady_wall_ns: Option<u64>,
     /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
     /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
     /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.
@@ -267,7 +275,7 @@ mod tests {
         let spec = serde_json::json!({"function": "torch.add"});
         let t = Timing::default();
         let r = Request::Run {
-            v: 4,
+            v: 5,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -282,14 +290,14 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":4,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":5,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 4 }).unwrap(), r#"{"op":"shutdown","v":4}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 5 }).unwrap(), r#"{"op":"shutdown","v":5}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":4,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":5,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
@@ -299,16 +307,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":4,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1}"#).unwrap() {
+        match parse_line(r#"{"v":5,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
             Message::Result(r) => {
                 assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64]));
                 assert_eq!((r.compiles, r.compiles_first_call), (Some(3), Some(1)));
+                assert_eq!((r.runqueue_wait_ns, r.steady_wall_ns), (Some(7), Some(100)));
             }
             other => panic!("{other:?}"),
         }
         assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"v":3,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
-        assert!(parse_line(r#"{"v":4,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":4,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
+        assert!(parse_line(r#"{"v":5,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

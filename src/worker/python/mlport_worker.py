@@ -19,7 +19,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -223,7 +223,12 @@ def run_case(adapter, req):
             phase = "steady"
             out = None  # the first call's output is saved: let its memory go before timing
             try:
+                wait0, wall0 = runqueue_wait_ns(), time.perf_counter_ns()
                 result["samples_ns"], result["block_sizes"] = blocked(call, adapter, timing)
+                wait1, wall1 = runqueue_wait_ns(), time.perf_counter_ns()
+                if wait0 is not None and wait1 is not None:
+                    result["runqueue_wait_ns"] = max(0, wait1 - wait0)
+                    result["steady_wall_ns"] = wall1 - wall0
             except Exception as e:
                 raise CaseError("steady", e, harness=is_harness_error(e, case_filename))
             finally:
@@ -258,6 +263,27 @@ def _spread(values):
 
     med = q(0.5)
     return (q(0.75) - q(0.25)) / med if med > 0 else 0.0
+
+
+def runqueue_wait_ns():
+    """Time this process's threads have spent runnable but waiting for a CPU, summed over its
+    threads, in ns: the second field of Linux's /proc/self/task/<tid>/schedstat (`run_delay`,
+    "time spent waiting on a runqueue", Documentation/scheduler/sched-stats.rst). Read before
+    and after the steady state, never inside a timed block. Its growth over the steady state's
+    wall time says how much of that time other processes held the CPUs this case wanted.
+    None where the kernel does not provide it (not Linux, or schedstats unavailable)."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total if tids else None
 
 
 def blocked(call, adapter, timing):
