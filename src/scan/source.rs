@@ -1,6 +1,6 @@
 //! One Python source through the parser: the full parse (tree-sitter-python over every
 //! byte) and the fast path, which parses only what can hold a framework call and gives the
-//! same calls.
+//! same result.
 //!
 //! The fast path: (1) a file whose text names no framework (`torch`, `tensorflow`, `jax`,
 //! `numpy`), lies outside a framework's package and star-imports nothing cannot bind a
@@ -15,8 +15,14 @@
 //! least [`CUT`] bytes are cut out of its ranges (tree-sitter's lexer scans its included
 //! ranges from the first at every token, so many ranges cost more than they save). A file
 //! with a star import, a lexer surprise or a parse error in the parsed part is parsed in
-//! full. The one difference: a syntax error in a statement that is not parsed goes
-//! unnoticed (the full parse reports such a file as unparsable).
+//! full.
+//!
+//! Syntax errors, in both modes: a file is reported as unparsable when the statements the
+//! fast path parses hold an error. An error elsewhere (a statement that neither imports nor
+//! names a framework, or a file that names none) cannot hide a framework call: the full
+//! parse then keeps the fast path's scan of the file, as the fast path never parses such a
+//! statement. (tree-sitter-python rejects a few valid statements, such as
+//! `host, *rest = endpoint, *[]`; their files are still scanned.)
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -119,7 +125,9 @@ pub fn scan_full(
 ) -> Result<SourceScan, SyntaxError> {
     let tree = parse(src, None).ok_or_else(|| SyntaxError { line: 1, message: "the parser gave up".into() })?;
     if tree.root_node().has_error() {
-        return Err(first_error(&tree, src));
+        // An error counts only where it can hide a framework call: when the statements
+        // the fast path parses are free of errors, their scan stands.
+        return partial(src, module, is_package, measured).ok_or_else(|| first_error(&tree, src));
     }
     let aliases = collect_imports(&tree, src, module, is_package);
     let found = extract(&tree, src, &aliases, measured);
@@ -133,7 +141,7 @@ pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
         .any(|i| (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b)))
 }
 
-/// Scans a source the fast way (see the module's notes); same calls as [`scan_full`].
+/// Scans a source the fast way (see the module's notes); same result as [`scan_full`].
 pub fn scan_fast(
     src: &[u8],
     module: Option<&[String]>,
@@ -576,6 +584,17 @@ def lazy():
         assert_eq!(code.len(), s.len());
         assert_eq!(code.iter().filter(|b| **b == b'\n').count(), s.iter().filter(|b| **b == b'\n').count());
         assert!(ranges.len() < 10 && code_bytes < s.len() / 2, "{ranges:?}");
+    }
+
+    #[test]
+    fn syntax_errors_count_only_where_a_framework_call_can_hide() {
+        // tree-sitter-python rejects this valid statement; it names no framework.
+        let fine = b"import torch\n\nhost, *rest = endpoint, *[]\n\nx = torch.zeros(1)\n";
+        assert!(parse(fine, None).unwrap().root_node().has_error());
+        assert_eq!(same(fine).found.calls, [("torch.zeros".to_string(), 5)]);
+        let bad = b"import torch\n\nhost, *rest = torch.e, *[]\n";
+        let m = measured();
+        assert_eq!(scan_full(bad, None, false, &m).unwrap_err(), scan_fast(bad, None, false, &m).unwrap_err());
     }
 
     #[test]
