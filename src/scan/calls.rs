@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use tree_sitter::{Node, Tree};
 
 use super::imports::{Aliases, framework_of, resolve_relative};
+use super::source::marked;
 use crate::model::Framework;
 
 /// The node kinds the extraction tells apart (every other kind is `Other`).
@@ -185,26 +186,27 @@ fn dotted(n: Node<'_>, src: &[u8]) -> Option<String> {
 /// node's children, and `visit(node, false)` on leaving it.
 fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, bool) -> bool) {
     let mut cursor = root.walk();
-    let mut descend = visit(cursor.node(), true);
+    let mut descend = visit(root, true);
+    // How far below `root` the cursor is (cheaper than comparing nodes).
+    let mut depth = 0usize;
     loop {
         if descend && cursor.goto_first_child() {
+            depth += 1;
             descend = visit(cursor.node(), true);
             continue;
         }
         // No (more) children: leave this node, then move to a sibling or climb.
         loop {
-            if cursor.node() == root {
-                visit(root, false);
+            visit(cursor.node(), false);
+            if depth == 0 {
                 return;
             }
-            visit(cursor.node(), false);
             if cursor.goto_next_sibling() {
                 descend = visit(cursor.node(), true);
                 break;
             }
-            if !cursor.goto_parent() {
-                return;
-            }
+            cursor.goto_parent();
+            depth -= 1;
         }
     }
 }
@@ -530,9 +532,10 @@ struct LazyScope<'t> {
 }
 
 /// The framework calls of a parsed file under `aliases` (from [`collect_imports`]).
-/// `measured` holds the method names worth listing as unresolved.
-pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<String>) -> Extracted {
-    let fw_names: Vec<&str> = aliases.framework_names().collect();
+/// `uses` holds where `src` names a framework-bound name as a word, in order
+/// ([`super::source::word_positions`]); `measured` the method names worth listing as
+/// unresolved.
+pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, uses: &[u32], measured: &HashSet<String>) -> Extracted {
     let mut out = Extracted::default();
     let mut scopes: Vec<LazyScope<'_>> = Vec::new();
     let mut defined: HashSet<String> = HashSet::new();
@@ -578,7 +581,7 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
                 }
                 K::Call => {
                     if let Some(f) = n.child_by_field_id(ids().function) {
-                        call(f, n, src, aliases, &fw_names, &mut scopes, measured, &mut out, &mut pending, keep_free);
+                        call(f, n, src, aliases, uses, &mut scopes, measured, &mut out, &mut pending, keep_free);
                     }
                 }
                 // A subtree without `(` or `@` holds no call, decorator or function.
@@ -588,11 +591,8 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
             true
         });
         // Unresolved calls count only in statements that use a framework name.
-        if !pending.is_empty() {
-            let bytes = &src[stmt.byte_range()];
-            if fw_names.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
-                out.unresolved.append(&mut pending);
-            }
+        if !pending.is_empty() && marked(uses, stmt.byte_range()) {
+            out.unresolved.append(&mut pending);
         }
     }
     if keep_free {
@@ -604,26 +604,15 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
     out
 }
 
-/// Whether a sorted list of positions has one in `range`.
-fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
-    let i = marks.partition_point(|&p| (p as usize) < range.start);
-    marks.get(i).is_some_and(|&p| (p as usize) < range.end)
-}
-
 /// The type of local `name` in the innermost function that binds it.
-fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, fw: &[&str]) -> Option<String> {
+fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, uses: &[u32]) -> Option<String> {
     if name == "self" || name == "cls" {
         return None;
     }
     for s in scopes.iter_mut().rev() {
         let scope = s.scope.get_or_insert_with(|| {
             // Without a framework name in its text, nothing in a function is typed.
-            let bytes = &src[s.node.byte_range()];
-            if fw.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
-                function_scope(s.node, src, aliases)
-            } else {
-                Scope::new()
-            }
+            if marked(uses, s.node.byte_range()) { function_scope(s.node, src, aliases) } else { Scope::new() }
         });
         if let Some(t) = scope.get(name) {
             return t.clone();
@@ -638,7 +627,7 @@ fn call(
     n: Node<'_>,
     src: &[u8],
     aliases: &Aliases,
-    fw: &[&str],
+    uses: &[u32],
     scopes: &mut [LazyScope<'_>],
     measured: &HashSet<String>,
     out: &mut Extracted,
@@ -658,7 +647,7 @@ fn call(
         }
         let Some((head, method)) = chain.rsplit_once('.') else { return };
         // A local name of a function (innermost binding wins).
-        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, fw) };
+        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, uses) };
         match ty {
             Some(t) => out.calls.push((format!("{t}.{method}"), line)),
             _ if measured.contains(method) => pending.push((format!("?.{method}"), line)),

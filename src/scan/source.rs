@@ -130,7 +130,8 @@ pub fn scan_full(
         return partial(src, module, is_package, measured).ok_or_else(|| first_error(&tree, src));
     }
     let aliases = collect_imports(&tree, src, module, is_package);
-    let found = extract(&tree, src, &aliases, measured);
+    let uses = uses(src, &aliases);
+    let found = extract(&tree, src, &aliases, &uses, measured);
     Ok(SourceScan { aliases, found, handling: Handling::Full, parsed_bytes: src.len() })
 }
 
@@ -139,6 +140,62 @@ pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
     let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
     memmem::find_iter(hay, word)
         .any(|i| (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b)))
+}
+
+/// The start of every whole-identifier occurrence in `hay` of one of `words` (as
+/// [`has_word`] finds them, in one pass for all the words), in order.
+pub fn word_positions(hay: &[u8], words: &[&str]) -> Vec<u32> {
+    let mut out = Vec::new();
+    if words.is_empty() {
+        return out;
+    }
+    const IDENT: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            t[b] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+            b += 1;
+        }
+        t
+    };
+    let ident = |b: u8| IDENT[b as usize];
+    let set: HashSet<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+    let (min, max) = set.iter().fold((usize::MAX, 0), |(lo, hi), w| (lo.min(w.len()), hi.max(w.len())));
+    let mut first = [false; 256];
+    for w in &set {
+        if let Some(b) = w.first() {
+            first[*b as usize] = true;
+        }
+    }
+    let mut i = 0;
+    while i < hay.len() {
+        if !ident(hay[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < hay.len() && ident(hay[i]) {
+            i += 1;
+        }
+        let len = i - start;
+        if first[hay[start] as usize] && (min..=max).contains(&len) && set.contains(&hay[start..i]) {
+            out.push(start as u32);
+        }
+    }
+    out
+}
+
+/// Where a source uses a name its imports bind to a framework.
+fn uses(src: &[u8], aliases: &Aliases) -> Vec<u32> {
+    let names: Vec<&str> = aliases.framework_names().collect();
+    word_positions(src, &names)
+}
+
+/// Whether a sorted list of positions has one in `range`.
+pub fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
+    let i = marks.partition_point(|&p| (p as usize) < range.start);
+    marks.get(i).is_some_and(|&p| (p as usize) < range.end)
 }
 
 /// Scans a source the fast way (see the module's notes); same result as [`scan_full`].
@@ -175,21 +232,24 @@ fn partial(src: &[u8], module: Option<&[String]>, is_package: bool, measured: &H
     let mut parsed = 0;
     let mut aliases = Aliases::default();
     let mut found = Extracted::default();
+    let mut import_tree = None;
     if !imports.is_empty() {
         let (code, ranges, code_bytes) = prepare(src, &chunks, &imports, &gaps);
         parsed += code_bytes;
         let tree = parse(&code, Some(&ranges)).filter(|t| !t.root_node().has_error())?;
         aliases = collect_imports(&tree, src, module, is_package);
-        found = extract(&tree, src, &aliases, measured);
+        import_tree = Some(tree);
     }
-    let names: Vec<&str> = aliases.framework_names().collect();
-    let wanted: Vec<&Chunk> =
-        rest.into_iter().filter(|c| names.iter().any(|n| has_word(c.bytes(src), n.as_bytes()))).collect();
+    let uses = uses(src, &aliases);
+    if let Some(tree) = import_tree {
+        found = extract(&tree, src, &aliases, &uses, measured);
+    }
+    let wanted: Vec<&Chunk> = rest.into_iter().filter(|c| marked(&uses, c.start..c.end)).collect();
     if !wanted.is_empty() {
         let (code, ranges, code_bytes) = prepare(src, &chunks, &wanted, &gaps);
         parsed += code_bytes;
         let tree = parse(&code, Some(&ranges)).filter(|t| !t.root_node().has_error())?;
-        let more = extract(&tree, src, &aliases, measured);
+        let more = extract(&tree, src, &aliases, &uses, measured);
         found.calls.extend(more.calls);
         found.unresolved.extend(more.unresolved);
     }
@@ -500,6 +560,9 @@ mod tests {
         assert!(has_word(b"x = torch.zeros(1)", b"torch"));
         assert!(!has_word(b"x = torchvision.zeros(1)", b"torch"));
         assert!(!has_word(b"x = my_torch", b"torch"));
+        let src = "torch my_torch torchx np.torch é_np np\nnp".as_bytes();
+        assert_eq!(word_positions(src, &["torch", "np"]), [0, 22, 25, 37, 40]);
+        assert!(marked(&[3, 9], 4..10) && !marked(&[3, 9], 4..9));
         assert!(has_star_import(b"from torch import *\n"));
         assert!(has_star_import(b"from torch import (\n *)\n"));
         assert!(!has_star_import(b"import torch\nx = 2 * 3\n"));
