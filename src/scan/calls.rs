@@ -19,11 +19,125 @@
 //!   resolve against the star-imported module.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use tree_sitter::{Node, Tree};
 
 use super::imports::{Aliases, framework_of, resolve_relative};
+use super::source::marked;
 use crate::model::Framework;
+
+/// The node kinds the extraction tells apart (every other kind is `Other`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum K {
+    Other,
+    Identifier,
+    Attribute,
+    ImportStatement,
+    DottedName,
+    AliasedImport,
+    ImportFromStatement,
+    Call,
+    ExpressionStatement,
+    String,
+    ReturnStatement,
+    RelativeImport,
+    ImportPrefix,
+    WildcardImport,
+    Type,
+    TypedParameter,
+    TypedDefaultParameter,
+    FunctionDefinition,
+    ClassDefinition,
+    Lambda,
+    Assignment,
+    ForStatement,
+    ForInClause,
+    AsPattern,
+    NamedExpression,
+    GlobalStatement,
+    NonlocalStatement,
+    Decorator,
+    Subscript,
+}
+
+/// tree-sitter-python's ids of those kinds and of the fields read, looked up once: comparing
+/// ids is cheaper than comparing kind names, and a field lookup by name scans every name.
+struct Ids {
+    /// Kind of each kind id (several ids may share a name).
+    kinds: Vec<K>,
+    alias: u16,
+    attribute: u16,
+    body: u16,
+    function: u16,
+    left: u16,
+    module_name: u16,
+    name: u16,
+    object: u16,
+    parameters: u16,
+    right: u16,
+    r#type: u16,
+}
+
+fn ids() -> &'static Ids {
+    static IDS: OnceLock<Ids> = OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let kinds = (0..lang.node_kind_count() as u16)
+            .map(|id| match lang.node_kind_for_id(id).unwrap_or("") {
+                "identifier" => K::Identifier,
+                "attribute" => K::Attribute,
+                "import_statement" => K::ImportStatement,
+                "dotted_name" => K::DottedName,
+                "aliased_import" => K::AliasedImport,
+                "import_from_statement" => K::ImportFromStatement,
+                "call" => K::Call,
+                "expression_statement" => K::ExpressionStatement,
+                "string" => K::String,
+                "return_statement" => K::ReturnStatement,
+                "relative_import" => K::RelativeImport,
+                "import_prefix" => K::ImportPrefix,
+                "wildcard_import" => K::WildcardImport,
+                "type" => K::Type,
+                "typed_parameter" => K::TypedParameter,
+                "typed_default_parameter" => K::TypedDefaultParameter,
+                "function_definition" => K::FunctionDefinition,
+                "class_definition" => K::ClassDefinition,
+                "lambda" => K::Lambda,
+                "assignment" => K::Assignment,
+                "for_statement" => K::ForStatement,
+                "for_in_clause" => K::ForInClause,
+                "as_pattern" => K::AsPattern,
+                "named_expression" => K::NamedExpression,
+                "global_statement" => K::GlobalStatement,
+                "nonlocal_statement" => K::NonlocalStatement,
+                "decorator" => K::Decorator,
+                "subscript" => K::Subscript,
+                _ => K::Other,
+            })
+            .collect();
+        let field = |name: &str| lang.field_id_for_name(name).map_or(0, |f| f.get());
+        Ids {
+            kinds,
+            alias: field("alias"),
+            attribute: field("attribute"),
+            body: field("body"),
+            function: field("function"),
+            left: field("left"),
+            module_name: field("module_name"),
+            name: field("name"),
+            object: field("object"),
+            parameters: field("parameters"),
+            right: field("right"),
+            r#type: field("type"),
+        }
+    })
+}
+
+/// The kind of a node.
+fn kind(n: Node<'_>) -> K {
+    ids().kinds.get(n.kind_id() as usize).copied().unwrap_or(K::Other)
+}
 
 /// What one file's tree yields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,15 +158,27 @@ fn text<'a>(n: Node<'_>, src: &'a [u8]) -> &'a str {
 
 /// `a.b.c` for an identifier or an attribute chain of identifiers; `None` otherwise.
 fn dotted(n: Node<'_>, src: &[u8]) -> Option<String> {
-    match n.kind() {
-        "identifier" => Some(text(n, src).to_string()),
-        "attribute" => {
-            let obj = dotted(n.child_by_field_name("object")?, src)?;
-            let attr = n.child_by_field_name("attribute")?;
-            Some(format!("{obj}.{}", text(attr, src)))
+    let mut parts: Vec<&str> = Vec::new();
+    let mut cur = n;
+    loop {
+        match kind(cur) {
+            K::Identifier => break parts.push(text(cur, src)),
+            K::Attribute => {
+                let obj = cur.child_by_field_id(ids().object)?;
+                parts.push(text(cur.child_by_field_id(ids().attribute)?, src));
+                cur = obj;
+            }
+            _ => return None,
         }
-        _ => None,
     }
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, p) in parts.iter().rev().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        out.push_str(p);
+    }
+    Some(out)
 }
 
 /// Visits every node below `root` in document order without recursion (trees of long
@@ -60,26 +186,27 @@ fn dotted(n: Node<'_>, src: &[u8]) -> Option<String> {
 /// node's children, and `visit(node, false)` on leaving it.
 fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, bool) -> bool) {
     let mut cursor = root.walk();
-    let mut descend = visit(cursor.node(), true);
+    let mut descend = visit(root, true);
+    // How far below `root` the cursor is (cheaper than comparing nodes).
+    let mut depth = 0usize;
     loop {
         if descend && cursor.goto_first_child() {
+            depth += 1;
             descend = visit(cursor.node(), true);
             continue;
         }
         // No (more) children: leave this node, then move to a sibling or climb.
         loop {
-            if cursor.node() == root {
-                visit(root, false);
+            visit(cursor.node(), false);
+            if depth == 0 {
                 return;
             }
-            visit(cursor.node(), false);
             if cursor.goto_next_sibling() {
                 descend = visit(cursor.node(), true);
                 break;
             }
-            if !cursor.goto_parent() {
-                return;
-            }
+            cursor.goto_parent();
+            depth -= 1;
         }
     }
 }
@@ -91,15 +218,15 @@ pub fn collect_imports(tree: &Tree, src: &[u8], module: Option<&[String]>, is_pa
     let mut aliases = Aliases::default();
     walk(tree.root_node(), |n, enter| {
         enter
-            && match n.kind() {
-                "import_statement" => {
+            && match kind(n) {
+                K::ImportStatement => {
                     let mut c = n.walk();
                     for child in n.named_children(&mut c) {
-                        match child.kind() {
-                            "dotted_name" => aliases.add_import(text(child, src), None),
-                            "aliased_import" => {
+                        match kind(child) {
+                            K::DottedName => aliases.add_import(text(child, src), None),
+                            K::AliasedImport => {
                                 if let (Some(name), Some(alias)) =
-                                    (child.child_by_field_name("name"), child.child_by_field_name("alias"))
+                                    (child.child_by_field_id(ids().name), child.child_by_field_id(ids().alias))
                                 {
                                     aliases.add_import(text(name, src), Some(text(alias, src)));
                                 }
@@ -109,12 +236,12 @@ pub fn collect_imports(tree: &Tree, src: &[u8], module: Option<&[String]>, is_pa
                     }
                     false
                 }
-                "import_from_statement" => {
+                K::ImportFromStatement => {
                     from_import(n, src, module, is_package, &mut aliases);
                     false
                 }
                 // Expressions hold no import statements; statements and blocks may.
-                "call" | "expression_statement" | "string" | "return_statement" => false,
+                K::Call | K::ExpressionStatement | K::String | K::ReturnStatement => false,
                 _ => true,
             }
     });
@@ -122,16 +249,16 @@ pub fn collect_imports(tree: &Tree, src: &[u8], module: Option<&[String]>, is_pa
 }
 
 fn from_import(n: Node<'_>, src: &[u8], module: Option<&[String]>, is_package: bool, aliases: &mut Aliases) {
-    let Some(m) = n.child_by_field_name("module_name") else { return };
-    let resolved = match m.kind() {
-        "relative_import" => {
+    let Some(m) = n.child_by_field_id(ids().module_name) else { return };
+    let resolved = match kind(m) {
+        K::RelativeImport => {
             let mut c = m.walk();
             let mut dots = 0;
             let mut rest = "";
             for child in m.named_children(&mut c) {
-                match child.kind() {
-                    "import_prefix" => dots = text(child, src).trim().len(),
-                    "dotted_name" => rest = text(child, src),
+                match kind(child) {
+                    K::ImportPrefix => dots = text(child, src).trim().len(),
+                    K::DottedName => rest = text(child, src),
                     _ => {}
                 }
             }
@@ -144,16 +271,16 @@ fn from_import(n: Node<'_>, src: &[u8], module: Option<&[String]>, is_package: b
         if child == m {
             continue;
         }
-        match child.kind() {
-            "wildcard_import" => {
+        match kind(child) {
+            K::WildcardImport => {
                 if let Some(r) = &resolved {
                     aliases.stars.push((r.clone(), n.start_position().row as u32 + 1));
                 }
             }
-            "dotted_name" => aliases.add_from(resolved.as_deref(), text(child, src), None),
-            "aliased_import" => {
+            K::DottedName => aliases.add_from(resolved.as_deref(), text(child, src), None),
+            K::AliasedImport => {
                 if let (Some(name), Some(alias)) =
-                    (child.child_by_field_name("name"), child.child_by_field_name("alias"))
+                    (child.child_by_field_id(ids().name), child.child_by_field_id(ids().alias))
                 {
                     aliases.add_from(resolved.as_deref(), text(name, src), Some(text(alias, src)));
                 }
@@ -239,7 +366,7 @@ fn returns(q: &str) -> Option<String> {
 
 /// An annotation that names a framework type (`torch.Tensor`, `np.ndarray`, `jax.Array`).
 fn annotation_type(n: Node<'_>, src: &[u8], aliases: &Aliases) -> Option<String> {
-    let n = if n.kind() == "type" { n.named_child(0)? } else { n };
+    let n = if kind(n) == K::Type { n.named_child(0)? } else { n };
     let q = aliases.resolve(&dotted(n, src)?)?;
     framework_of(&q)?;
     let last = q.rsplit('.').next()?;
@@ -268,29 +395,29 @@ fn bind_unknown(scope: &mut Scope, target: Node<'_>, src: &[u8]) {
         if !enter {
             return true;
         }
-        if n.kind() == "identifier" {
+        if kind(n) == K::Identifier {
             bind(scope, text(n, src), None);
         }
         // `a.b = ...` and `a[i] = ...` bind nothing.
-        !matches!(n.kind(), "attribute" | "subscript")
+        !matches!(kind(n), K::Attribute | K::Subscript)
     });
 }
 
 /// The local names of a function and what they hold.
 fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
     let mut scope = Scope::new();
-    if let Some(params) = f.child_by_field_name("parameters") {
+    if let Some(params) = f.child_by_field_id(ids().parameters) {
         let mut c = params.walk();
         for p in params.named_children(&mut c) {
-            match p.kind() {
-                "identifier" => bind(&mut scope, text(p, src), None),
-                "typed_parameter" | "typed_default_parameter" => {
-                    let name = match p.kind() {
-                        "typed_parameter" => p.named_child(0),
-                        _ => p.child_by_field_name("name"),
+            match kind(p) {
+                K::Identifier => bind(&mut scope, text(p, src), None),
+                K::TypedParameter | K::TypedDefaultParameter => {
+                    let name = match kind(p) {
+                        K::TypedParameter => p.named_child(0),
+                        _ => p.child_by_field_id(ids().name),
                     };
-                    let ty = p.child_by_field_name("type").and_then(|t| annotation_type(t, src, aliases));
-                    if let Some(name) = name.filter(|n| n.kind() == "identifier") {
+                    let ty = p.child_by_field_id(ids().r#type).and_then(|t| annotation_type(t, src, aliases));
+                    if let Some(name) = name.filter(|n| kind(*n) == K::Identifier) {
                         bind(&mut scope, text(name, src), ty);
                     } else if let Some(name) = name {
                         bind_unknown(&mut scope, name, src);
@@ -300,17 +427,17 @@ fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
             }
         }
     }
-    let Some(body) = f.child_by_field_name("body") else { return scope };
+    let Some(body) = f.child_by_field_id(ids().body) else { return scope };
     walk(body, |n, enter| {
         enter
-            && match n.kind() {
-                "function_definition" | "class_definition" | "lambda" => false,
-                "assignment" => {
-                    if let Some(left) = n.child_by_field_name("left") {
-                        if left.kind() == "identifier" {
-                            let ty = match (n.child_by_field_name("type"), n.child_by_field_name("right")) {
+            && match kind(n) {
+                K::FunctionDefinition | K::ClassDefinition | K::Lambda => false,
+                K::Assignment => {
+                    if let Some(left) = n.child_by_field_id(ids().left) {
+                        if kind(left) == K::Identifier {
+                            let ty = match (n.child_by_field_id(ids().r#type), n.child_by_field_id(ids().right)) {
                                 (Some(t), _) => annotation_type(t, src, aliases),
-                                (None, Some(r)) if r.kind() == "call" => receiver(r, src, aliases),
+                                (None, Some(r)) if kind(r) == K::Call => receiver(r, src, aliases),
                                 _ => None,
                             };
                             bind(&mut scope, text(left, src), ty);
@@ -320,25 +447,25 @@ fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
                     }
                     true
                 }
-                "for_statement" | "for_in_clause" => {
-                    if let Some(left) = n.child_by_field_name("left") {
+                K::ForStatement | K::ForInClause => {
+                    if let Some(left) = n.child_by_field_id(ids().left) {
                         bind_unknown(&mut scope, left, src);
                     }
                     true
                 }
-                "as_pattern" => {
-                    if let Some(alias) = n.child_by_field_name("alias") {
+                K::AsPattern => {
+                    if let Some(alias) = n.child_by_field_id(ids().alias) {
                         bind_unknown(&mut scope, alias, src);
                     }
                     true
                 }
-                "named_expression" => {
-                    if let Some(name) = n.child_by_field_name("name") {
+                K::NamedExpression => {
+                    if let Some(name) = n.child_by_field_id(ids().name) {
                         bind_unknown(&mut scope, name, src);
                     }
                     true
                 }
-                "global_statement" | "nonlocal_statement" => {
+                K::GlobalStatement | K::NonlocalStatement => {
                     bind_unknown(&mut scope, n, src);
                     false
                 }
@@ -350,7 +477,7 @@ fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
 
 /// What a call expression returns, when it is clearly a framework object.
 fn receiver(call: Node<'_>, src: &[u8], aliases: &Aliases) -> Option<String> {
-    let f = call.child_by_field_name("function")?;
+    let f = call.child_by_field_id(ids().function)?;
     returns(&aliases.resolve(&dotted(f, src)?)?)
 }
 
@@ -405,9 +532,10 @@ struct LazyScope<'t> {
 }
 
 /// The framework calls of a parsed file under `aliases` (from [`collect_imports`]).
-/// `measured` holds the method names worth listing as unresolved.
-pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<String>) -> Extracted {
-    let fw_names: Vec<&str> = aliases.framework_names().collect();
+/// `uses` holds where `src` names a framework-bound name as a word, in order
+/// ([`super::source::word_positions`]); `measured` the method names worth listing as
+/// unresolved.
+pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, uses: &[u32], measured: &HashSet<String>) -> Extracted {
     let mut out = Extracted::default();
     let mut scopes: Vec<LazyScope<'_>> = Vec::new();
     let mut defined: HashSet<String> = HashSet::new();
@@ -415,34 +543,35 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
     let root = tree.root_node();
     let keep_free = !aliases.stars.is_empty();
     let line = |n: Node<'_>| n.start_position().row as u32 + 1;
+    let marks: Vec<u32> = memchr::memchr2_iter(b'(', b'@', src).map(|p| p as u32).collect();
     let mut statements = root.walk();
     for stmt in root.named_children(&mut statements) {
         pending.clear();
         walk(stmt, |n, enter| {
             if !enter {
-                if n.kind() == "function_definition" {
+                if kind(n) == K::FunctionDefinition {
                     scopes.pop();
                 }
                 return true;
             }
-            match n.kind() {
-                "function_definition" => {
-                    if keep_free && let Some(name) = n.child_by_field_name("name") {
+            match kind(n) {
+                K::FunctionDefinition => {
+                    if keep_free && let Some(name) = n.child_by_field_id(ids().name) {
                         defined.insert(text(name, src).to_string());
                     }
                     scopes.push(LazyScope { node: n, scope: None });
                 }
-                "class_definition" if keep_free => {
-                    if let Some(name) = n.child_by_field_name("name") {
+                K::ClassDefinition if keep_free => {
+                    if let Some(name) = n.child_by_field_id(ids().name) {
                         defined.insert(text(name, src).to_string());
                     }
                 }
-                "assignment" if keep_free => {
-                    if let Some(left) = n.child_by_field_name("left").filter(|l| l.kind() == "identifier") {
+                K::Assignment if keep_free => {
+                    if let Some(left) = n.child_by_field_id(ids().left).filter(|l| kind(*l) == K::Identifier) {
                         defined.insert(text(left, src).to_string());
                     }
                 }
-                "decorator" => {
+                K::Decorator => {
                     if let Some(e) = n.named_child(0)
                         && let Some(q) = dotted(e, src).and_then(|d| aliases.resolve(&d))
                         && framework_of(&q).is_some()
@@ -450,21 +579,20 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
                         out.calls.push((q, line(n)));
                     }
                 }
-                "call" => {
-                    if let Some(f) = n.child_by_field_name("function") {
-                        call(f, n, src, aliases, &fw_names, &mut scopes, measured, &mut out, &mut pending, keep_free);
+                K::Call => {
+                    if let Some(f) = n.child_by_field_id(ids().function) {
+                        call(f, n, src, aliases, uses, &mut scopes, measured, &mut out, &mut pending, keep_free);
                     }
                 }
+                // A subtree without `(` or `@` holds no call, decorator or function.
+                _ if !keep_free && n.child_count() > 0 => return marked(&marks, n.byte_range()),
                 _ => {}
             }
             true
         });
         // Unresolved calls count only in statements that use a framework name.
-        if !pending.is_empty() {
-            let bytes = &src[stmt.byte_range()];
-            if fw_names.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
-                out.unresolved.append(&mut pending);
-            }
+        if !pending.is_empty() && marked(uses, stmt.byte_range()) {
+            out.unresolved.append(&mut pending);
         }
     }
     if keep_free {
@@ -477,19 +605,14 @@ pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, measured: &HashSet<St
 }
 
 /// The type of local `name` in the innermost function that binds it.
-fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, fw: &[&str]) -> Option<String> {
+fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, uses: &[u32]) -> Option<String> {
     if name == "self" || name == "cls" {
         return None;
     }
     for s in scopes.iter_mut().rev() {
         let scope = s.scope.get_or_insert_with(|| {
             // Without a framework name in its text, nothing in a function is typed.
-            let bytes = &src[s.node.byte_range()];
-            if fw.iter().any(|w| super::source::has_word(bytes, w.as_bytes())) {
-                function_scope(s.node, src, aliases)
-            } else {
-                Scope::new()
-            }
+            if marked(uses, s.node.byte_range()) { function_scope(s.node, src, aliases) } else { Scope::new() }
         });
         if let Some(t) = scope.get(name) {
             return t.clone();
@@ -504,7 +627,7 @@ fn call(
     n: Node<'_>,
     src: &[u8],
     aliases: &Aliases,
-    fw: &[&str],
+    uses: &[u32],
     scopes: &mut [LazyScope<'_>],
     measured: &HashSet<String>,
     out: &mut Extracted,
@@ -524,7 +647,7 @@ fn call(
         }
         let Some((head, method)) = chain.rsplit_once('.') else { return };
         // A local name of a function (innermost binding wins).
-        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, fw) };
+        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, uses) };
         match ty {
             Some(t) => out.calls.push((format!("{t}.{method}"), line)),
             _ if measured.contains(method) => pending.push((format!("?.{method}"), line)),
@@ -533,11 +656,11 @@ fn call(
         return;
     }
     // A method of some other expression: clear only for a framework call's result.
-    if f.kind() == "attribute"
-        && let (Some(obj), Some(attr)) = (f.child_by_field_name("object"), f.child_by_field_name("attribute"))
+    if kind(f) == K::Attribute
+        && let (Some(obj), Some(attr)) = (f.child_by_field_id(ids().object), f.child_by_field_id(ids().attribute))
     {
         let method = text(attr, src);
-        let ty = if obj.kind() == "call" { receiver(obj, src, aliases) } else { None };
+        let ty = if kind(obj) == K::Call { receiver(obj, src, aliases) } else { None };
         match ty {
             Some(t) => out.calls.push((format!("{t}.{method}"), line)),
             None if measured.contains(method) => pending.push((format!("?.{method}"), line)),

@@ -1,18 +1,28 @@
 //! One Python source through the parser: the full parse (tree-sitter-python over every
 //! byte) and the fast path, which parses only what can hold a framework call and gives the
-//! same calls.
+//! same result.
 //!
 //! The fast path: (1) a file whose text names no framework (`torch`, `tensorflow`, `jax`,
 //! `numpy`), lies outside a framework's package and star-imports nothing cannot bind a
 //! framework name: it is not parsed. (2) A small lexer (strings, comments, brackets, line
 //! continuations) splits the file into top-level statements. (3) The statements holding
-//! the word `import` are parsed first (tree-sitter's included ranges keep every position),
-//! giving the file's imports. (4) Of the rest, only statements holding a framework-bound
-//! name as a word are parsed. Every call rule in [`super::calls`] depends only on the imports
-//! and on the top-level statement a call sits in, so the calls found are those of the full
-//! parse. A file with a star import, a lexer surprise or a parse error in the parsed part is
-//! parsed in full. The one difference: a syntax error in a statement that is not parsed goes
-//! unnoticed (the full parse reports such a file as unparsable).
+//! the word `import` are parsed first, giving the file's imports. (4) Of the rest, only
+//! statements holding a framework-bound name as a word are parsed. Every call rule in
+//! [`super::calls`] depends only on the imports and on the top-level statement a call sits
+//! in, so the calls found are those of the full parse. The parser gets a copy of the file
+//! in which the statements left out and the contents of strings (not f-strings) and
+//! comments are blanked to spaces, so every position stays; only blanked stretches of at
+//! least [`CUT`] bytes are cut out of its ranges (tree-sitter's lexer scans its included
+//! ranges from the first at every token, so many ranges cost more than they save). A file
+//! with a star import, a lexer surprise or a parse error in the parsed part is parsed in
+//! full.
+//!
+//! Syntax errors, in both modes: a file is reported as unparsable when the statements the
+//! fast path parses hold an error. An error elsewhere (a statement that neither imports nor
+//! names a framework, or a file that names none) cannot hide a framework call: the full
+//! parse then keeps the fast path's scan of the file, as the fast path never parses such a
+//! statement. (tree-sitter-python rejects a few valid statements, such as
+//! `host, *rest = endpoint, *[]`; their files are still scanned.)
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -43,7 +53,7 @@ pub struct SourceScan {
     pub found: Extracted,
     /// How it was parsed.
     pub handling: Handling,
-    /// Bytes given to the parser.
+    /// Bytes parsed (less the blanked ones on the fast path).
     pub parsed_bytes: usize,
 }
 
@@ -115,10 +125,13 @@ pub fn scan_full(
 ) -> Result<SourceScan, SyntaxError> {
     let tree = parse(src, None).ok_or_else(|| SyntaxError { line: 1, message: "the parser gave up".into() })?;
     if tree.root_node().has_error() {
-        return Err(first_error(&tree, src));
+        // An error counts only where it can hide a framework call: when the statements
+        // the fast path parses are free of errors, their scan stands.
+        return partial(src, module, is_package, measured).ok_or_else(|| first_error(&tree, src));
     }
     let aliases = collect_imports(&tree, src, module, is_package);
-    let found = extract(&tree, src, &aliases, measured);
+    let uses = uses(src, &aliases);
+    let found = extract(&tree, src, &aliases, &uses, measured);
     Ok(SourceScan { aliases, found, handling: Handling::Full, parsed_bytes: src.len() })
 }
 
@@ -129,54 +142,118 @@ pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
         .any(|i| (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b)))
 }
 
-/// Scans a source the fast way (see the module's notes); same calls as [`scan_full`].
+/// The start of every whole-identifier occurrence in `hay` of one of `words` (as
+/// [`has_word`] finds them, in one pass for all the words), in order.
+pub fn word_positions(hay: &[u8], words: &[&str]) -> Vec<u32> {
+    let mut out = Vec::new();
+    if words.is_empty() {
+        return out;
+    }
+    const IDENT: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            t[b] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+            b += 1;
+        }
+        t
+    };
+    let ident = |b: u8| IDENT[b as usize];
+    let set: HashSet<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+    let (min, max) = set.iter().fold((usize::MAX, 0), |(lo, hi), w| (lo.min(w.len()), hi.max(w.len())));
+    let mut first = [false; 256];
+    for w in &set {
+        if let Some(b) = w.first() {
+            first[*b as usize] = true;
+        }
+    }
+    let mut i = 0;
+    while i < hay.len() {
+        if !ident(hay[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < hay.len() && ident(hay[i]) {
+            i += 1;
+        }
+        let len = i - start;
+        if first[hay[start] as usize] && (min..=max).contains(&len) && set.contains(&hay[start..i]) {
+            out.push(start as u32);
+        }
+    }
+    out
+}
+
+/// Where a source uses a name its imports bind to a framework.
+fn uses(src: &[u8], aliases: &Aliases) -> Vec<u32> {
+    let names: Vec<&str> = aliases.framework_names().collect();
+    word_positions(src, &names)
+}
+
+/// Whether a sorted list of positions has one in `range`.
+pub fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
+    let i = marks.partition_point(|&p| (p as usize) < range.start);
+    marks.get(i).is_some_and(|&p| (p as usize) < range.end)
+}
+
+/// Scans a source the fast way (see the module's notes); same result as [`scan_full`].
 pub fn scan_fast(
     src: &[u8],
     module: Option<&[String]>,
     is_package: bool,
     measured: &HashSet<String>,
 ) -> Result<SourceScan, SyntaxError> {
+    match partial(src, module, is_package, measured) {
+        Some(s) => Ok(s),
+        None => scan_full(src, module, is_package, measured),
+    }
+}
+
+/// The fast path's scan; `None` when the source needs the full parse (a star import, a
+/// lexer surprise, a syntax error in the parsed statements).
+fn partial(src: &[u8], module: Option<&[String]>, is_package: bool, measured: &HashSet<String>) -> Option<SourceScan> {
     let in_framework = module.and_then(|m| m.first()).is_some_and(|m| ROOTS.iter().any(|(r, _)| r == m));
     let star = memmem::find(src, b"*").is_some() && has_star_import(src);
     if star {
-        return scan_full(src, module, is_package, measured);
+        return None;
     }
     if !in_framework && !ROOTS.iter().any(|(r, _)| memmem::find(src, r.as_bytes()).is_some()) {
-        return Ok(SourceScan {
+        return Some(SourceScan {
             aliases: Aliases::default(),
             found: Extracted::default(),
             handling: Handling::Skipped,
             parsed_bytes: 0,
         });
     }
-    let Some((chunks, gaps)) = top_level(src) else { return scan_full(src, module, is_package, measured) };
+    let (chunks, gaps) = top_level(src)?;
     let (imports, rest): (Vec<&Chunk>, Vec<&Chunk>) = chunks.iter().partition(|c| has_word(c.bytes(src), b"import"));
     let mut parsed = 0;
     let mut aliases = Aliases::default();
     let mut found = Extracted::default();
+    let mut import_tree = None;
     if !imports.is_empty() {
-        let ranges = merge(&imports, &gaps);
-        parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
-        let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
-            return scan_full(src, module, is_package, measured);
-        };
+        let (code, ranges, code_bytes) = prepare(src, &chunks, &imports, &gaps);
+        parsed += code_bytes;
+        let tree = parse(&code, Some(&ranges)).filter(|t| !t.root_node().has_error())?;
         aliases = collect_imports(&tree, src, module, is_package);
-        found = extract(&tree, src, &aliases, measured);
+        import_tree = Some(tree);
     }
-    let names: Vec<&str> = aliases.framework_names().collect();
-    let wanted: Vec<&Chunk> =
-        rest.into_iter().filter(|c| names.iter().any(|n| has_word(c.bytes(src), n.as_bytes()))).collect();
+    let uses = uses(src, &aliases);
+    if let Some(tree) = import_tree {
+        found = extract(&tree, src, &aliases, &uses, measured);
+    }
+    let wanted: Vec<&Chunk> = rest.into_iter().filter(|c| marked(&uses, c.start..c.end)).collect();
     if !wanted.is_empty() {
-        let ranges = merge(&wanted, &gaps);
-        parsed += ranges.iter().map(|r| r.end_byte - r.start_byte).sum::<usize>();
-        let Some(tree) = parse(src, Some(&ranges)).filter(|t| !t.root_node().has_error()) else {
-            return scan_full(src, module, is_package, measured);
-        };
-        let more = extract(&tree, src, &aliases, measured);
+        let (code, ranges, code_bytes) = prepare(src, &chunks, &wanted, &gaps);
+        parsed += code_bytes;
+        let tree = parse(&code, Some(&ranges)).filter(|t| !t.root_node().has_error())?;
+        let more = extract(&tree, src, &aliases, &uses, measured);
         found.calls.extend(more.calls);
         found.unresolved.extend(more.unresolved);
     }
-    Ok(SourceScan { aliases, found, handling: Handling::Partial, parsed_bytes: parsed })
+    Some(SourceScan { aliases, found, handling: Handling::Partial, parsed_bytes: parsed })
 }
 
 /// Whether the source has `import *` (with any spacing).
@@ -207,47 +284,95 @@ impl Chunk {
     }
 }
 
-/// Adjacent chunks as merged parser ranges, less the gaps inside them.
-fn merge(chunks: &[&Chunk], gaps: &[Gap]) -> Vec<Range> {
-    let mut out: Vec<Range> = Vec::new();
-    for c in chunks {
-        match out.last_mut() {
-            Some(last) if last.end_byte == c.start => {
-                last.end_byte = c.end;
-                last.end_point = Point::new(c.end_point.0, c.end_point.1);
-            }
-            _ => out.push(Range {
-                start_byte: c.start,
-                end_byte: c.end,
-                start_point: Point::new(c.row, 0),
-                end_point: Point::new(c.end_point.0, c.end_point.1),
-            }),
-        }
-    }
-    if gaps.is_empty() {
-        return out;
-    }
-    let mut cut = Vec::with_capacity(out.len() + gaps.len());
+/// What the parser gets for some of a source's chunks (`wanted`, in order, a subset of `all`):
+/// a copy of the source in which everything outside them and every gap inside them is
+/// blanked (spaces; line breaks kept, so every position stays), and the ranges to parse:
+/// the wanted chunks less the blanked stretches of at least [`CUT`] bytes. Few ranges keep
+/// tree-sitter's lexer fast (each token start scans the ranges from the first); the shorter
+/// blanked stretches are lexed as whitespace or string content. Also the number of bytes
+/// not blanked.
+fn prepare(src: &[u8], all: &[Chunk], wanted: &[&Chunk], gaps: &[Gap]) -> (Vec<u8>, Vec<Range>, usize) {
+    let mut code = src.to_vec();
+    // The stretches left out, in order: runs of unwanted chunks and the gaps of wanted ones.
+    let mut skips: Vec<Gap> = Vec::new();
+    let mut w = wanted.iter().peekable();
     let mut g = 0;
-    for mut r in out {
-        while g < gaps.len() && gaps[g].end <= r.start_byte {
-            g += 1;
+    let mut code_bytes = 0;
+    for c in all {
+        if w.peek().is_some_and(|x| x.start == c.start) {
+            w.next();
+            code_bytes += c.end - c.start;
+            while g < gaps.len() && gaps[g].start < c.start {
+                g += 1;
+            }
+            while g < gaps.len() && gaps[g].end <= c.end {
+                let gap = gaps[g];
+                blank_string(&mut code[gap.start..gap.end]);
+                code_bytes -= gap.end - gap.start;
+                skips.push(gap);
+                g += 1;
+            }
+            continue;
         }
-        while g < gaps.len() && gaps[g].start >= r.start_byte && gaps[g].end <= r.end_byte {
-            let gap = gaps[g];
-            cut.push(Range {
-                start_byte: r.start_byte,
-                end_byte: gap.start,
-                start_point: r.start_point,
-                end_point: Point::new(gap.start_point.0, gap.start_point.1),
-            });
-            r.start_byte = gap.end;
-            r.start_point = Point::new(gap.end_point.0, gap.end_point.1);
-            g += 1;
+        blank_all(&mut code[c.start..c.end]);
+        match skips.last_mut() {
+            Some(last) if last.end == c.start => {
+                last.end = c.end;
+                last.end_point = c.end_point;
+            }
+            _ => skips.push(Gap { start: c.start, end: c.end, start_point: (c.row, 0), end_point: c.end_point }),
         }
-        cut.push(r);
     }
-    cut
+    let mut ranges = Vec::new();
+    let mut from = (0, (0, 0));
+    for s in skips.iter().filter(|s| s.end - s.start >= CUT) {
+        if s.start > from.0 {
+            ranges.push(range(from, (s.start, s.start_point)));
+        }
+        from = (s.end, s.end_point);
+    }
+    let last = all.last().map_or((0, (0, 0)), |c| (c.end, c.end_point));
+    if last.0 > from.0 {
+        ranges.push(range(from, last));
+    }
+    (code, ranges, code_bytes)
+}
+
+fn range(from: (usize, (usize, usize)), to: (usize, (usize, usize))) -> Range {
+    Range {
+        start_byte: from.0,
+        end_byte: to.0,
+        start_point: Point::new(from.1.0, from.1.1),
+        end_point: Point::new(to.1.0, to.1.1),
+    }
+}
+
+/// Blanked stretches at least this long are cut out of the parser's ranges; shorter ones are
+/// lexed (measured on torch, tensorflow and jax: 256 beats 64 and 1024).
+const CUT: usize = 256;
+
+/// Blanks the content of a string or comment: spaces, keeping line breaks and a backslash
+/// before one (it continues a single-quoted string).
+fn blank_string(b: &mut [u8]) {
+    for i in 0..b.len() {
+        let keep = match b[i] {
+            b'\n' | b'\r' => true,
+            b'\\' => matches!(b.get(i + 1), Some(b'\n' | b'\r')),
+            _ => false,
+        };
+        if !keep {
+            b[i] = b' ';
+        }
+    }
+}
+
+/// Blanks whole statements: spaces, keeping line breaks.
+fn blank_all(b: &mut [u8]) {
+    for c in b.iter_mut() {
+        if !matches!(*c, b'\n' | b'\r') {
+            *c = b' ';
+        }
+    }
 }
 
 /// Splits a source into top-level statements: lines at column 0 outside strings,
@@ -392,12 +517,12 @@ pub fn top_level(src: &[u8]) -> Option<(Vec<Chunk>, Vec<Gap>)> {
     Some((chunks, gaps))
 }
 
-/// Gaps shorter than this are parsed anyway (each gap splits a parser range).
+/// Shorter gaps are not recorded (blanking them saves nothing).
 const MIN_GAP: usize = 24;
 
 /// The content of a string (not an f-string) or of a comment: never holds a call, so the
-/// fast path leaves it out of the parser's ranges, keeping the quotes (`"""` + `"""` still
-/// parses as a string) and the `#`.
+/// fast path blanks it (see [`prepare`]), keeping the quotes (`"""` + `"""` still parses as
+/// a string) and the `#`. Also a stretch of statements left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gap {
     /// First byte left out.
@@ -435,6 +560,9 @@ mod tests {
         assert!(has_word(b"x = torch.zeros(1)", b"torch"));
         assert!(!has_word(b"x = torchvision.zeros(1)", b"torch"));
         assert!(!has_word(b"x = my_torch", b"torch"));
+        let src = "torch my_torch torchx np.torch é_np np\nnp".as_bytes();
+        assert_eq!(word_positions(src, &["torch", "np"]), [0, 22, 25, 37, 40]);
+        assert!(marked(&[3, 9], 4..10) && !marked(&[3, 9], 4..9));
         assert!(has_star_import(b"from torch import *\n"));
         assert!(has_star_import(b"from torch import (\n *)\n"));
         assert!(!has_star_import(b"import torch\nx = 2 * 3\n"));
@@ -474,6 +602,62 @@ def lazy():
         assert!(a.contains(&("jax.numpy.ones".into(), 18)));
         assert_eq!(full.found.unresolved, fast.found.unresolved);
         assert_eq!(full.found.unresolved, [("?.sum".to_string(), 11)]);
+    }
+
+    fn same(src: &[u8]) -> SourceScan {
+        let full = scan_full(src, None, false, &measured()).unwrap();
+        let fast = scan_fast(src, None, false, &measured()).unwrap();
+        assert_eq!(fast.found, full.found);
+        assert_eq!(fast.aliases, full.aliases);
+        fast
+    }
+
+    #[test]
+    fn blanked_strings_comments_and_statements_keep_every_position() {
+        let doc = "word ".repeat(80);
+        let mut src = format!("import torch  # {doc}\nimport numpy as np\n\n\"\"\"{doc}\n  torch.fake(1)\n\"\"\"\n\n");
+        src += "def g():\n    return 1\n\n";
+        src += &format!("def f(x):\n    '''{doc}'''\n    s = 'a\\\n b \\' torch.fake(2)' + \"\\\\\" + 'é ü {doc}'\n");
+        src += &format!("    # {doc} np.fake(3)\n    t = f\"{{np.ones(3).sum()}} {doc}\"\n");
+        src += "    return torch.zeros(2).argsort() + x.sum()\n\ndef h():\n    return 2\n\n";
+        src += "class C:\n    y = np.zeros(1)  # short\n\ndef k(): pass\n";
+        src += &"z = 1\n".repeat(100);
+        src += "y = torch.ones(1)\n";
+        let fast = same(src.as_bytes());
+        assert_eq!(fast.handling, Handling::Partial);
+        let mut calls: Vec<(&str, u32)> = fast.found.calls.iter().map(|(c, l)| (c.as_str(), *l)).collect();
+        calls.sort();
+        assert_eq!(
+            calls,
+            [
+                ("numpy.ndarray.sum", 16),
+                ("numpy.ones", 16),
+                ("numpy.zeros", 23),
+                ("torch.Tensor.argsort", 17),
+                ("torch.ones", 126),
+                ("torch.zeros", 17)
+            ]
+        );
+        assert_eq!(fast.found.unresolved, [("?.sum".to_string(), 17)]);
+        // Few parser ranges: the long blanked stretches only.
+        let s = src.as_bytes();
+        let (chunks, gaps) = top_level(s).unwrap();
+        let wanted: Vec<&Chunk> = chunks.iter().filter(|c| has_word(c.bytes(s), b"torch")).collect();
+        let (code, ranges, code_bytes) = prepare(s, &chunks, &wanted, &gaps);
+        assert_eq!(code.len(), s.len());
+        assert_eq!(code.iter().filter(|b| **b == b'\n').count(), s.iter().filter(|b| **b == b'\n').count());
+        assert!(ranges.len() < 10 && code_bytes < s.len() / 2, "{ranges:?}");
+    }
+
+    #[test]
+    fn syntax_errors_count_only_where_a_framework_call_can_hide() {
+        // tree-sitter-python rejects this valid statement; it names no framework.
+        let fine = b"import torch\n\nhost, *rest = endpoint, *[]\n\nx = torch.zeros(1)\n";
+        assert!(parse(fine, None).unwrap().root_node().has_error());
+        assert_eq!(same(fine).found.calls, [("torch.zeros".to_string(), 5)]);
+        let bad = b"import torch\n\nhost, *rest = torch.e, *[]\n";
+        let m = measured();
+        assert_eq!(scan_full(bad, None, false, &m).unwrap_err(), scan_fast(bad, None, false, &m).unwrap_err());
     }
 
     #[test]
