@@ -68,6 +68,10 @@ fn worker_dir() -> Result<PathBuf> {
 /// The folder for a run's files (.npy outputs): `.mlport/<store file name>-run-<id>`
 /// beside the store, as an absolute path, so stores sharing a folder never share files.
 fn run_dir(db: &Path, run_id: i64) -> PathBuf {
+    // The store's real path when it exists (a symlink to a store shares its run folders, and so
+    // its run locks).
+    let real = db.canonicalize().ok();
+    let db = real.as_deref().unwrap_or(db);
     let parent = db.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
     let name = db.file_name().map_or_else(|| "mlport.db".into(), |n| n.to_string_lossy().into_owned());
@@ -83,7 +87,7 @@ fn warn_contention(store: &Store, run_id: i64) -> Result<()> {
     let busy: Vec<f64> = shares.iter().copied().filter(|w| *w > limit).collect();
     if !busy.is_empty() {
         eprintln!(
-            "mlport: {} of {} timed cases waited for a CPU more than {:.0}% of their steady state (median {:.0}%): \
+            "mlport: {} of the run's {} timed cases waited for a CPU more than {:.0}% of their steady state (median {:.0}%): \
              other processes were using the cores, so their latencies are the machine's load as much as the \
              framework's (flagged unstable in `report --slowdown`); time them again on a quieter machine",
             busy.len(),
@@ -465,7 +469,15 @@ fn check_label(store: &Store, label: Option<&str>) -> Result<()> {
 fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
     let db = store.path().display();
     match spec {
-        None | Some("latest") => store.latest_run()?.with_context(|| format!("{db}: the store holds no run")),
+        None | Some("latest") => {
+            // The newest run, preferring one measured by mlport over imported paper data: a
+            // user who imports the paper's 18 runs after their own run still gets their run.
+            let runs = store.runs()?;
+            let own = runs.iter().filter(|r| r.origin.source != RunSource::ImportPaper).max_by_key(|r| r.id);
+            own.or_else(|| runs.iter().max_by_key(|r| r.id))
+                .cloned()
+                .with_context(|| format!("{db}: the store holds no run"))
+        }
         Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
             let id: i64 = s.parse().map_err(|_| anyhow::anyhow!("run id `{s}` is too large"))?;
             Ok(store.run(id)?)

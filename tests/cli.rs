@@ -71,6 +71,49 @@ fn a_small_catalogue_runs_end_to_end_on_all_four_frameworks() {
     assert_eq!(harness.len(), 1, "{harness:?}");
     assert!(harness[0]["case_key"].as_str().unwrap().contains("torch.nn.Linear"));
 
+    // repro of the missing function: no inputs needed, the script fails looking the name up.
+    let store = mlport::store::Store::open(&db).unwrap();
+    let run = store.latest_run().unwrap().unwrap().id;
+    let missing =
+        store.results(run).unwrap().into_iter().find(|r| r.function.name == "torch.matrix_rank_removed_long_ago");
+    let id = missing.expect("the api_missing result").id;
+    drop(store);
+    let out_dir = tmp.path().join("repro-missing");
+    mlport().args(["repro", &id.to_string(), "--db"]).arg(&db).arg("--out").arg(&out_dir).assert().success();
+    let script = out_dir.join(format!("repro_{id}.py"));
+    let ran = std::process::Command::new(&py).arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        !ran.status.success() && err.contains("AttributeError") && err.contains("matrix_rank_removed_long_ago"),
+        "{err}"
+    );
+
+    // The paper's data imported afterwards: `report` still defaults to this machine's run, and
+    // `audit` takes a function's status from it before the paper's (2023) runs.
+    mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    let json =
+        mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
+    let again: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(again["run"]["id"], rep["run"]["id"], "the live run, not the last imported one");
+    let code = tmp.path().join("code");
+    std::fs::create_dir(&code).unwrap();
+    std::fs::write(code.join("m.py"), "import torch\nu, s, vh = torch.linalg.svd(torch.eye(3))\n").unwrap();
+    let audit = mlport()
+        .arg("audit")
+        .arg(&code)
+        .args(["--device", "cpu", "--format", "json", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let audit: Value = serde_json::from_slice(&audit).unwrap();
+    let svd = audit["audit"]["rows"].as_array().unwrap().iter().find(|r| r["function"] == "torch.linalg.svd").unwrap();
+    assert_eq!(svd["status"], "partial", "this machine's run (bfloat16 unsupported): {svd:#}");
+    assert_eq!(svd["run"], format!("run {}", rep["run"]["id"]), "{svd:#}");
+    assert!(svd["slowdown"].is_null(), "no slowdown of the reference device against itself: {svd:#}");
+
     // The markdown report reproduces the same numbers.
     mlport()
         .args(["report", "--format", "markdown", "--db"])
@@ -457,6 +500,17 @@ def build(ctx, x):
     resume().assert().code(1).stderr(predicate::str::contains(
         "run 1 in ".to_string() + &db.display().to_string() + " is being executed by another mlport process",
     ));
+    // The same store through a symbolic link shares the lock.
+    let link = tmp.path().join("link.db");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    mlport()
+        .args(["run", "--resume", "1", "--python"])
+        .arg(common::python())
+        .arg("--db")
+        .arg(&link)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is being executed by another mlport process"));
     assert!(first.wait().unwrap().success());
     resume().assert().success().stderr(predicate::str::contains("nothing to resume"));
     let store = mlport::store::Store::open(&db).unwrap();
@@ -526,5 +580,8 @@ fn cases_timed_beside_cpu_bound_processes_are_flagged() {
         r.steady_wall_ns
     );
     assert!(r.steady_wall_ns.unwrap() >= 250_000_000, "the steady state used its 300 ms budget: {r:?}");
-    assert!(stderr.contains("1 of 1 timed cases waited for a CPU more than 10% of their steady state"), "{stderr}");
+    assert!(
+        stderr.contains("1 of the run's 1 timed cases waited for a CPU more than 10% of their steady state"),
+        "{stderr}"
+    );
 }

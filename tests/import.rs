@@ -412,6 +412,35 @@ fn a_store_in_a_read_only_folder_can_be_reported() {
     let got = stdout(&mut as_user(&["report", "--run", "all", "--format", "json"]));
     assert_eq!(got, expected, "the same report as from a writable store");
     assert!(stdout(&mut as_user(&["runs"])).contains("paper/torch/tpu_vm/tpu"));
+    // A copy taken while a writer had committed changes only to its write-ahead log: reading
+    // the main file alone would silently lose them, so it is refused, naming the log.
+    let live = tmp.path().join("live");
+    std::fs::create_dir(&live).unwrap();
+    let writer = rusqlite::Connection::open(live.join("w.db")).unwrap();
+    std::fs::copy(&db, live.join("w.db")).unwrap();
+    drop(writer);
+    let writer = rusqlite::Connection::open(live.join("w.db")).unwrap();
+    writer.pragma_update(None, "journal_mode", "WAL").unwrap();
+    writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    writer.execute("UPDATE runs SET label = 'changed in the log' WHERE id = 1", []).unwrap();
+    let frozen = tmp.path().join("frozen");
+    std::fs::create_dir(&frozen).unwrap();
+    for f in ["w.db", "w.db-wal"] {
+        std::fs::copy(live.join(f), frozen.join(f)).unwrap();
+    }
+    drop(writer);
+    std::fs::set_permissions(&frozen, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let frozen_db = frozen.join("w.db");
+    let mut c = if uid.trim() == "0" {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    c.env("NO_COLOR", "1").args(["runs", "--db"]).arg(&frozen_db);
+    c.assert().code(1).stderr(predicate::str::contains("w.db-wal holds changes not yet in the store"));
+    std::fs::set_permissions(&frozen, std::fs::Permissions::from_mode(0o755)).unwrap();
     let listing: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(listing, vec![std::ffi::OsString::from("paper.db")], "nothing was created beside it");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();

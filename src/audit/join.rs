@@ -3,8 +3,8 @@
 //! imported runs name functions through the catalogue's `paper` stems, so they join the
 //! same way (a paper test file the catalogue lacks keeps its stem and joins nothing).
 //!
-//! Per called function: the status on the target device from the latest run (highest id)
-//! that has it there, counted device-attributably against the reference device, with its
+//! Per called function: the status on the target device from the latest run (highest id;
+//! runs imported from the paper after all others) that has it there, counted device-attributably against the reference device, with its
 //! failure reasons; the slowdown (median steady-state latency on the target over the
 //! reference, [`crate::report::slowdown`]) from the first run pair that times it on both
 //! devices: the same run first, then runs of the same machine; never across machines.
@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::model::{Device, Framework, FunctionStatus, Reason};
 use crate::report::{self, ReportOptions, SlowdownOptions};
 use crate::scan::{ScanReport, canonical};
-use crate::store::{ResultRow, RunSummary, Store, StoreError};
+use crate::store::{ResultRow, RunSource, RunSummary, Store, StoreError};
 
 /// What a called function's measurement says, for `--fail-on`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -148,9 +148,10 @@ pub fn audit(
     scan: &ScanReport,
     opts: &AuditOptions,
 ) -> Result<AuditReport, StoreError> {
-    // Status per canonical name on the target, latest run first.
+    // Status per canonical name on the target: the latest run first, the paper's imported data
+    // after every run of the user's own (a 2023 TPU result must not hide today's measurement).
     let mut runs: Vec<&RunSummary> = runs.iter().collect();
-    runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+    runs.sort_by_key(|r| (r.origin.source == RunSource::ImportPaper, std::cmp::Reverse(r.id)));
     let rows_of: Vec<(&RunSummary, Vec<ResultRow>)> =
         runs.iter().map(|r| Ok((*r, store.results(r.id)?))).collect::<Result<_, StoreError>>()?;
     let mut status: BTreeMap<String, Measured> = BTreeMap::new();
@@ -176,7 +177,13 @@ pub fn audit(
     // Slowdowns: pairs of (reference side, target side), the same run first, then same machine.
     let mut slow: BTreeMap<String, f64> = BTreeMap::new();
     let machine = |r: &RunSummary| r.origin.machine.clone().unwrap_or_else(|| r.info.host.clone());
-    for (b_run, b_rows) in rows_of.iter().filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.device)) {
+    // On the reference device itself a slowdown is 1 by definition: none is given.
+    let target_is_reference = opts.device == opts.reference;
+    for (b_run, b_rows) in rows_of
+        .iter()
+        .filter(|_| !target_is_reference)
+        .filter(|(_, rows)| rows.iter().any(|r| r.result.device == opts.device))
+    {
         // Ratios only within one machine: another machine's reference timing says nothing
         // about this device.
         let mut sides: Vec<&(&RunSummary, Vec<ResultRow>)> = rows_of

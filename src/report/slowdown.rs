@@ -538,7 +538,8 @@ pub fn summary_lines(r: &SlowdownReport) -> Vec<String> {
             } else if r.a.device != r.b.device {
                 format!("on {}{}", r.a.device, run_of(&r.a))
             } else {
-                format!("in{}", run_of(&r.a))
+                // The same device in two runs (two framework versions): "... slower than in run 1".
+                format!("in run {}{}", r.a.run, r.a.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default())
             };
             let (how, e) = if g.point >= 1.0 {
                 ("slower", g)
@@ -690,8 +691,18 @@ pub fn render_table(r: &SlowdownReport) -> String {
         for n in &r.not_compared {
             by_why.entry(&n.why).or_default().push(&n.name);
         }
+        const SHOWN: usize = 20;
         for (why, names) in by_why {
-            let _ = writeln!(out, "  {why}: {}", names.join(", "));
+            if names.len() <= SHOWN {
+                let _ = writeln!(out, "  {why}: {}", names.join(", "));
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  {why}: {} and {} more (--format csv or json lists them all)",
+                    names[..SHOWN].join(", "),
+                    names.len() - SHOWN
+                );
+            }
         }
     }
     let _ = write!(out, "\nRule: {}\n", r.rule);
@@ -1016,6 +1027,26 @@ mod tests {
         let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&run_summary(), &dev("cuda:0"), &rows), &opts);
         assert!(!r.functions.iter().any(|f| f.unstable));
         assert!(render_table(&r).contains("waited for a CPU more than 10%"));
+    }
+
+    #[test]
+    fn two_runs_of_one_device_read_plainly_and_long_lists_are_cut() {
+        let mut b_run = run_summary();
+        b_run.id = 8;
+        let rows = rows();
+        let opts = SlowdownOptions::default();
+        let r = slowdown((&run_summary(), &dev("cpu"), &rows), (&b_run, &dev("cpu"), &rows), &opts);
+        let line = &summary_lines(&r)[0];
+        assert!(line.starts_with("torch on cpu (run 8) is 1.00× ") && line.contains(" than in run 7,"), "{line}");
+        // 25 functions with no result on B: 20 named, the rest counted.
+        let names: Vec<String> = (0..25).map(|i| format!("f{i:02}")).collect();
+        let only_a: Vec<ResultRow> =
+            names.iter().map(|n| row(Framework::Torch, n, 1, "cpu", Pass, None, &[5, 5, 5])).collect();
+        let r = slowdown((&run_summary(), &dev("cpu"), &only_a), (&b_run, &dev("cuda:0"), &only_a), &opts);
+        let table = render_table(&r);
+        assert!(table.contains("torch.f19 and 5 more (--format csv or json lists them all)"), "{table}");
+        assert!(!table.contains("torch.f20"), "{table}");
+        assert!(render_csv(&r).contains("torch,torch.f24,"), "CSV lists every function not compared");
     }
 
     #[test]

@@ -82,7 +82,10 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let specs = row.case.spec["inputs"].as_array().cloned().unwrap_or_default();
     let key = crate::plan::input_key(&row.case.spec["inputs"], &row.case.dtype, row.case.seed);
     let mut inputs = Vec::new();
-    for (i, s) in specs.iter().enumerate() {
+    // A failure to find the function (phase `resolve`, e.g. `api_missing`) happens before any
+    // input is made: the script reproduces it by looking the name up, and needs no inputs.
+    let before_inputs = r.phase.as_deref() == Some("resolve");
+    for (i, s) in specs.iter().enumerate().filter(|_| !before_inputs) {
         let dtype = match s["dtype"].as_str() {
             None | Some("T") => row.case.dtype.clone(),
             Some(d) => d.to_string(),
@@ -158,7 +161,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         host => summary.info.host, started_at => summary.info.started_at, python_version => summary.info.python_version,
         framework => fw.as_str(), framework_version => info.and_then(|i| i.version.clone()).unwrap_or_else(|| "?".into()),
         numpy_version => info.and_then(|i| i.packages.get("numpy").cloned()).or_else(|| summary.info.frameworks.get(&Framework::Numpy).and_then(|i| i.version.clone())).unwrap_or_else(|| "?".into()),
-        input_note => if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
+        input_note => if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
         script_name, needs_ml_dtypes => fw == Framework::Numpy && row.case.dtype == "bfloat16",
         expected => !expected.is_empty(), expected_what => against_what.join(", "),
         function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(&row.case.dtype),

@@ -212,8 +212,12 @@ pub fn scan_fast(
 }
 
 /// The fast path's scan; `None` when the source needs the full parse (a star import, a
-/// lexer surprise, a syntax error in the parsed statements).
+/// lexer surprise, a syntax error in the parsed statements, a byte-order mark: its bytes would
+/// read as part of a first-line word).
 fn partial(src: &[u8], module: Option<&[String]>, is_package: bool, measured: &HashSet<String>) -> Option<SourceScan> {
+    if src.starts_with(b"\xef\xbb\xbf") {
+        return None;
+    }
     let in_framework = module.and_then(|m| m.first()).is_some_and(|m| ROOTS.iter().any(|(r, _)| r == m));
     let star = memmem::find(src, b"*").is_some() && has_star_import(src);
     if star {
@@ -460,8 +464,24 @@ pub fn top_level(src: &[u8]) -> Option<(Vec<Chunk>, Vec<Gap>)> {
                     && (p == 0 || !(src[p - 1].is_ascii_alphanumeric() || src[p - 1] == b'_'));
                 i += if triple { 3 } else { 1 };
                 let from = (i, row, i - line_begin);
+                // Replacement fields open in an f-string: since Python 3.12 (PEP 701) one may
+                // hold strings with the same quotes; any quote inside one sends the file to the
+                // full parse rather than guessing where the f-string ends.
+                let mut fields = 0usize;
                 loop {
                     let c = *src.get(i)?;
+                    if code {
+                        match c {
+                            b'{' if fields == 0 && src.get(i + 1) == Some(&b'{') => {
+                                i += 2;
+                                continue;
+                            }
+                            b'{' => fields += 1,
+                            b'}' if fields > 0 => fields -= 1,
+                            b'\'' | b'"' if fields > 0 => return None,
+                            _ => {}
+                        }
+                    }
                     match c {
                         b'\\' => {
                             if src.get(i + 1) == Some(&b'\n') {
@@ -566,6 +586,21 @@ mod tests {
         assert!(has_star_import(b"from torch import *\n"));
         assert!(has_star_import(b"from torch import (\n *)\n"));
         assert!(!has_star_import(b"import torch\nx = 2 * 3\n"));
+    }
+
+    #[test]
+    fn a_bom_and_pep_701_f_strings_give_the_full_parses_calls() {
+        let cases: [&[u8]; 3] = [
+            b"\xef\xbb\xbfimport torch\nx = torch.zeros(1)\n",
+            b"import numpy as np\nrow = {\"a\": 1, \"b\": 2}\nprint(f\"{row[\"a\"]}: mean {np.mean(np.ones(3))} and {row[\"b\"]}\")\n",
+            b"import numpy as np\ns = f\"{1}{\"b\"}{np.ones(3).sum() + 100000000}{\"c\"}\"\n",
+        ];
+        for src in cases {
+            let full = scan_full(src, None, false, &measured()).unwrap();
+            let fast = scan_fast(src, None, false, &measured()).unwrap();
+            assert!(!full.found.calls.is_empty(), "{}", String::from_utf8_lossy(src));
+            assert_eq!(fast.found, full.found, "{}", String::from_utf8_lossy(src));
+        }
     }
 
     #[test]

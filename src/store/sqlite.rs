@@ -170,9 +170,27 @@ impl Store {
             });
         }
         check_header(path)?;
+        if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(false) {
+            return Err(ctx.invalid("the file is empty: no mlport store has been written to it"));
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // `immutable=1` reads the main file alone: only safe when no write-ahead log holds
+        // committed changes beside it (a store copied or archived mid-run keeps them there).
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal_has_data = std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false);
         let mut last = None;
         for query in ["mode=ro", "immutable=1"] {
+            if query == "immutable=1" && wal_has_data {
+                return Err(ctx.invalid(format!(
+                    "cannot read it here: its write-ahead log {} holds changes not yet in the store, and SQLite \
+                     needs to create {}-shm beside it to read them (the folder is read-only); open it once \
+                     where it can be written (any mlport command folds the log in), or copy both files \
+                     somewhere writable",
+                    Path::new(&wal).display(),
+                    path.display()
+                )));
+            }
             let uri = format!("{}?{query}", file_uri(path));
             let attempt = Connection::open_with_flags(&uri, flags).and_then(|conn| {
                 conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -900,17 +918,20 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// `path` as an SQLite `file:` URI (absolute; `%`, `?` and `#` percent-encoded, as SQLite's
-/// URI rules require).
+/// `path` as an SQLite `file:` URI: absolute, leading slashes collapsed to one (SQLite reads
+/// `file://x/` as an authority), and every byte but ASCII letters, digits and `/._-~`
+/// percent-encoded, so any file name (non-UTF-8 included) reaches SQLite byte for byte.
 fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let bytes = abs.as_os_str().as_bytes();
+    let start = bytes.iter().take_while(|b| **b == b'/').count().saturating_sub(1);
     let mut uri = String::from("file:");
-    for c in abs.to_string_lossy().chars() {
-        match c {
-            '%' => uri.push_str("%25"),
-            '?' => uri.push_str("%3f"),
-            '#' => uri.push_str("%23"),
-            c => uri.push(c),
+    for &b in &bytes[start..] {
+        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
         }
     }
     uri
@@ -1328,7 +1349,11 @@ mod tests {
 
     #[test]
     fn file_uris_escape_what_sqlite_would_read_as_syntax() {
-        assert_eq!(file_uri(Path::new("/a b/c%d?e#f.db")), "file:/a b/c%25d%3fe%23f.db");
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(file_uri(Path::new("/a b/c%d?e#f.db")), "file:/a%20b/c%25d%3Fe%23f.db");
+        assert_eq!(file_uri(Path::new("//tmp/s.db")), "file:/tmp/s.db");
+        let odd = std::ffi::OsStr::from_bytes(b"/t/bad\xff\xc3\xa9.db");
+        assert_eq!(file_uri(Path::new(odd)), "file:/t/bad%FF%C3%A9.db");
     }
 
     #[test]

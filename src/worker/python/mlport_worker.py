@@ -276,14 +276,15 @@ def runqueue_wait_ns():
         tids = os.listdir("/proc/self/task")
     except OSError:
         return None
-    total = 0
+    total, read = 0, 0
     for tid in tids:
         try:
             with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
                 total += int(f.read().split()[1])
+            read += 1
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
-    return total if tids else None
+    return total if read else None  # nothing readable: not measured, never a measured 0
 
 
 def blocked(call, adapter, timing):
