@@ -14,8 +14,9 @@
 //! comments are blanked to spaces, so every position stays; only blanked stretches of at
 //! least [`CUT`] bytes are cut out of its ranges (tree-sitter's lexer scans its included
 //! ranges from the first at every token, so many ranges cost more than they save). A file
-//! with a star import, a lexer surprise or a parse error in the parsed part is parsed in
-//! full.
+//! with a star import, a byte-order mark, a quote inside an f-string's replacement field
+//! (Python 3.12's PEP 701 nesting), another lexer surprise or a parse error in the parsed
+//! part is parsed in full.
 //!
 //! Syntax errors, in both modes: a file is reported as unparsable when the statements the
 //! fast path parses hold an error. An error elsewhere (a statement that neither imports nor
