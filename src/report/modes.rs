@@ -273,6 +273,56 @@ fn grid(rep: &ModesReport) -> Grid {
     }
 }
 
+/// CSV for spreadsheets and scripts: numbers only (counts, ns, ratios; empty when unknown),
+/// one row per framework; the failure reasons as `reason=cases` pairs joined by `;`.
+fn csv(rep: &ModesReport) -> String {
+    let header = [
+        "framework",
+        "eager",
+        "compiled",
+        "functions",
+        "compile",
+        "fail_to_compile",
+        "failure_reasons",
+        "recompile",
+        "changed_answer",
+        "first_call_eager_ns",
+        "first_call_compiled_ns",
+        "steady_ratio_functions",
+        "steady_ratio_median",
+        "steady_ratio_geometric_mean",
+        "steady_ratio_geometric_mean_lower",
+        "steady_ratio_geometric_mean_upper",
+        "faster_compiled",
+    ];
+    let num = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
+    let mut out = super::slowdown::csv_row(&header.map(String::from));
+    for r in &rep.rows {
+        let ci = r.steady.geometric_mean_ci;
+        let reasons: Vec<String> = r.failure_reasons.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        out.push_str(&super::slowdown::csv_row(&[
+            r.framework.to_string(),
+            r.eager.to_string(),
+            r.compiled.to_string(),
+            r.functions.to_string(),
+            r.compile.to_string(),
+            r.fail_to_compile.to_string(),
+            reasons.join(";"),
+            r.recompile.to_string(),
+            r.change_answer.to_string(),
+            num(r.first_call_eager_ns),
+            num(r.first_call_compiled_ns),
+            r.steady.functions.to_string(),
+            num(r.steady.median),
+            num(r.steady.geometric_mean),
+            num(ci.map(|e| e.lower)),
+            num(ci.map(|e| e.upper)),
+            r.steady.faster.to_string(),
+        ]));
+    }
+    out
+}
+
 /// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
 pub fn histogram(r: &ModeRow) -> String {
     let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).filter(|x| *x > 0.0).collect();
@@ -324,7 +374,7 @@ fn failures_grid(rep: &ModesReport) -> Grid {
 
 /// Renders the view. Table and Markdown: the summary table, per row a histogram of the
 /// steady-state ratios, the functions that fail, recompile or change their answer, the rule.
-/// CSV: the summary table. JSON: everything, `{"format": "mlport.modes", "version": 1}`.
+/// CSV: the summary table's numbers ([`csv`]). JSON: everything, `{"format": "mlport.modes", "version": 1}`.
 pub fn render(rep: &ModesReport, format: Format) -> String {
     match format {
         Format::Json => {
@@ -339,7 +389,7 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
                 .expect("serialisable")
                 + "\n"
         }
-        Format::Csv => grid(rep).csv(),
+        Format::Csv => csv(rep),
         Format::Table | Format::Markdown => {
             let md = format == Format::Markdown;
             let mut out = String::new();
