@@ -768,6 +768,16 @@ pub fn pytest(args: PytestArgs) -> Result<i32> {
     if let Some(v) = package_version(&env.python, framework) {
         data.info.frameworks.insert(framework, FrameworkInfo { version: Some(v), ..Default::default() });
     }
+    if data.info.python_version.is_empty() {
+        // pytest-json-report names the Python version only with pytest-metadata installed: ask
+        // the interpreter that ran the suite.
+        let out = std::process::Command::new(&env.python)
+            .args(["-c", "import platform; print(platform.python_version())"])
+            .output();
+        if let Some(o) = out.ok().filter(|o| o.status.success()) {
+            data.info.python_version = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        }
+    }
     data.origin.notes.push(format!("pytest's report is kept in {}", out_dir.display()));
     let id = store.import_runs(std::slice::from_ref(&data))?[0];
     eprintln!("mlport: stored as run {id} ({} tests of {} functions)", data.cases.len(), data.functions.len());

@@ -225,6 +225,11 @@ fn mlport_pytest_runs_a_real_suite_on_the_device_and_imports_it() {
     let rep: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\nstderr:\n{log}"));
     assert_eq!(rep["run"]["source"], "pytest");
     assert!(rep["run"]["frameworks"]["torch"].as_str().is_some_and(|v| v.starts_with('2')), "{:#}", rep["run"]);
+    assert!(
+        rep["run"]["python_version"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "the Python that ran it: {:#}",
+        rep["run"]
+    );
     let cpu = target(&rep, "torch", "cpu");
     let status = |name: &str| {
         let f = cpu["functions"]
