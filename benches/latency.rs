@@ -5,7 +5,8 @@
 //! default) and T = 2. Paired rounds: each round runs both back to back (alternating which goes
 //! first); the figure compared is the median over rounds of the per-round ratio mlport / Timer,
 //! with a bootstrap 95% CI, so that load from other work, which drifts over seconds, falls on
-//! both sides of each ratio alike. Prints the table; target: within 5%.
+//! both sides of each ratio alike. A second Timer process per round (Timer') gives the floor:
+//! how far two processes of the same tool differ here. Prints the table; target: within 5%.
 
 //! Run with `MLPORT_TEST_PYTHON=/path/to/python cargo bench --bench latency` (the managed
 //! environment's interpreter: `mlport env` prints it). mlport runs with its defaults unless
@@ -133,13 +134,14 @@ fn main() {
     );
     println!("load average before: {} (2-core VM; other sessions share it)", load());
     println!(
-        "{:<12} {:>3} {:>12} {:>10} {:>12} {:>24} {:>6} {:>15} {:>7} {:>12} {:>9} {:>12} {:>9}",
+        "{:<12} {:>3} {:>12} {:>10} {:>12} {:>24} {:>24} {:>6} {:>15} {:>7} {:>12} {:>9} {:>12} {:>9}",
         "op",
         "thr",
         "mlport",
         "spread",
         "Timer",
         "mlport/Timer [95% CI]",
+        "Timer'/Timer [95% CI]",
         "rounds",
         "ml/Timer",
         "block",
@@ -149,19 +151,26 @@ fn main() {
         "error"
     );
     let mut worst: f64 = 0.0;
+    let mut floor: f64 = 0.0;
     let rounds = rounds();
     let cfg = StatsConfig::default();
     for threads in [1u32, 2] {
         // Paired rounds: each round runs mlport and Timer back to back (the order alternating,
         // so that a trend in the machine's load falls on both sides alike), and the figure
         // compared is the median over rounds of each round's ratio mlport / Timer.
+        // A second Timer process per round (Timer') measures the floor: how far two processes
+        // of the same tool, timing the same op back to back, differ here. Order: mlport, Timer,
+        // Timer' and, next round, Timer', Timer, mlport.
         let mut mls = Vec::new();
         let mut timers = Vec::new();
+        let mut seconds = Vec::new();
         for round in 0..rounds {
             if round % 2 == 0 {
                 mls.push(run_mlport(tmp.path(), threads, budget_ms, spread));
                 timers.push(run_timer(threads));
+                seconds.push(run_timer(threads));
             } else {
+                seconds.push(run_timer(threads));
                 timers.push(run_timer(threads));
                 mls.push(run_mlport(tmp.path(), threads, budget_ms, spread));
             }
@@ -184,6 +193,18 @@ fn main() {
                 ratios.iter().zip(&waits).filter(|(_, (a, b))| *a <= QUIET && *b <= QUIET).map(|(r, _)| *r).collect();
             let used = if quiet.len() >= 3 { &quiet } else { &ratios };
             let ratio = median_ci(used, &cfg).expect("rounds");
+            // The floor: Timer' / Timer over the rounds where both Timer processes were quiet.
+            let wait_of = |t: &serde_json::Value| t[op.as_str()]["runqueue_wait_share"].as_f64().unwrap_or(f64::NAN);
+            let timer_of = |t: &serde_json::Value| t[op.as_str()]["timer_median_ns"].as_f64().unwrap();
+            let null_all: Vec<f64> = seconds.iter().zip(&timers).map(|(b, a)| timer_of(b) / timer_of(a)).collect();
+            let null_quiet: Vec<f64> = seconds
+                .iter()
+                .zip(&timers)
+                .filter(|(b, a)| wait_of(b) <= QUIET && wait_of(a) <= QUIET)
+                .map(|(b, a)| timer_of(b) / timer_of(a))
+                .collect();
+            let null = median_ci(if null_quiet.len() >= 3 { &null_quiet } else { &null_all }, &cfg).expect("rounds");
+            floor = floor.max((null.point - 1.0).abs());
             // The round whose mlport median is the median over rounds: its CI, spread, block.
             let mut order: Vec<usize> = (0..rounds).collect();
             order.sort_by(|a, b| mrs[*a].total_cmp(&mrs[*b]));
@@ -204,7 +225,7 @@ fn main() {
             }
             assert_eq!(t["threads"].as_u64(), Some(u64::from(threads)));
             println!(
-                "{:<12} {:>3} {:>12} {:>9.1}% {:>12} {:>24} {:>6} {:>15} {:>4}×{:<2} {:>12} {:>+8.0}% {:>12} {:>+8.0}%",
+                "{:<12} {:>3} {:>12} {:>9.1}% {:>12} {:>24} {:>24} {:>6} {:>15} {:>4}×{:<2} {:>12} {:>+8.0}% {:>12} {:>+8.0}%",
                 op,
                 threads,
                 us(mrs[mid]),
@@ -215,6 +236,12 @@ fn main() {
                     100.0 * diff,
                     100.0 * (ratio.lower - 1.0),
                     100.0 * (ratio.upper - 1.0)
+                ),
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}]",
+                    100.0 * (null.point - 1.0),
+                    100.0 * (null.lower - 1.0),
+                    100.0 * (null.upper - 1.0)
                 ),
                 format!("{}/{rounds}{}", quiet.len(), if quiet.len() >= 3 { "" } else { "!" }),
                 ranges,
@@ -228,6 +255,11 @@ fn main() {
         }
     }
     println!("load average after: {}", load());
+    println!(
+        "largest |Timer'/Timer - 1|: {:.1}% — two Timer processes timing the same op back to back: the floor \
+         under which a difference between two processes cannot be told from the machine",
+        100.0 * floor
+    );
     println!(
         "largest |mlport/Timer - 1|: {:.1}% (target: under 5%) — {}; mlport and Timer are each tool's median \
          over the {rounds} rounds, mlport/Timer the median of the paired rounds' ratios with a bootstrap 95% CI, over the \
