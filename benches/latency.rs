@@ -179,23 +179,20 @@ fn main() {
         for (i, (op, _)) in mls[0].iter().enumerate() {
             let per_round: Vec<&Mlport> = mls.iter().map(|m| &m[i].1).collect();
             let mut mrs: Vec<f64> = per_round.iter().map(|m| m.median.point).collect();
-            let tms: Vec<f64> = timers.iter().map(|t| t[op.as_str()]["timer_median_ns"].as_f64().unwrap()).collect();
+            let wait_of = |t: &serde_json::Value| t[op.as_str()]["runqueue_wait_share"].as_f64().unwrap_or(f64::NAN);
+            let timer_of = |t: &serde_json::Value| t[op.as_str()]["timer_median_ns"].as_f64().unwrap();
+            let tms: Vec<f64> = timers.iter().map(timer_of).collect();
             let ratios: Vec<f64> = mrs.iter().zip(&tms).map(|(m, t)| m / t).collect();
             // Quiet rounds: neither side's threads waited for a CPU more than 10% of its timing
             // (the same criterion on both sides, read the same way); the figure compared is over
             // those when there are at least three, else over all rounds.
-            let waits: Vec<(f64, f64)> = per_round
-                .iter()
-                .zip(&timers)
-                .map(|(m, t)| (m.wait_share, t[op.as_str()]["runqueue_wait_share"].as_f64().unwrap_or(f64::NAN)))
-                .collect();
+            let waits: Vec<(f64, f64)> =
+                per_round.iter().zip(&timers).map(|(m, t)| (m.wait_share, wait_of(t))).collect();
             let quiet: Vec<f64> =
                 ratios.iter().zip(&waits).filter(|(_, (a, b))| *a <= QUIET && *b <= QUIET).map(|(r, _)| *r).collect();
             let used = if quiet.len() >= 3 { &quiet } else { &ratios };
             let ratio = median_ci(used, &cfg).expect("rounds");
             // The floor: Timer' / Timer over the rounds where both Timer processes were quiet.
-            let wait_of = |t: &serde_json::Value| t[op.as_str()]["runqueue_wait_share"].as_f64().unwrap_or(f64::NAN);
-            let timer_of = |t: &serde_json::Value| t[op.as_str()]["timer_median_ns"].as_f64().unwrap();
             let null_all: Vec<f64> = seconds.iter().zip(&timers).map(|(b, a)| timer_of(b) / timer_of(a)).collect();
             let null_quiet: Vec<f64> = seconds
                 .iter()

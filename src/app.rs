@@ -284,20 +284,24 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
 }
 
-/// Opens a store that must already exist.
-fn open_existing(db: &Path, why: &str) -> Result<Store> {
+/// Fails, saying `why`, when the store `db` does not exist.
+fn require_store(db: &Path, why: &str) -> Result<()> {
     if !db.exists() {
         bail!("{}: no such store {why}", db.display());
     }
+    Ok(())
+}
+
+/// Opens a store that must already exist.
+fn open_existing(db: &Path, why: &str) -> Result<Store> {
+    require_store(db, why)?;
     open_store(db)
 }
 
 /// Opens a store that must already exist, for a command that only reads it: read-only when
 /// it (or its folder) cannot be written.
 fn open_to_read(db: &Path, why: &str) -> Result<Store> {
-    if !db.exists() {
-        bail!("{}: no such store {why}", db.display());
-    }
+    require_store(db, why)?;
     Ok(Store::open_for_reading(db)?)
 }
 

@@ -164,12 +164,7 @@ pub fn audit(
         for t in rep.targets.iter().filter(|t| t.device == opts.device) {
             for f in &t.functions {
                 if f.status.is_some() {
-                    // The errors' reasons and, apart in the summary, the wrong results.
-                    let mut reasons = f.reasons.clone();
-                    if f.wrong > 0 {
-                        reasons.insert(Reason::WrongResult, f.wrong);
-                    }
-                    status.entry(canonical(&f.name)).or_insert((f.status, reasons, run_name(run)));
+                    status.entry(canonical(&f.name)).or_insert((f.status, f.reasons_with_wrong(), run_name(run)));
                 }
             }
         }

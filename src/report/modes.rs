@@ -144,20 +144,8 @@ fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &Slowdo
         |r: &SlowdownReport| r.frameworks.iter().find(|f| f.framework == t.framework).map(|f| f.by_median.clone());
     let empty = Distribution::of(&[], 0, &StatsConfig::default());
     let medians = |pick: fn(&slowdown::FunctionSlowdown) -> f64| {
-        let mut v: Vec<f64> = first.functions.iter().map(pick).collect();
-        v.sort_by(f64::total_cmp);
-        (!v.is_empty()).then(|| {
-            let mid = v.len() / 2;
-            if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
-        })
-    };
-    // A function's reasons with its wrong results (the summary keeps them apart from the errors).
-    let with_wrong = |f: &crate::report::FunctionSummary| {
-        let mut r = f.reasons.clone();
-        if f.wrong > 0 {
-            r.insert(Reason::WrongResult, f.wrong);
-        }
-        r
+        let v: Vec<f64> = first.functions.iter().map(pick).collect();
+        (!v.is_empty()).then(|| crate::stats::median(&v))
     };
     let is_failure = |r: &Reason| !matches!(r, Reason::WrongResult | Reason::Recompiles);
     let mut failure_reasons = BTreeMap::new();
@@ -173,7 +161,7 @@ fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &Slowdo
             Some(CompiledFailure {
                 function: f.name.clone(),
                 status: f.status?,
-                reasons: with_wrong(f),
+                reasons: f.reasons_with_wrong(),
                 first: format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message),
                 result_id: c.result_id,
             })
@@ -232,10 +220,6 @@ const COLUMNS: [&str; 12] = [
     "faster compiled",
 ];
 
-fn count(n: usize, of: usize) -> String {
-    if of == 0 { n.to_string() } else { format!("{n} ({:.1}%)", 100.0 * n as f64 / of as f64) }
-}
-
 fn opt_latency(ns: Option<f64>) -> String {
     ns.map_or("—".into(), latency)
 }
@@ -246,8 +230,8 @@ fn cells(r: &ModeRow) -> Vec<String> {
         r.framework.to_string(),
         r.eager.to_string(),
         r.functions.to_string(),
-        count(r.compile, r.functions),
-        count(r.fail_to_compile, r.functions),
+        super::render::count_of(r.compile, r.functions),
+        super::render::count_of(r.fail_to_compile, r.functions),
         super::render::reasons(&r.failure_reasons),
         r.recompile.to_string(),
         r.change_answer.to_string(),

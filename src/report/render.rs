@@ -185,7 +185,12 @@ pub(super) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
 
 /// `n` and its share of the functions run, e.g. `12 (80.0%)`.
 pub(super) fn count_percent(t: &TargetSummary, n: usize) -> String {
-    match t.percent(n) {
+    count_of(n, t.functions_run)
+}
+
+/// `n` and its share of `of`, e.g. `12 (80.0%)`; `n` alone when `of` is 0.
+pub(super) fn count_of(n: usize, of: usize) -> String {
+    match super::summary::percent_of(n, of) {
         Some(p) => format!("{n} ({p:.1}%)"),
         None => n.to_string(),
     }

@@ -310,12 +310,6 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
-}
-
 /// Compares device `b` of run `b_run` with device `a` of run `a_run` (the same run twice
 /// for two devices of one run), from each run's rows as [`crate::store::Store::results`]
 /// returns them.
@@ -376,7 +370,7 @@ pub fn slowdown(
             continue;
         }
         let (a_mean_ns, b_mean_ns) = (mean(&va), mean(&vb));
-        let (a_median_ns, b_median_ns) = (median(&mut va.clone()), median(&mut vb.clone()));
+        let (a_median_ns, b_median_ns) = (stats::median(&va), stats::median(&vb));
         if a_mean_ns <= 0.0 || a_median_ns <= 0.0 || b_mean_ns <= 0.0 || b_median_ns <= 0.0 {
             not_compared.push(miss("a zero time: no ratio"));
             continue;

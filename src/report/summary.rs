@@ -115,6 +115,23 @@ pub struct FunctionSummary {
     pub failures: Vec<CaseFailure>,
 }
 
+/// `n` as a percentage of `of`; `None` when `of` is 0.
+pub fn percent_of(n: usize, of: usize) -> Option<f64> {
+    (of > 0).then(|| 100.0 * n as f64 / of as f64)
+}
+
+impl FunctionSummary {
+    /// The counted failing cases by reason with the wrong results added as `wrong_result`
+    /// (the summary keeps them apart from the errors; audits and the modes view list both).
+    pub fn reasons_with_wrong(&self) -> BTreeMap<Reason, usize> {
+        let mut reasons = self.reasons.clone();
+        if self.wrong > 0 {
+            reasons.insert(Reason::WrongResult, self.wrong);
+        }
+        reasons
+    }
+}
+
 /// The portability of one framework on one device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetSummary {
@@ -148,7 +165,7 @@ pub struct TargetSummary {
 impl TargetSummary {
     /// `n` as a percentage of `functions_run`; `None` when no function ran.
     pub fn percent(&self, n: usize) -> Option<f64> {
-        (self.functions_run > 0).then(|| 100.0 * n as f64 / self.functions_run as f64)
+        percent_of(n, self.functions_run)
     }
 }
 

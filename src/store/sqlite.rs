@@ -138,11 +138,7 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| ctx.db(e))?;
         let mut store = Store { conn, path: path.to_path_buf() };
         // Identify before changing anything, so a foreign database is never touched.
-        let found = store.identify()?;
-        let supported = schema::latest_version();
-        if found > supported {
-            return Err(StoreError::TooNew { path: store.path.clone(), found, supported });
-        }
+        let (found, supported) = store.identify_supported()?;
         store.conn.pragma_update(None, "foreign_keys", true).map_err(|e| ctx.db(e))?;
         let _mode: String =
             store.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(|e| ctx.db(e))?;
@@ -201,11 +197,7 @@ impl Store {
             match attempt {
                 Ok(conn) => {
                     let store = Store { conn, path: path.to_path_buf() };
-                    let found = store.identify()?;
-                    let supported = schema::latest_version();
-                    if found > supported {
-                        return Err(StoreError::TooNew { path: store.path.clone(), found, supported });
-                    }
+                    let (found, supported) = store.identify_supported()?;
                     if found < supported {
                         return Err(ctx.invalid(format!(
                             "the store has schema version {found} and this mlport reads version {supported}; \
@@ -237,6 +229,16 @@ impl Store {
     /// The file this store lives in.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The store's schema version and the one this mlport writes; [`StoreError::TooNew`] when
+    /// the store's is newer.
+    fn identify_supported(&self) -> Result<(i64, i64), StoreError> {
+        let (found, supported) = (self.identify()?, schema::latest_version());
+        if found > supported {
+            return Err(StoreError::TooNew { path: self.path.clone(), found, supported });
+        }
+        Ok((found, supported))
     }
 
     /// The schema version of an mlport store, 0 for an empty database.
