@@ -91,24 +91,15 @@ fn a_small_catalogue_runs_end_to_end_on_all_four_frameworks() {
     // The paper's data imported afterwards: `report` still defaults to this machine's run, and
     // `audit` takes a function's status from it before the paper's (2023) runs.
     mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
-    let json =
-        mlport().args(["report", "--format", "json", "--db"]).arg(&db).assert().success().get_output().stdout.clone();
-    let again: Value = serde_json::from_slice(&json).unwrap();
+    let again: Value =
+        serde_json::from_str(&common::stdout(mlport().args(["report", "--format", "json", "--db"]).arg(&db))).unwrap();
     assert_eq!(again["run"]["id"], rep["run"]["id"], "the live run, not the last imported one");
     let code = tmp.path().join("code");
     std::fs::create_dir(&code).unwrap();
     std::fs::write(code.join("m.py"), "import torch\nu, s, vh = torch.linalg.svd(torch.eye(3))\n").unwrap();
-    let audit = mlport()
-        .arg("audit")
-        .arg(&code)
-        .args(["--device", "cpu", "--format", "json", "--db"])
-        .arg(&db)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let audit: Value = serde_json::from_slice(&audit).unwrap();
+    let audit =
+        common::stdout(mlport().arg("audit").arg(&code).args(["--device", "cpu", "--format", "json", "--db"]).arg(&db));
+    let audit: Value = serde_json::from_str(&audit).unwrap();
     let svd = audit["audit"]["rows"].as_array().unwrap().iter().find(|r| r["function"] == "torch.linalg.svd").unwrap();
     assert_eq!(svd["status"], "partial", "this machine's run (bfloat16 unsupported): {svd:#}");
     assert_eq!(svd["run"], format!("run {}", rep["run"]["id"]), "{svd:#}");

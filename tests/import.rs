@@ -5,15 +5,11 @@
 
 mod common;
 
-use common::{mlport, target};
+use common::{mlport, stdout, target};
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn stdout(c: &mut Command) -> String {
-    String::from_utf8(c.assert().success().get_output().stdout.clone()).unwrap()
-}
 
 fn runs_in(db: &std::path::Path) -> usize {
     let conn = rusqlite::Connection::open(db).unwrap();
@@ -394,26 +390,25 @@ fn a_store_in_a_read_only_folder_can_be_reported() {
     // A copy of the binary the other user can reach (the checkout may sit under /root).
     let bin = tmp.path().join("mlport");
     std::fs::copy(assert_cmd::cargo::cargo_bin("mlport"), &bin).unwrap();
-    let as_user = |args: &[&str]| {
+    // `program` as the unprivileged user (through setpriv when the tests run as root).
+    let unprivileged = |program: &std::ffi::OsStr| {
         let mut c = if uid.trim() == "0" {
             let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(program);
             c
         } else {
-            Command::new(&bin)
+            Command::new(program)
         };
-        c.env("NO_COLOR", "1").env("HOME", tmp.path()).args(args).arg("--db").arg(&db);
+        c.env("NO_COLOR", "1").env("HOME", tmp.path());
+        c
+    };
+    let as_user = |args: &[&str]| {
+        let mut c = unprivileged(bin.as_os_str());
+        c.args(args).arg("--db").arg(&db);
         c
     };
     // The setting is real: this user cannot write there.
-    let mut touch = if uid.trim() == "0" {
-        let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "touch"]);
-        c
-    } else {
-        std::process::Command::new("touch")
-    };
-    assert!(!touch.arg(dir.join("probe")).status().unwrap().success(), "the folder must not be writable");
+    unprivileged("touch".as_ref()).arg(dir.join("probe")).assert().failure();
     let got = stdout(&mut as_user(&["report", "--run", "all", "--format", "json"]));
     assert_eq!(got, expected, "the same report as from a writable store");
     assert!(stdout(&mut as_user(&["runs"])).contains("paper/torch/tpu_vm/tpu"));
@@ -436,15 +431,12 @@ fn a_store_in_a_read_only_folder_can_be_reported() {
     drop(writer);
     std::fs::set_permissions(&frozen, std::fs::Permissions::from_mode(0o555)).unwrap();
     let frozen_db = frozen.join("w.db");
-    let mut c = if uid.trim() == "0" {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
-        c
-    } else {
-        Command::new(&bin)
-    };
-    c.env("NO_COLOR", "1").args(["runs", "--db"]).arg(&frozen_db);
-    c.assert().code(1).stderr(predicate::str::contains("w.db-wal holds changes not yet in the store"));
+    unprivileged(bin.as_os_str())
+        .args(["runs", "--db"])
+        .arg(&frozen_db)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("w.db-wal holds changes not yet in the store"));
     std::fs::set_permissions(&frozen, std::fs::Permissions::from_mode(0o755)).unwrap();
     let listing: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(listing, vec![std::ffi::OsString::from("paper.db")], "nothing was created beside it");

@@ -67,6 +67,11 @@ pub fn paper_dir() -> PathBuf {
     dir
 }
 
+/// The standard output of a command that must succeed.
+pub fn stdout(c: &mut assert_cmd::Command) -> String {
+    String::from_utf8(c.assert().success().get_output().stdout.clone()).unwrap()
+}
+
 /// The `mlport` binary under test, with colour off.
 pub fn mlport() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("mlport").unwrap();
