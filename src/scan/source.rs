@@ -136,9 +136,25 @@ pub fn scan_full(
     Ok(SourceScan { aliases, found, handling: Handling::Full, parsed_bytes: src.len() })
 }
 
+/// Bytes that can be part of a Python identifier (ASCII letters, digits, `_`, and every byte of
+/// a non-ASCII character), as a table.
+const IDENT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+        b += 1;
+    }
+    t
+};
+
+fn ident(b: u8) -> bool {
+    IDENT[b as usize]
+}
+
 /// Whether `word` occurs in `hay` as a whole identifier.
 pub fn has_word(hay: &[u8], word: &[u8]) -> bool {
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
     memmem::find_iter(hay, word)
         .any(|i| (i == 0 || !ident(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|b| !ident(*b)))
 }
@@ -150,17 +166,6 @@ pub fn word_positions(hay: &[u8], words: &[&str]) -> Vec<u32> {
     if words.is_empty() {
         return out;
     }
-    const IDENT: [bool; 256] = {
-        let mut t = [false; 256];
-        let mut b = 0;
-        while b < 256 {
-            let c = b as u8;
-            t[b] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
-            b += 1;
-        }
-        t
-    };
-    let ident = |b: u8| IDENT[b as usize];
     let set: HashSet<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
     let (min, max) = set.iter().fold((usize::MAX, 0), |(lo, hi), w| (lo.min(w.len()), hi.max(w.len())));
     let mut first = [false; 256];
