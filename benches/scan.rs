@@ -2,7 +2,10 @@
 //! torch, tensorflow and jax in the managed environment, on one thread and on all cores,
 //! fast path and full parse, beside the Python ast-based scanner (benches/py_scanner.py)
 //! on one process and on all cores, in the same session. Prints files/s and MB/s.
-//! `MLPORT_TEST_PYTHON` picks the interpreter (default: the managed environment).
+//! One untimed scan first brings the files into the page cache; then every row runs
+//! `MLPORT_BENCH_ROUNDS` times (default 3), the rows interleaved round by round, and the
+//! median wall time counts. `MLPORT_TEST_PYTHON` picks the interpreter (default: the managed
+//! environment).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,8 +32,8 @@ fn main() {
         cores,
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
-    let mut rows = Vec::new();
-    let (mut files, mut bytes) = (0.0, 0.0);
+    let rounds: usize = std::env::var("MLPORT_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
+    let mut commands: Vec<(String, usize, Command)> = Vec::new();
     for (label, threads, full) in [
         ("mlport scan, 1 thread", 1, false),
         ("mlport scan, all cores", cores, false),
@@ -42,28 +45,43 @@ fn main() {
         if full {
             cmd.arg("--full-parse");
         }
-        let start = Instant::now();
-        let o = cmd.output().expect("mlport runs");
-        let secs = start.elapsed().as_secs_f64();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        files = v["files"].as_f64().unwrap();
-        bytes = v["bytes"].as_f64().unwrap();
-        rows.push((label.to_string(), threads, secs, v["calls"].as_u64().unwrap()));
+        commands.push((label.to_string(), threads, cmd));
     }
     for (label, jobs) in [("python ast scanner, 1 process", 1), ("python ast scanner, all cores", cores)] {
-        let start = Instant::now();
-        let o = Command::new(&python)
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/py_scanner.py"))
+        let mut cmd = Command::new(&python);
+        cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/py_scanner.py"))
             .args(["--jobs", &jobs.to_string()])
-            .args(&dirs)
-            .output()
-            .expect("python runs");
+            .args(&dirs);
+        commands.push((label.to_string(), jobs, cmd));
+    }
+    // Runs one command: wall seconds, and the JSON it printed.
+    let time = |cmd: &mut Command| {
+        let start = Instant::now();
+        let o = cmd.output().expect("the scanner runs");
         let secs = start.elapsed().as_secs_f64();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        rows.push((label.to_string(), jobs, secs, v["calls"].as_u64().unwrap()));
+        (secs, v)
+    };
+    let (_, warm) = time(&mut commands[1].2);
+    let files = warm["files"].as_f64().unwrap();
+    let bytes = warm["bytes"].as_f64().unwrap();
+    let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); commands.len()];
+    let mut calls = vec![0; commands.len()];
+    for _ in 0..rounds {
+        for (i, (_, _, cmd)) in commands.iter_mut().enumerate() {
+            let (secs, v) = time(cmd);
+            seconds[i].push(secs);
+            calls[i] = v["calls"].as_u64().unwrap();
+        }
     }
+    let rows: Vec<(String, usize, f64, u64)> = commands
+        .iter()
+        .zip(&seconds)
+        .zip(&calls)
+        .map(|(((label, threads, _), secs), calls)| (label.clone(), *threads, mlport::stats::median(secs), *calls))
+        .collect();
+    println!("median of {rounds} rounds");
     println!("{files} files, {:.1} MB", bytes / 1e6);
     println!(
         "{:<38} {:>7} {:>8} {:>9} {:>8} {:>12} {:>9}",

@@ -68,7 +68,7 @@ pub struct ScanArgs {
     /// Worker threads (default: all cores).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub threads: usize,
-    /// Parse every byte of every file instead of only what can hold a framework call.
+    /// Parse every file, also those whose text cannot refer to a framework (same result, slower).
     #[arg(long)]
     pub full_parse: bool,
 }

@@ -1,7 +1,7 @@
 //! `mlport scan`, `audit`, `mine` and `sample` on small Python sources written for the
 //! purpose (tests/fixtures/scan/proj: every alias form, relative and star imports, nested
 //! attribute chains, decorators, a notebook, a file with a syntax error, a .gitignore), and
-//! the fast path checked against the full parse on a real tree (the installed jax).
+//! the fast path checked against the full parse on a real tree (the installed jax and keras).
 
 mod common;
 
@@ -80,24 +80,54 @@ fn scan_renderings() {
     insta::assert_snapshot!("scan_csv", scan::render_csv(&r));
 }
 
-/// The fast path gives the full parse's calls on a real tree: the installed jax package.
+/// Skipping the files that cannot refer to a framework gives the full parse's result on a real
+/// tree: the installed keras (which holds such files) and jax.
 #[test]
 fn fast_path_equals_full_parse_on_a_real_tree() {
     let out = std::process::Command::new(common::python())
-        .args(["-c", "import os, jax; print(os.path.dirname(jax.__file__))"])
+        .args([
+            "-c",
+            "import os, jax, keras; print(os.path.dirname(jax.__file__)); print(os.path.dirname(keras.__file__))",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "jax is importable");
-    let jax = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    let run =
-        |full| scan::scan(std::slice::from_ref(&jax), &ScanOptions { full_parse: full, ..Default::default() }).unwrap();
+    assert!(out.status.success(), "jax and keras are importable");
+    let dirs: Vec<PathBuf> = String::from_utf8(out.stdout).unwrap().lines().map(PathBuf::from).collect();
+    let run = |full| scan::scan(&dirs, &ScanOptions { full_parse: full, ..Default::default() }).unwrap();
     let (fast, full) = (run(false), run(true));
-    assert!(full.files > 300 && full.calls() > 10_000, "{} files, {} calls", full.files, full.calls());
-    assert!(fast.parsed_bytes < full.parsed_bytes, "the fast path parses less");
+    assert!(full.files > 1000 && full.calls() > 30_000, "{} files, {} calls", full.files, full.calls());
+    assert!(fast.skipped > 50 && fast.parsed_bytes < full.parsed_bytes, "the fast path skips files");
+    assert_eq!(full.skipped, 0);
     assert_eq!(fast.functions, full.functions);
     assert_eq!(fast.unresolved, full.unresolved);
     assert_eq!(fast.unparsable, full.unparsable);
     assert_eq!(scan::render_json(&fast), scan::render_json(&full));
+}
+
+/// Deeply nested code is reported, never a crash: trees deeper than 10,000 levels (CPython
+/// refuses far shallower ones) are unparsable; one just under the limit is scanned.
+#[test]
+fn deep_nesting_is_reported_not_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nest = |n: usize| -> String {
+        let mut s = String::from("import torch\n");
+        for i in 0..n {
+            s += &format!("{}if x:\n", " ".repeat(i));
+        }
+        s + &format!("{}torch.ones(1)\n", " ".repeat(n))
+    };
+    std::fs::write(tmp.path().join("ok.py"), nest(9_990)).unwrap();
+    std::fs::write(tmp.path().join("ifs.py"), nest(10_500)).unwrap();
+    std::fs::write(tmp.path().join("attrs.py"), format!("import torch\nx = torch{}()\n", ".a".repeat(200_000)))
+        .unwrap();
+    std::fs::write(tmp.path().join("neg.py"), format!("import torch\nx = {}torch.ones(1)\n", "-".repeat(200_000)))
+        .unwrap();
+    let r = scan::scan(&[tmp.path().to_path_buf()], &ScanOptions { threads: 2, ..Default::default() }).unwrap();
+    let bad: Vec<(&str, Option<u32>)> = r.unparsable.iter().map(|u| (u.file.as_str(), u.line)).collect();
+    assert_eq!(bad, [("attrs.py", Some(2)), ("ifs.py", Some(10_001)), ("neg.py", Some(2))]);
+    assert!(r.unparsable.iter().all(|u| u.error.contains("10000 levels")), "{:?}", r.unparsable);
+    let ones = r.functions.iter().find(|f| f.name == "torch.ones").unwrap();
+    assert_eq!(ones.sites[0].to_string(), "ok.py:9992");
 }
 
 #[test]

@@ -1,15 +1,15 @@
-//! Framework calls in a parsed Python file (a tree-sitter-python tree): the import
-//! statements that bind names, then every call whose callee resolves through them to a
-//! torch, tensorflow, jax or numpy name, with its line.
+//! Framework calls in a parsed Python module (Ruff's syntax tree, `ruff_python_ast`): the
+//! import statements that bind names, then every call whose callee resolves through them to
+//! a torch, tensorflow, jax or numpy name, with its line.
 //!
-//! Rules, the same in every scanning mode:
+//! Rules:
 //! - A callee is a dotted chain of names (`F.conv2d`, `torch.nn.functional.conv2d`); its
 //!   first name resolves through the file's imports ([`super::imports::Aliases`]).
 //! - A bare decorator (`@jax.jit`, `@torch.no_grad` without parentheses) counts as a call.
 //! - A method call is attributed only when the receiver is clearly a framework object: a
 //!   direct call of a framework array function or class (`torch.zeros(3).argsort()` →
 //!   `torch.Tensor.argsort`; `nn.Linear(2, 2).forward(x)` → `torch.nn.Linear.forward`), or
-//!   a function's local name that every assignment in that function binds to such a call, or
+//!   a function's local name that every binding in that function binds to such a call, or
 //!   whose annotation names a framework type (`x: torch.Tensor`). Module-level names are never
 //!   tracked: any function may rebind them.
 //! - Other method calls whose name is one mlport measures (`x.argsort()`) are listed as
@@ -19,124 +19,22 @@
 //!   resolve against the star-imported module.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 
-use tree_sitter::{Node, Tree};
+use ruff_python_ast::statement_visitor::{StatementVisitor, walk_stmt as walk_statement};
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{Decorator, Expr, ExprCall, Pattern, Stmt, StmtFunctionDef};
+use ruff_source_file::LineIndex;
+use ruff_text_size::{Ranged, TextRange};
 
 use super::imports::{Aliases, framework_of, resolve_relative};
 use super::source::marked;
 use crate::model::Framework;
 
-/// The node kinds the extraction tells apart (every other kind is `Other`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum K {
-    Other,
-    Identifier,
-    Attribute,
-    ImportStatement,
-    DottedName,
-    AliasedImport,
-    ImportFromStatement,
-    Call,
-    ExpressionStatement,
-    String,
-    ReturnStatement,
-    RelativeImport,
-    ImportPrefix,
-    WildcardImport,
-    Type,
-    TypedParameter,
-    TypedDefaultParameter,
-    FunctionDefinition,
-    ClassDefinition,
-    Lambda,
-    Assignment,
-    ForStatement,
-    ForInClause,
-    AsPattern,
-    NamedExpression,
-    GlobalStatement,
-    NonlocalStatement,
-    Decorator,
-    Subscript,
-}
-
-/// tree-sitter-python's ids of those kinds and of the fields read, looked up once: comparing
-/// ids is cheaper than comparing kind names, and a field lookup by name scans every name.
-struct Ids {
-    /// Kind of each kind id (several ids may share a name).
-    kinds: Vec<K>,
-    alias: u16,
-    attribute: u16,
-    body: u16,
-    function: u16,
-    left: u16,
-    module_name: u16,
-    name: u16,
-    object: u16,
-    parameters: u16,
-    right: u16,
-    r#type: u16,
-}
-
-fn ids() -> &'static Ids {
-    static IDS: OnceLock<Ids> = OnceLock::new();
-    IDS.get_or_init(|| {
-        let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-        let kinds = (0..lang.node_kind_count() as u16)
-            .map(|id| match lang.node_kind_for_id(id).unwrap_or("") {
-                "identifier" => K::Identifier,
-                "attribute" => K::Attribute,
-                "import_statement" => K::ImportStatement,
-                "dotted_name" => K::DottedName,
-                "aliased_import" => K::AliasedImport,
-                "import_from_statement" => K::ImportFromStatement,
-                "call" => K::Call,
-                "expression_statement" => K::ExpressionStatement,
-                "string" => K::String,
-                "return_statement" => K::ReturnStatement,
-                "relative_import" => K::RelativeImport,
-                "import_prefix" => K::ImportPrefix,
-                "wildcard_import" => K::WildcardImport,
-                "type" => K::Type,
-                "typed_parameter" => K::TypedParameter,
-                "typed_default_parameter" => K::TypedDefaultParameter,
-                "function_definition" => K::FunctionDefinition,
-                "class_definition" => K::ClassDefinition,
-                "lambda" => K::Lambda,
-                "assignment" => K::Assignment,
-                "for_statement" => K::ForStatement,
-                "for_in_clause" => K::ForInClause,
-                "as_pattern" => K::AsPattern,
-                "named_expression" => K::NamedExpression,
-                "global_statement" => K::GlobalStatement,
-                "nonlocal_statement" => K::NonlocalStatement,
-                "decorator" => K::Decorator,
-                "subscript" => K::Subscript,
-                _ => K::Other,
-            })
-            .collect();
-        let field = |name: &str| lang.field_id_for_name(name).map_or(0, |f| f.get());
-        Ids {
-            kinds,
-            alias: field("alias"),
-            attribute: field("attribute"),
-            body: field("body"),
-            function: field("function"),
-            left: field("left"),
-            module_name: field("module_name"),
-            name: field("name"),
-            object: field("object"),
-            parameters: field("parameters"),
-            right: field("right"),
-            r#type: field("type"),
-        }
-    })
-}
-
-/// The kind of a node.
-fn kind(n: Node<'_>) -> K {
-    ids().kinds.get(n.kind_id() as usize).copied().unwrap_or(K::Other)
+/// Runs one level of a recursive walk over a syntax tree, moving to a stack on the heap when
+/// little of the thread's stack is left: trees are as deep as the code's nesting, and a long
+/// `a + b + …` chain or `x.a.a.a…` is a deep tree (see [`super::source::MAX_DEPTH`]).
+pub(crate) fn deeper<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, f)
 }
 
 /// What one file's tree yields.
@@ -151,22 +49,16 @@ pub struct Extracted {
     pub free_calls: Vec<(String, u32)>,
 }
 
-/// The text of a node.
-fn text<'a>(n: Node<'_>, src: &'a [u8]) -> &'a str {
-    std::str::from_utf8(&src[n.byte_range()]).unwrap_or("")
-}
-
-/// `a.b.c` for an identifier or an attribute chain of identifiers; `None` otherwise.
-fn dotted(n: Node<'_>, src: &[u8]) -> Option<String> {
+/// `a.b.c` for a name or an attribute chain of names; `None` otherwise.
+fn dotted(e: &Expr) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
-    let mut cur = n;
+    let mut cur = e;
     loop {
-        match kind(cur) {
-            K::Identifier => break parts.push(text(cur, src)),
-            K::Attribute => {
-                let obj = cur.child_by_field_id(ids().object)?;
-                parts.push(text(cur.child_by_field_id(ids().attribute)?, src));
-                cur = obj;
+        match cur {
+            Expr::Name(n) => break parts.push(n.id.as_str()),
+            Expr::Attribute(a) => {
+                parts.push(a.attr.id.as_str());
+                cur = &a.value;
             }
             _ => return None,
         }
@@ -181,113 +73,58 @@ fn dotted(n: Node<'_>, src: &[u8]) -> Option<String> {
     Some(out)
 }
 
-/// Visits every node below `root` in document order without recursion (trees of long
-/// expressions are deep): `visit(node, true)` on entering, returning false to skip the
-/// node's children, and `visit(node, false)` on leaving it.
-fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, bool) -> bool) {
-    let mut cursor = root.walk();
-    let mut descend = visit(root, true);
-    // How far below `root` the cursor is (cheaper than comparing nodes).
-    let mut depth = 0usize;
-    loop {
-        if descend && cursor.goto_first_child() {
-            depth += 1;
-            descend = visit(cursor.node(), true);
-            continue;
-        }
-        // No (more) children: leave this node, then move to a sibling or climb.
-        loop {
-            visit(cursor.node(), false);
-            if depth == 0 {
-                return;
-            }
-            if cursor.goto_next_sibling() {
-                descend = visit(cursor.node(), true);
-                break;
-            }
-            cursor.goto_parent();
-            depth -= 1;
-        }
+/// The imports of a module: every `import` and `from ... import` statement anywhere in it
+/// (function bodies, `try` blocks, class bodies). `module` is the file's module path (for
+/// relative imports), `is_package` true for an `__init__.py`; `lines` gives a star import's
+/// line.
+pub fn collect_imports(body: &[Stmt], lines: &LineIndex, module: Option<&[String]>, is_package: bool) -> Aliases {
+    struct Imports<'m> {
+        aliases: Aliases,
+        lines: &'m LineIndex,
+        module: Option<&'m [String]>,
+        is_package: bool,
     }
-}
-
-/// The imports of a tree: every `import` and `from ... import` statement anywhere in it.
-/// `module` is the file's module path (for relative imports), `is_package` true for an
-/// `__init__.py`.
-pub fn collect_imports(tree: &Tree, src: &[u8], module: Option<&[String]>, is_package: bool) -> Aliases {
-    let mut aliases = Aliases::default();
-    walk(tree.root_node(), |n, enter| {
-        enter
-            && match kind(n) {
-                K::ImportStatement => {
-                    let mut c = n.walk();
-                    for child in n.named_children(&mut c) {
-                        match kind(child) {
-                            K::DottedName => aliases.add_import(text(child, src), None),
-                            K::AliasedImport => {
-                                if let (Some(name), Some(alias)) =
-                                    (child.child_by_field_id(ids().name), child.child_by_field_id(ids().alias))
-                                {
-                                    aliases.add_import(text(name, src), Some(text(alias, src)));
-                                }
+    impl<'a> StatementVisitor<'a> for Imports<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Import(i) => {
+                    for a in &i.names {
+                        self.aliases.add_import(a.name.as_str(), a.asname.as_ref().map(|n| n.as_str()));
+                    }
+                }
+                Stmt::ImportFrom(i) => {
+                    let name = i.module.as_ref().map_or("", |m| m.as_str());
+                    let resolved = if i.level > 0 {
+                        resolve_relative(self.module, self.is_package, i.level as usize, name)
+                    } else {
+                        Some(name.to_string())
+                    };
+                    for a in &i.names {
+                        if a.name.as_str() == "*" {
+                            if let Some(r) = &resolved {
+                                self.aliases.stars.push((r.clone(), line(self.lines, stmt.range())));
                             }
-                            _ => {}
+                        } else {
+                            self.aliases.add_from(
+                                resolved.as_deref(),
+                                a.name.as_str(),
+                                a.asname.as_ref().map(|n| n.as_str()),
+                            );
                         }
                     }
-                    false
                 }
-                K::ImportFromStatement => {
-                    from_import(n, src, module, is_package, &mut aliases);
-                    false
-                }
-                // Expressions hold no import statements; statements and blocks may.
-                K::Call | K::ExpressionStatement | K::String | K::ReturnStatement => false,
-                _ => true,
+                _ => deeper(|| walk_statement(self, stmt)),
             }
-    });
-    aliases
-}
-
-fn from_import(n: Node<'_>, src: &[u8], module: Option<&[String]>, is_package: bool, aliases: &mut Aliases) {
-    let Some(m) = n.child_by_field_id(ids().module_name) else { return };
-    let resolved = match kind(m) {
-        K::RelativeImport => {
-            let mut c = m.walk();
-            let mut dots = 0;
-            let mut rest = "";
-            for child in m.named_children(&mut c) {
-                match kind(child) {
-                    K::ImportPrefix => dots = text(child, src).trim().len(),
-                    K::DottedName => rest = text(child, src),
-                    _ => {}
-                }
-            }
-            resolve_relative(module, is_package, dots, rest)
-        }
-        _ => Some(text(m, src).to_string()),
-    };
-    let mut c = n.walk();
-    for child in n.named_children(&mut c) {
-        if child == m {
-            continue;
-        }
-        match kind(child) {
-            K::WildcardImport => {
-                if let Some(r) = &resolved {
-                    aliases.stars.push((r.clone(), n.start_position().row as u32 + 1));
-                }
-            }
-            K::DottedName => aliases.add_from(resolved.as_deref(), text(child, src), None),
-            K::AliasedImport => {
-                if let (Some(name), Some(alias)) =
-                    (child.child_by_field_id(ids().name), child.child_by_field_id(ids().alias))
-                {
-                    aliases.add_from(resolved.as_deref(), text(name, src), Some(text(alias, src)));
-                }
-            }
-            _ => {}
         }
     }
+    let mut v = Imports { aliases: Aliases::default(), lines, module, is_package };
+    v.visit_body(body);
+    v.aliases
+}
+
+/// The 1-based line a node starts on.
+fn line(lines: &LineIndex, range: TextRange) -> u32 {
+    lines.line_index(range.start()).get() as u32
 }
 
 /// Lowercase functions of these namespaces return arrays of their framework.
@@ -364,121 +201,146 @@ fn returns(q: &str) -> Option<String> {
     None
 }
 
-/// An annotation that names a framework type (`torch.Tensor`, `np.ndarray`, `jax.Array`).
-fn annotation_type(n: Node<'_>, src: &[u8], aliases: &Aliases) -> Option<String> {
-    let n = if kind(n) == K::Type { n.named_child(0)? } else { n };
-    let q = aliases.resolve(&dotted(n, src)?)?;
+/// An annotation that names a framework type (`torch.Tensor`, `np.ndarray`, `jax.Array`);
+/// a string annotation (`"torch.Tensor"`) is not read.
+fn annotation_type(e: &Expr, aliases: &Aliases) -> Option<String> {
+    let q = aliases.resolve(&dotted(e)?)?;
     framework_of(&q)?;
     let last = q.rsplit('.').next()?;
     (last.starts_with(|c: char| c.is_ascii_uppercase()) || last == "ndarray").then_some(q)
 }
 
+/// What a call expression returns, when it is clearly a framework object.
+fn receiver(call: &ExprCall, aliases: &Aliases) -> Option<String> {
+    returns(&aliases.resolve(&dotted(&call.func)?)?)
+}
+
 /// A local name's type in a function: `Some(T)` when every binding agrees, `None` unknown.
 type Scope = HashMap<String, Option<String>>;
 
-fn bind(scope: &mut Scope, name: &str, ty: Option<String>) {
-    match scope.get_mut(name) {
-        Some(existing) => {
-            if *existing != ty {
-                *existing = None;
-            }
-        }
-        None => {
-            scope.insert(name.to_string(), ty);
-        }
-    }
+/// The local names of a function and what they hold: parameters (typed by annotation), and
+/// every name the body binds (assignment, `for`, `with … as`, `except … as`, `:=`, match
+/// captures, `global`/`nonlocal`, nested `def`/`class`), not looking into nested functions,
+/// classes and lambdas. A name is typed when each of its bindings gives the same framework
+/// type: an assignment of a framework array call or class (`x = torch.zeros(3)`), or an
+/// annotation (`x: torch.Tensor = f()`); any other binding makes it unknown.
+struct ScopeBuilder<'a> {
+    scope: Scope,
+    aliases: &'a Aliases,
 }
 
-/// Marks every identifier in a binding target as unknown.
-fn bind_unknown(scope: &mut Scope, target: Node<'_>, src: &[u8]) {
-    walk(target, |n, enter| {
-        if !enter {
-            return true;
-        }
-        if kind(n) == K::Identifier {
-            bind(scope, text(n, src), None);
-        }
-        // `a.b = ...` and `a[i] = ...` bind nothing.
-        !matches!(kind(n), K::Attribute | K::Subscript)
-    });
-}
-
-/// The local names of a function and what they hold.
-fn function_scope(f: Node<'_>, src: &[u8], aliases: &Aliases) -> Scope {
-    let mut scope = Scope::new();
-    if let Some(params) = f.child_by_field_id(ids().parameters) {
-        let mut c = params.walk();
-        for p in params.named_children(&mut c) {
-            match kind(p) {
-                K::Identifier => bind(&mut scope, text(p, src), None),
-                K::TypedParameter | K::TypedDefaultParameter => {
-                    let name = match kind(p) {
-                        K::TypedParameter => p.named_child(0),
-                        _ => p.child_by_field_id(ids().name),
-                    };
-                    let ty = p.child_by_field_id(ids().r#type).and_then(|t| annotation_type(t, src, aliases));
-                    if let Some(name) = name.filter(|n| kind(*n) == K::Identifier) {
-                        bind(&mut scope, text(name, src), ty);
-                    } else if let Some(name) = name {
-                        bind_unknown(&mut scope, name, src);
-                    }
+impl ScopeBuilder<'_> {
+    fn bind(&mut self, name: &str, ty: Option<String>) {
+        match self.scope.get_mut(name) {
+            Some(existing) => {
+                if *existing != ty {
+                    *existing = None;
                 }
-                _ => bind_unknown(&mut scope, p, src),
+            }
+            None => {
+                self.scope.insert(name.to_string(), ty);
             }
         }
     }
-    let Some(body) = f.child_by_field_id(ids().body) else { return scope };
-    walk(body, |n, enter| {
-        enter
-            && match kind(n) {
-                K::FunctionDefinition | K::ClassDefinition | K::Lambda => false,
-                K::Assignment => {
-                    if let Some(left) = n.child_by_field_id(ids().left) {
-                        if kind(left) == K::Identifier {
-                            let ty = match (n.child_by_field_id(ids().r#type), n.child_by_field_id(ids().right)) {
-                                (Some(t), _) => annotation_type(t, src, aliases),
-                                (None, Some(r)) if kind(r) == K::Call => receiver(r, src, aliases),
-                                _ => None,
-                            };
-                            bind(&mut scope, text(left, src), ty);
-                        } else {
-                            bind_unknown(&mut scope, left, src);
-                        }
-                    }
-                    true
-                }
-                K::ForStatement | K::ForInClause => {
-                    if let Some(left) = n.child_by_field_id(ids().left) {
-                        bind_unknown(&mut scope, left, src);
-                    }
-                    true
-                }
-                K::AsPattern => {
-                    if let Some(alias) = n.child_by_field_id(ids().alias) {
-                        bind_unknown(&mut scope, alias, src);
-                    }
-                    true
-                }
-                K::NamedExpression => {
-                    if let Some(name) = n.child_by_field_id(ids().name) {
-                        bind_unknown(&mut scope, name, src);
-                    }
-                    true
-                }
-                K::GlobalStatement | K::NonlocalStatement => {
-                    bind_unknown(&mut scope, n, src);
-                    false
-                }
-                _ => true,
+
+    /// Marks every name a binding target binds as unknown (`a.b = …` and `a[i] = …` bind none).
+    fn bind_unknown(&mut self, target: &Expr) {
+        match target {
+            Expr::Name(n) => self.bind(n.id.as_str(), None),
+            Expr::Tuple(t) => t.elts.iter().for_each(|e| self.bind_unknown(e)),
+            Expr::List(l) => l.elts.iter().for_each(|e| self.bind_unknown(e)),
+            Expr::Starred(s) => self.bind_unknown(&s.value),
+            _ => {}
+        }
+    }
+
+    /// The type one assignment of `value` to `target` gives.
+    fn assign(&mut self, target: &Expr, value: Option<&Expr>) {
+        match target {
+            Expr::Name(n) => {
+                let ty = match value {
+                    Some(Expr::Call(c)) => receiver(c, self.aliases),
+                    _ => None,
+                };
+                self.bind(n.id.as_str(), ty);
             }
-    });
-    scope
+            _ => self.bind_unknown(target),
+        }
+    }
+
+    fn function(f: &StmtFunctionDef, aliases: &Aliases) -> Scope {
+        let mut b = ScopeBuilder { scope: Scope::new(), aliases };
+        let p = &f.parameters;
+        for pd in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
+            let ty = pd.parameter.annotation.as_deref().and_then(|a| annotation_type(a, aliases));
+            b.bind(pd.parameter.name.as_str(), ty);
+        }
+        for star in [&p.vararg, &p.kwarg].into_iter().flatten() {
+            b.bind(star.name.as_str(), None);
+        }
+        b.visit_body(&f.body);
+        b.scope
+    }
 }
 
-/// What a call expression returns, when it is clearly a framework object.
-fn receiver(call: Node<'_>, src: &[u8], aliases: &Aliases) -> Option<String> {
-    let f = call.child_by_field_id(ids().function)?;
-    returns(&aliases.resolve(&dotted(f, src)?)?)
+impl<'a> Visitor<'a> for ScopeBuilder<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::FunctionDef(f) => return self.bind(f.name.as_str(), None),
+            Stmt::ClassDef(c) => return self.bind(c.name.as_str(), None),
+            Stmt::Assign(a) => a.targets.iter().for_each(|t| self.assign(t, Some(&a.value))),
+            Stmt::AnnAssign(a) => match &*a.target {
+                Expr::Name(n) => {
+                    let ty = annotation_type(&a.annotation, self.aliases);
+                    self.bind(n.id.as_str(), ty);
+                }
+                t => self.bind_unknown(t),
+            },
+            Stmt::For(f) => self.bind_unknown(&f.target),
+            Stmt::With(w) => {
+                w.items.iter().filter_map(|i| i.optional_vars.as_deref()).for_each(|t| self.bind_unknown(t))
+            }
+            Stmt::Try(t) => {
+                for h in &t.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    if let Some(n) = &h.name {
+                        self.bind(n.as_str(), None);
+                    }
+                }
+            }
+            Stmt::Global(g) => g.names.iter().for_each(|n| self.bind(n.as_str(), None)),
+            Stmt::Nonlocal(g) => g.names.iter().for_each(|n| self.bind(n.as_str(), None)),
+            _ => {}
+        }
+        deeper(|| visitor::walk_stmt(self, stmt));
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Lambda(_) => return,
+            Expr::Named(n) => self.assign(&n.target, Some(&n.value)),
+            _ => {}
+        }
+        deeper(|| visitor::walk_expr(self, expr));
+    }
+
+    fn visit_comprehension(&mut self, c: &'a ruff_python_ast::Comprehension) {
+        self.bind_unknown(&c.target);
+        visitor::walk_comprehension(self, c);
+    }
+
+    fn visit_pattern(&mut self, p: &'a Pattern) {
+        let name = match p {
+            Pattern::MatchAs(m) => m.name.as_ref(),
+            Pattern::MatchStar(m) => m.name.as_ref(),
+            Pattern::MatchMapping(m) => m.rest.as_ref(),
+            _ => None,
+        };
+        if let Some(n) = name {
+            self.bind(n.as_str(), None);
+        }
+        deeper(|| visitor::walk_pattern(self, p));
+    }
 }
 
 /// Python's builtins, never resolved through a star import.
@@ -527,144 +389,193 @@ const BUILTINS: [&str; 40] = [
 
 /// A function's scope, worked out only when a call needs it.
 struct LazyScope<'t> {
-    node: Node<'t>,
+    node: &'t StmtFunctionDef,
     scope: Option<Scope>,
 }
 
-/// The framework calls of a parsed file under `aliases` (from [`collect_imports`]).
-/// `uses` holds where `src` names a framework-bound name as a word, in order
-/// ([`super::source::word_positions`]); `measured` the method names worth listing as
-/// unresolved.
-pub fn extract(tree: &Tree, src: &[u8], aliases: &Aliases, uses: &[u32], measured: &HashSet<String>) -> Extracted {
-    let mut out = Extracted::default();
-    let mut scopes: Vec<LazyScope<'_>> = Vec::new();
-    let mut defined: HashSet<String> = HashSet::new();
-    let mut pending: Vec<(String, u32)> = Vec::new();
-    let root = tree.root_node();
-    let keep_free = !aliases.stars.is_empty();
-    let line = |n: Node<'_>| n.start_position().row as u32 + 1;
-    let marks: Vec<u32> = memchr::memchr2_iter(b'(', b'@', src).map(|p| p as u32).collect();
-    let mut statements = root.walk();
-    for stmt in root.named_children(&mut statements) {
-        pending.clear();
-        walk(stmt, |n, enter| {
-            if !enter {
-                if kind(n) == K::FunctionDefinition {
-                    scopes.pop();
+/// The walk of one module's statements that finds the calls.
+struct Extractor<'t, 'x> {
+    aliases: &'x Aliases,
+    lines: &'x LineIndex,
+    /// Where the source names a framework-bound name as a word.
+    uses: &'x [u32],
+    measured: &'x HashSet<String>,
+    keep_free: bool,
+    scopes: Vec<LazyScope<'t>>,
+    defined: HashSet<String>,
+    /// Unresolved method calls of the current top-level statement.
+    pending: Vec<(String, u32)>,
+    out: Extracted,
+}
+
+impl<'t> Visitor<'t> for Extractor<'t, '_> {
+    fn visit_stmt(&mut self, stmt: &'t Stmt) {
+        match stmt {
+            Stmt::FunctionDef(f) => {
+                if self.keep_free {
+                    self.defined.insert(f.name.to_string());
                 }
-                return true;
+                // Decorators, defaults, annotations belong to the enclosing scope.
+                for d in &f.decorator_list {
+                    self.visit_decorator(d);
+                }
+                if let Some(tp) = &f.type_params {
+                    self.visit_type_params(tp);
+                }
+                self.visit_parameters(&f.parameters);
+                if let Some(r) = &f.returns {
+                    self.visit_annotation(r);
+                }
+                self.scopes.push(LazyScope { node: f, scope: None });
+                deeper(|| self.visit_body(&f.body));
+                self.scopes.pop();
+                return;
             }
-            match kind(n) {
-                K::FunctionDefinition => {
-                    if keep_free && let Some(name) = n.child_by_field_id(ids().name) {
-                        defined.insert(text(name, src).to_string());
-                    }
-                    scopes.push(LazyScope { node: n, scope: None });
-                }
-                K::ClassDefinition if keep_free => {
-                    if let Some(name) = n.child_by_field_id(ids().name) {
-                        defined.insert(text(name, src).to_string());
+            Stmt::ClassDef(c) if self.keep_free => {
+                self.defined.insert(c.name.to_string());
+            }
+            Stmt::Assign(a) if self.keep_free => {
+                for t in &a.targets {
+                    if let Expr::Name(n) = t {
+                        self.defined.insert(n.id.to_string());
                     }
                 }
-                K::Assignment if keep_free => {
-                    if let Some(left) = n.child_by_field_id(ids().left).filter(|l| kind(*l) == K::Identifier) {
-                        defined.insert(text(left, src).to_string());
-                    }
+            }
+            Stmt::AnnAssign(a) if self.keep_free => {
+                if let Expr::Name(n) = &*a.target {
+                    self.defined.insert(n.id.to_string());
                 }
-                K::Decorator => {
-                    if let Some(e) = n.named_child(0)
-                        && let Some(q) = dotted(e, src).and_then(|d| aliases.resolve(&d))
-                        && framework_of(&q).is_some()
-                    {
-                        out.calls.push((q, line(n)));
-                    }
+            }
+            _ => {}
+        }
+        deeper(|| visitor::walk_stmt(self, stmt));
+    }
+
+    fn visit_decorator(&mut self, d: &'t Decorator) {
+        if let Some(q) = dotted(&d.expression).and_then(|c| self.aliases.resolve(&c))
+            && framework_of(&q).is_some()
+        {
+            self.out.calls.push((q, line(self.lines, d.range())));
+        }
+        visitor::walk_decorator(self, d);
+    }
+
+    fn visit_expr(&mut self, expr: &'t Expr) {
+        if let Expr::Call(c) = expr {
+            self.call(c);
+        }
+        deeper(|| visitor::walk_expr(self, expr));
+    }
+}
+
+impl Extractor<'_, '_> {
+    /// The type of local `name` in the innermost function that binds it.
+    fn local_type(&mut self, name: &str) -> Option<String> {
+        if name == "self" || name == "cls" {
+            return None;
+        }
+        let (aliases, uses) = (self.aliases, self.uses);
+        for s in self.scopes.iter_mut().rev() {
+            let scope = s.scope.get_or_insert_with(|| {
+                // Without a framework name in its text, nothing in a function is typed.
+                if marked(uses, s.node.range().to_std_range()) {
+                    ScopeBuilder::function(s.node, aliases)
+                } else {
+                    Scope::new()
                 }
-                K::Call => {
-                    if let Some(f) = n.child_by_field_id(ids().function) {
-                        call(f, n, src, aliases, uses, &mut scopes, measured, &mut out, &mut pending, keep_free);
-                    }
+            });
+            if let Some(t) = scope.get(name) {
+                return t.clone();
+            }
+        }
+        None
+    }
+
+    fn call(&mut self, c: &ExprCall) {
+        let line = line(self.lines, c.range());
+        if let Some(chain) = dotted(&c.func) {
+            if let Some(q) = self.aliases.resolve(&chain) {
+                if framework_of(&q).is_some() {
+                    self.out.calls.push((q, line));
                 }
-                // A subtree without `(` or `@` holds no call, decorator or function.
-                _ if !keep_free && n.child_count() > 0 => return marked(&marks, n.byte_range()),
+                return;
+            }
+            if self.keep_free {
+                self.out.free_calls.push((chain.clone(), line));
+            }
+            let Some((head, method)) = chain.rsplit_once('.') else { return };
+            // A local name of a function (innermost binding wins).
+            let ty = if head.contains('.') { None } else { self.local_type(head) };
+            match ty {
+                Some(t) => self.out.calls.push((format!("{t}.{method}"), line)),
+                _ if self.measured.contains(method) => self.pending.push((format!("?.{method}"), line)),
                 _ => {}
             }
-            true
-        });
-        // Unresolved calls count only in statements that use a framework name.
-        if !pending.is_empty() && marked(uses, stmt.byte_range()) {
-            out.unresolved.append(&mut pending);
+            return;
+        }
+        // A method of some other expression: clear only for a framework call's result.
+        if let Expr::Attribute(a) = &*c.func {
+            let method = a.attr.as_str();
+            let ty = match &*a.value {
+                Expr::Call(inner) => receiver(inner, self.aliases),
+                _ => None,
+            };
+            match ty {
+                Some(t) => self.out.calls.push((format!("{t}.{method}"), line)),
+                None if self.measured.contains(method) => self.pending.push((format!("?.{method}"), line)),
+                None => {}
+            }
         }
     }
-    if keep_free {
+}
+
+/// The framework calls of a parsed module under `aliases` (from [`collect_imports`]).
+/// `uses` holds where the source names a framework-bound name as a word, in order
+/// ([`super::source::word_positions`]); `measured` the method names worth listing as
+/// unresolved.
+pub fn extract(
+    body: &[Stmt],
+    lines: &LineIndex,
+    aliases: &Aliases,
+    uses: &[u32],
+    measured: &HashSet<String>,
+) -> Extracted {
+    let mut x = Extractor {
+        aliases,
+        lines,
+        uses,
+        measured,
+        keep_free: !aliases.stars.is_empty(),
+        scopes: Vec::new(),
+        defined: HashSet::new(),
+        pending: Vec::new(),
+        out: Extracted::default(),
+    };
+    for stmt in body {
+        x.pending.clear();
+        x.visit_stmt(stmt);
+        // Unresolved calls count only in statements that use a framework name.
+        if !x.pending.is_empty() && marked(uses, stmt.range().to_std_range()) {
+            x.out.unresolved.append(&mut x.pending);
+        }
+    }
+    let mut out = x.out;
+    if x.keep_free {
         out.free_calls.retain(|(chain, _)| {
             let root = chain.split('.').next().unwrap_or(chain);
-            !defined.contains(root) && !BUILTINS.contains(&root)
+            !x.defined.contains(root) && !BUILTINS.contains(&root)
         });
     }
     out
 }
 
-/// The type of local `name` in the innermost function that binds it.
-fn local_type(name: &str, scopes: &mut [LazyScope<'_>], src: &[u8], aliases: &Aliases, uses: &[u32]) -> Option<String> {
-    if name == "self" || name == "cls" {
-        return None;
-    }
-    for s in scopes.iter_mut().rev() {
-        let scope = s.scope.get_or_insert_with(|| {
-            // Without a framework name in its text, nothing in a function is typed.
-            if marked(uses, s.node.byte_range()) { function_scope(s.node, src, aliases) } else { Scope::new() }
-        });
-        if let Some(t) = scope.get(name) {
-            return t.clone();
-        }
-    }
-    None
+/// A `TextRange` as a byte range.
+trait ToStd {
+    fn to_std_range(self) -> std::ops::Range<usize>;
 }
 
-#[allow(clippy::too_many_arguments)]
-fn call(
-    f: Node<'_>,
-    n: Node<'_>,
-    src: &[u8],
-    aliases: &Aliases,
-    uses: &[u32],
-    scopes: &mut [LazyScope<'_>],
-    measured: &HashSet<String>,
-    out: &mut Extracted,
-    pending: &mut Vec<(String, u32)>,
-    keep_free: bool,
-) {
-    let line = n.start_position().row as u32 + 1;
-    if let Some(chain) = dotted(f, src) {
-        if let Some(q) = aliases.resolve(&chain) {
-            if framework_of(&q).is_some() {
-                out.calls.push((q, line));
-            }
-            return;
-        }
-        if keep_free {
-            out.free_calls.push((chain.clone(), line));
-        }
-        let Some((head, method)) = chain.rsplit_once('.') else { return };
-        // A local name of a function (innermost binding wins).
-        let ty = if head.contains('.') { None } else { local_type(head, scopes, src, aliases, uses) };
-        match ty {
-            Some(t) => out.calls.push((format!("{t}.{method}"), line)),
-            _ if measured.contains(method) => pending.push((format!("?.{method}"), line)),
-            _ => {}
-        }
-        return;
-    }
-    // A method of some other expression: clear only for a framework call's result.
-    if kind(f) == K::Attribute
-        && let (Some(obj), Some(attr)) = (f.child_by_field_id(ids().object), f.child_by_field_id(ids().attribute))
-    {
-        let method = text(attr, src);
-        let ty = if kind(obj) == K::Call { receiver(obj, src, aliases) } else { None };
-        match ty {
-            Some(t) => out.calls.push((format!("{t}.{method}"), line)),
-            None if measured.contains(method) => pending.push((format!("?.{method}"), line)),
-            None => {}
-        }
+impl ToStd for TextRange {
+    fn to_std_range(self) -> std::ops::Range<usize> {
+        self.start().to_usize()..self.end().to_usize()
     }
 }

@@ -1,5 +1,5 @@
 //! `mlport scan`: which framework functions a code base calls. Python files and the code
-//! cells of notebooks are parsed with tree-sitter-python; imports and aliases are resolved;
+//! cells of notebooks are parsed with Ruff's Python parser; imports and aliases are resolved;
 //! calls are counted by fully qualified, canonical name with their files and lines.
 
 pub mod calls;

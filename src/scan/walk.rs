@@ -15,13 +15,14 @@ use super::notebook;
 use super::output::{FunctionUse, ScanReport, Site, Unparsable};
 use super::source::{self, Handling, SourceScan};
 
-/// How to scan. Defaults: all cores, the fast path, no progress bar, and the method names
+/// How to scan. Defaults: all cores, skipping files that cannot refer to a framework, no progress bar, and the method names
 /// of mlport's built-in catalogue as the ones worth listing when unresolved.
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
     /// Worker threads; 0 uses every core.
     pub threads: usize,
-    /// Parse every byte of every file (the reference the fast path is checked against).
+    /// Parse every file, also those whose text cannot refer to a framework (same result; the
+    /// reference the skipping is checked against).
     pub full_parse: bool,
     /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
     pub progress: bool,
@@ -148,19 +149,21 @@ fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
             Ok(nb) => nb,
             Err(e) => return FileResult { job, bytes: size, result: Err((None, e)), notebook: None },
         };
-        let result =
-            source::scan_full(nb.source.as_bytes(), None, false, &opts.measured).map_err(|e| (Some(e.line), e.message));
+        let origin = source::Origin { notebook: true, ..Default::default() };
+        let result = source::scan_source(nb.source.as_bytes(), &origin, &opts.measured, opts.full_parse)
+            .map_err(|e| (Some(e.line), e.message));
         return FileResult { job, bytes: size, result, notebook: Some(nb) };
     }
-    let module = job.module.as_deref();
-    let result = if opts.full_parse {
-        source::scan_full(&bytes, module, job.is_package, &opts.measured)
-    } else {
-        source::scan_fast(&bytes, module, job.is_package, &opts.measured)
-    }
-    .map_err(|e| (Some(e.line), e.message));
+    let origin = source::Origin { module: job.module.as_deref(), is_package: job.is_package, notebook: false };
+    let result =
+        source::scan_source(&bytes, &origin, &opts.measured, opts.full_parse).map_err(|e| (Some(e.line), e.message));
     FileResult { job, bytes: size, result, notebook: None }
 }
+
+/// Each scanning thread's stack, in bytes: Ruff's node types drop recursively, and dropping a
+/// tree just under [`source::MAX_DEPTH`] (9,990 nested `if` blocks) overflows rayon's default
+/// 2 MiB in a debug build. Reserved address space, touched only as deep as a tree goes.
+const SCAN_STACK: usize = 128 << 20;
 
 /// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
 /// an error only when a path does not exist or the thread pool cannot start.
@@ -179,7 +182,11 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String>
         indicatif::ProgressBar::hidden()
     };
     let parsed_bytes = AtomicU64::new(0);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build().map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .stack_size(SCAN_STACK)
+        .build()
+        .map_err(|e| e.to_string())?;
     let results: Vec<FileResult> = pool.install(|| {
         jobs.into_par_iter()
             .map(|job| {
