@@ -106,8 +106,10 @@ fn package_of(dir: &Path, cache: &mut HashMap<PathBuf, Option<Vec<String>>>) -> 
     v
 }
 
-/// The files under `paths`: `.py` and `.ipynb`, in path order, honouring ignore files.
-fn discover(paths: &[PathBuf]) -> Result<Vec<Job>, String> {
+/// The files under `paths`: `.py` and `.ipynb`, in path order, honouring ignore files. Each
+/// folder is walked on `threads` threads (0: ignore's default), then sorted: component-wise
+/// path order is the order of a walk that visits each folder's entries by name.
+fn discover(paths: &[PathBuf], threads: usize) -> Result<Vec<Job>, String> {
     let mut jobs = Vec::new();
     let mut packages = HashMap::new();
     for root in paths {
@@ -115,22 +117,30 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<Job>, String> {
             return Err(format!("{}: no such file or folder", root.display()));
         }
         let prefix = if paths.len() > 1 || root.is_file() { Some(root.clone()) } else { None };
-        let walker = ignore::WalkBuilder::new(root).require_git(false).sort_by_file_name(|a, b| a.cmp(b)).build();
-        for entry in walker {
-            let Ok(entry) = entry else { continue };
-            let path = entry.path();
+        let found = std::sync::Mutex::new(Vec::new());
+        ignore::WalkBuilder::new(root).require_git(false).threads(threads).build_parallel().run(|| {
+            Box::new(|entry| {
+                if let Ok(entry) = entry {
+                    let ext = entry.path().extension().and_then(|e| e.to_str()).unwrap_or("");
+                    if (ext == "py" || ext == "ipynb") && entry.file_type().is_some_and(|t| t.is_file()) {
+                        found.lock().expect("no walker panicked").push(entry.into_path());
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+        let mut found = found.into_inner().expect("no walker panicked");
+        found.sort();
+        for path in found {
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if !(ext == "py" || ext == "ipynb") || !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
             let display = match &prefix {
                 Some(p) if root.is_file() => p.display().to_string(),
-                Some(p) => format!("{}/{}", p.display(), path.strip_prefix(root).unwrap_or(path).display()),
-                None => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+                Some(p) => format!("{}/{}", p.display(), path.strip_prefix(root).unwrap_or(&path).display()),
+                None => path.strip_prefix(root).unwrap_or(&path).display().to_string(),
             };
             let notebook = ext == "ipynb";
-            let (module, is_package) = if notebook { (None, false) } else { module_of(path, &mut packages) };
-            jobs.push(Job { path: path.to_path_buf(), display, notebook, module, is_package });
+            let (module, is_package) = if notebook { (None, false) } else { module_of(&path, &mut packages) };
+            jobs.push(Job { path, display, notebook, module, is_package });
         }
     }
     Ok(jobs)
@@ -168,7 +178,7 @@ const SCAN_STACK: usize = 128 << 20;
 /// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
 /// an error only when a path does not exist or the thread pool cannot start.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
-    let jobs = discover(paths)?;
+    let jobs = discover(paths, opts.threads)?;
     let bar = if opts.progress {
         let b =
             indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
