@@ -1,6 +1,6 @@
 //! `cargo bench --bench scan`: `mlport scan` (release binary) over the site-packages of
 //! torch, tensorflow and jax in the managed environment, on one thread and on all cores,
-//! fast path and full parse, beside the Python ast-based scanner (benches/py_scanner.py)
+//! by default and with --full-parse, beside the Python ast-based scanner (benches/py_scanner.py)
 //! on one process and on all cores, in the same session. Prints files/s and MB/s.
 //! One untimed scan first brings the files into the page cache; then every row runs
 //! `MLPORT_BENCH_ROUNDS` times (default 3), the rows interleaved round by round, and the
@@ -97,7 +97,7 @@ fn main() {
     }
     let per_core = |i: usize| bytes / rows[i].2 / rows[i].1 as f64;
     println!(
-        "per core, mlport's fast path is {:.2}× the Python scanner (target 5×); all cores / one thread: {:.2}× on {cores} cores",
+        "per core, mlport scan is {:.2}× the Python scanner (target 5×); all cores / one thread: {:.2}× on {cores} cores",
         per_core(0) / per_core(4),
         rows[0].2 / rows[1].2
     );

@@ -1,7 +1,8 @@
 //! `mlport scan`, `audit`, `mine` and `sample` on small Python sources written for the
 //! purpose (tests/fixtures/scan/proj: every alias form, relative and star imports, nested
 //! attribute chains, decorators, a notebook, a file with a syntax error, a .gitignore), and
-//! the fast path checked against the full parse on a real tree (the installed jax and keras).
+//! the default scan (skipping files that cannot refer to a framework) checked against
+//! `--full-parse` on a real tree (the installed jax and keras).
 
 mod common;
 

@@ -79,7 +79,7 @@ pub struct ScanReport {
     pub notebooks: usize,
     /// Their total size.
     pub bytes: u64,
-    /// Bytes given to the parser (less than `bytes` on the fast path).
+    /// Bytes given to the parser (less than `bytes` when files that cannot refer to a framework are skipped).
     pub parsed_bytes: u64,
     /// Files not parsed because nothing in them can refer to a framework.
     pub skipped: usize,
