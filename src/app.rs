@@ -1,7 +1,7 @@
 //! The commands: each takes parsed arguments, does its job through the library
 //! modules, and writes results to stdout (logs and progress go to stderr).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1040,10 +1040,13 @@ pub fn scan(args: cli::ScanArgs) -> Result<i32> {
         rep.bytes as f64 / 1e6 / secs
     );
     emit(&match args.format {
-        FormatArg::Table => crate::scan::render_table(&rep),
-        FormatArg::Json => crate::scan::render_json(&rep),
-        FormatArg::Csv => crate::scan::render_csv(&rep),
-        FormatArg::Markdown => bail!("scan renders as table, json or csv"),
+        cli::ScanFormatArg::Table => crate::scan::render_table(&rep),
+        cli::ScanFormatArg::Json => crate::scan::render_json(&rep),
+        cli::ScanFormatArg::Csv => {
+            // CSV has no place for them; the table and JSON list them.
+            warn_unparsable(&rep);
+            crate::scan::render_csv(&rep)
+        }
     })?;
     Ok(0)
 }
@@ -1054,6 +1057,12 @@ pub const EXIT_FINDINGS: i32 = 3;
 fn scan_with(paths: &[PathBuf], threads: usize) -> Result<crate::scan::ScanReport> {
     let opts = crate::scan::ScanOptions { threads, progress: true, ..Default::default() };
     let rep = crate::scan::scan(paths, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    warn_unparsable(&rep);
+    Ok(rep)
+}
+
+/// One stderr line per file the scan could not parse.
+fn warn_unparsable(rep: &crate::scan::ScanReport) {
     for u in &rep.unparsable {
         eprintln!(
             "mlport: unparsable, skipped: {}{}: {}",
@@ -1062,7 +1071,6 @@ fn scan_with(paths: &[PathBuf], threads: usize) -> Result<crate::scan::ScanRepor
             u.error
         );
     }
-    Ok(rep)
 }
 
 /// `mlport audit`: scan, join with the store's results on the device, report; exit 3 on
@@ -1072,11 +1080,7 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
     let device: Device = args.device.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
     let reference: Device = args.reference.parse().map_err(|e: String| anyhow::anyhow!("--reference: {e}"))?;
     let threshold = cli::positive("--threshold", args.threshold)?;
-    let fail_on: Vec<Finding> = args
-        .fail_on
-        .iter()
-        .map(|f| f.parse().map_err(|e: String| anyhow::anyhow!("--fail-on: {e}")))
-        .collect::<Result<_>>()?;
+    let fail_on: &[Finding] = &args.fail_on;
     let store = open_to_read(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
     let runs = if args.runs.is_empty() {
         store.runs()?
@@ -1087,7 +1091,35 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
     let rep = audit::audit(&store, &runs, &scan, &audit::AuditOptions { device, reference, threshold })?;
     emit(&audit::render(&rep, format_of(args.format)))?;
     if let Some(path) = &args.add_to_catalogue {
-        let drafts = audit::catalogue_drafts(&rep);
+        // Unknown functions mlport's catalogue already has need a run on the device, not a draft.
+        let catalogue = crate::catalogue::builtin()?;
+        let known: BTreeMap<String, String> = catalogue
+            .files
+            .iter()
+            .flat_map(|f| f.functions.iter())
+            .map(|f| (crate::scan::canonical(&f.name), f.name.to_string()))
+            .collect();
+        let runnable: Vec<&str> = rep
+            .rows
+            .iter()
+            .filter(|r| r.status.is_none())
+            .filter_map(|r| known.get(&r.function).map(String::as_str))
+            .collect();
+        if !runnable.is_empty() {
+            eprintln!(
+                "mlport: {} of the unknown functions are in mlport's catalogue, not yet measured on {}: \
+                 `mlport run --device {} --function {}` measures them (no drafts written for them)",
+                runnable.len(),
+                rep.device,
+                rep.device,
+                runnable.join(",")
+            );
+        }
+        let known: BTreeSet<String> = known.into_keys().collect();
+        let drafts = audit::catalogue_drafts(&rep, &known);
+        if drafts.is_empty() {
+            eprintln!("mlport: no catalogue drafts to write: every called function is measured or in the catalogue");
+        }
         let several = drafts.len() > 1;
         for (fw, text) in drafts {
             let target = if several {
@@ -1096,8 +1128,13 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
             } else {
                 path.clone()
             };
+            let replaced = target.exists();
             std::fs::write(&target, text).with_context(|| format!("cannot write {}", target.display()))?;
-            eprintln!("mlport: wrote catalogue drafts for {fw} to {}", target.display());
+            eprintln!(
+                "mlport: wrote catalogue drafts for {fw} to {}{}",
+                target.display(),
+                if replaced { " (replacing the file that was there)" } else { "" }
+            );
         }
     }
     if fail_on.iter().any(|f| rep.count(*f) > 0) {

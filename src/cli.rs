@@ -62,9 +62,9 @@ pub struct ScanArgs {
     /// Files or folders to scan (.py and .ipynb; .gitignore is respected).
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
-    /// Output format: table, json or csv.
+    /// Output format: table, json (`mlport.scan`, version 1) or csv.
     #[arg(long, value_enum, default_value = "table")]
-    pub format: FormatArg,
+    pub format: ScanFormatArg,
     /// Worker threads (default: all cores).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub threads: usize,
@@ -97,7 +97,7 @@ pub struct AuditArgs {
     /// Exit with code 3 when any called function has one of these findings:
     /// complete_failure, partial, wrong_result, slowdown, unknown.
     #[arg(long, value_delimiter = ',', value_name = "FINDING")]
-    pub fail_on: Vec<String>,
+    pub fail_on: Vec<crate::audit::Finding>,
     /// Write catalogue entries (TOML, to fill in) for the called functions no run has measured.
     #[arg(long, value_name = "FILE")]
     pub add_to_catalogue: Option<PathBuf>,
@@ -255,9 +255,20 @@ pub enum FormatArg {
     Table,
     /// GitHub-flavoured Markdown.
     Markdown,
-    /// Versioned JSON (`mlport.portability`, version 1).
+    /// Versioned JSON (the document names its format and version).
     Json,
     /// CSV (RFC 4180), for spreadsheets and DuckDB.
+    Csv,
+}
+
+/// Output formats of `mlport scan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScanFormatArg {
+    /// A terminal table.
+    Table,
+    /// Versioned JSON (`mlport.scan`, version 1).
+    Json,
+    /// CSV (RFC 4180): kind, framework, function, calls, files, sites.
     Csv,
 }
 

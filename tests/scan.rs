@@ -142,7 +142,7 @@ fn scan_cli_formats_and_missing_paths() {
         .assert()
         .code(1)
         .stderr(predicates::str::contains("no such file or folder"));
-    mlport().arg("scan").arg(proj()).args(["--format", "markdown"]).assert().code(1);
+    mlport().arg("scan").arg(proj()).args(["--format", "markdown"]).assert().code(2);
 }
 
 #[test]
@@ -164,6 +164,12 @@ fn audit_against_the_papers_tpu_data() {
     insta::assert_snapshot!("audit_markdown", md);
     assert!(md.contains("| `torch.randperm` | 1 | 1 | complete failure |"), "{md}");
     assert!(tmp.path().join("todo.torch.toml").is_file());
+    // The unknown jax functions are in mlport's catalogue: a run measures them, no draft is written.
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("`mlport run --device tpu:0 --function jax.numpy.argsort,jax.numpy.sum`"), "{err}");
+    assert!(!tmp.path().join("todo.jax.toml").exists());
+    let torch_drafts = std::fs::read_to_string(tmp.path().join("todo.torch.toml")).unwrap();
+    assert!(torch_drafts.contains("name = \"torch.nn.functional.relu\"") && !torch_drafts.contains("randperm"));
     // The drafts are a valid catalogue.
     mlport().args(["list", "--no-probe", "--catalogue"]).arg(tmp.path().join("todo.torch.toml")).assert().success();
     // CI exit codes.
@@ -171,7 +177,7 @@ fn audit_against_the_papers_tpu_data() {
         mlport().arg("audit").arg(proj()).arg("--db").arg(&db).args(["--device", "tpu:0", "--fail-on", what]).assert()
     };
     fail("complete_failure").code(3);
-    fail("nonsense").code(1).stderr(predicates::str::contains("unknown finding"));
+    fail("nonsense").code(2).stderr(predicates::str::contains("unknown finding"));
     let json = mlport()
         .arg("audit")
         .arg(proj())
@@ -182,6 +188,8 @@ fn audit_against_the_papers_tpu_data() {
         .success();
     let v: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
     assert_eq!(v["format"], "mlport.audit");
+    // Calls the scan could not resolve are listed, not dropped.
+    assert_eq!(v["audit"]["unresolved"][0], serde_json::json!({"name": "?.sum", "calls": 3, "files": 1}));
     assert_eq!(v["audit"]["runs"], serde_json::json!(["paper/torch/tpu_vm/tpu"]));
 }
 

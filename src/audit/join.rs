@@ -103,6 +103,21 @@ pub struct AuditReport {
     pub files: usize,
     /// Per called framework function: failures first, then slowdowns, successes, unknowns.
     pub rows: Vec<AuditRow>,
+    /// Calls the scan could not resolve, most called first: methods of receivers it could not
+    /// type (`?.reshape`) and names a star import may bind (`torch.sqrt?`). Not counted in
+    /// `rows`, but each may be a framework function that fails on the target.
+    pub unresolved: Vec<UnresolvedUse>,
+}
+
+/// A name the scan could not resolve, with its calls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnresolvedUse {
+    /// As the scan lists it: `?.reshape`, or `torch.sqrt?` for a name a star import may bind.
+    pub name: String,
+    /// Calls in the code.
+    pub calls: usize,
+    /// Files calling it.
+    pub files: usize,
 }
 
 impl AuditReport {
@@ -119,18 +134,38 @@ impl AuditReport {
             .iter()
             .filter(|r| r.findings.contains(&Finding::Slowdown) && r.status == Some(FunctionStatus::Success))
             .count();
-        format!(
-            "{failing} of {} functions this code calls fail on {} ({} completely, {} partly); {slow_only} more run >{}× \
-             slower than on {}; {} not measured on {} by any run (unknown)",
+        let slow = if self.device == self.reference {
+            String::new()
+        } else if self.rows.iter().any(|r| r.slowdown.is_some()) {
+            format!("; {slow_only} more run >{}× slower than on {}", self.threshold, self.reference)
+        } else {
+            format!("; slowdown against {} unknown (no run timed a function on both on one machine)", self.reference)
+        };
+        let mut s = format!(
+            "{failing} of {} functions this code calls fail on {} ({} completely, {} partly){slow}; {} not measured \
+             on {} by any run (unknown)",
             self.rows.len(),
             self.device,
             self.count(Finding::CompleteFailure),
             self.count(Finding::Partial),
-            self.threshold,
-            self.reference,
             self.count(Finding::Unknown),
             self.device
-        )
+        );
+        if !self.unresolved.is_empty() {
+            let calls: usize = self.unresolved.iter().map(|u| u.calls).sum();
+            let _ =
+                write!(s, "; not counted: {calls} calls the scan could not resolve ({})", self.unresolved_examples(3));
+        }
+        s
+    }
+
+    /// The `n` most called unresolved names with their calls: `?.reshape 444, ?.to 175`.
+    fn unresolved_examples(&self, n: usize) -> String {
+        let mut v: Vec<String> = self.unresolved.iter().take(n).map(|u| format!("{} {}", u.name, u.calls)).collect();
+        if self.unresolved.len() > n {
+            v.push("…".into());
+        }
+        v.join(", ")
     }
 }
 
@@ -155,11 +190,14 @@ pub fn audit(
     let rows_of: Vec<(&RunSummary, Vec<ResultRow>)> =
         runs.iter().map(|r| Ok((*r, store.results(r.id)?))).collect::<Result<_, StoreError>>()?;
     let mut status: BTreeMap<String, Measured> = BTreeMap::new();
+    // Runs that gave a status or a reference timing (ids), for "runs consulted".
+    let mut consulted: BTreeSet<i64> = BTreeSet::new();
     let ropts = ReportOptions { attributable: true, reference: Some(opts.reference.clone()) };
     for (run, rows) in &rows_of {
         if !rows.iter().any(|r| r.result.device == opts.device) {
             continue;
         }
+        consulted.insert(run.id);
         let rep = report::build(run, &store.devices(run.id)?, rows, &ropts);
         for t in rep.targets.iter().filter(|t| t.device == opts.device) {
             for f in &t.functions {
@@ -193,6 +231,9 @@ pub fn audit(
                 (b_run, &opts.device, b_rows),
                 &SlowdownOptions { threshold: opts.threshold, ..Default::default() },
             );
+            if !sd.functions.is_empty() {
+                consulted.insert(a_run.id);
+            }
             for f in sd.functions {
                 slow.entry(canonical(&f.name)).or_insert(f.median_ratio);
             }
@@ -246,9 +287,14 @@ pub fn audit(
         device: opts.device.clone(),
         reference: opts.reference.clone(),
         threshold: opts.threshold,
-        runs: rows_of.iter().map(|(r, _)| run_name(r)).collect(),
+        runs: rows_of.iter().filter(|(r, _)| consulted.contains(&r.id)).map(|(r, _)| run_name(r)).collect(),
         files: scan.files,
         rows,
+        unresolved: scan
+            .unresolved
+            .iter()
+            .map(|u| UnresolvedUse { name: u.name.clone(), calls: u.calls, files: u.files })
+            .collect(),
     })
 }
 
@@ -289,6 +335,9 @@ pub fn render(r: &AuditReport, format: report::Format) -> String {
                     row.run.clone().unwrap_or_default()
                 );
             }
+            for u in &r.unresolved {
+                let _ = write!(out, "{},,{},{},unresolved,\"\",,\"\"\r\n", u.name, u.calls, u.files);
+            }
         }
         report::Format::Markdown => {
             let _ = writeln!(out, "**{}**\n", r.summary());
@@ -306,6 +355,7 @@ pub fn render(r: &AuditReport, format: report::Format) -> String {
                     row.run.clone().unwrap_or_default()
                 );
             }
+            let _ = writeln!(out, "\n{}", footer(r));
         }
         report::Format::Table => {
             let _ = writeln!(out, "{}", r.summary());
@@ -324,25 +374,41 @@ pub fn render(r: &AuditReport, format: report::Format) -> String {
                 ]);
             }
             let _ = writeln!(out, "{t}");
-            let _ = writeln!(
-                out,
-                "Status: device-attributable against {} (the runs' own rule); slowdown: median steady-state latency \
-                 on {} over {}; runs consulted: {}.",
-                r.reference,
-                r.device,
-                r.reference,
-                if r.runs.is_empty() { "none".to_string() } else { r.runs.join(", ") }
-            );
+            let _ = writeln!(out, "{}", footer(r));
         }
     }
     out
 }
 
-/// Catalogue drafts (docs/catalogue.md format) for the called functions no run measured:
-/// one TOML text per framework, each function with a skipped case to fill in.
-pub fn catalogue_drafts(r: &AuditReport) -> BTreeMap<Framework, String> {
+/// What the columns mean, where the numbers come from, and the unresolved method calls.
+fn footer(r: &AuditReport) -> String {
+    let mut s = format!(
+        "Status: device-attributable against {} (the runs' own rule). Slowdown: median steady-state latency on {} \
+         over {}, both timed on one machine (timed calls after each case's first: per timed block in mlport's runs, \
+         per timed call in imported data); blank where no run timed the function so on both. Runs consulted: {}.",
+        r.reference,
+        r.device,
+        r.reference,
+        if r.runs.is_empty() { "none".to_string() } else { r.runs.join(", ") }
+    );
+    if !r.unresolved.is_empty() {
+        let _ = write!(
+            s,
+            "\nNot counted above: calls the scan could not resolve, each possibly of a framework function: methods \
+             of receivers it could not type (`?.reshape`) and names a star import may bind (`torch.sqrt?`): {}; \
+             `mlport scan` lists their lines.",
+            r.unresolved_examples(10)
+        );
+    }
+    s
+}
+
+/// Catalogue drafts (docs/catalogue.md format) for the called functions no run measured and
+/// `known` (canonical names of a catalogue's functions: those need only a run) lacks: one TOML
+/// text per framework, each function with a skipped case to fill in.
+pub fn catalogue_drafts(r: &AuditReport, known: &BTreeSet<String>) -> BTreeMap<Framework, String> {
     let mut by_fw: BTreeMap<Framework, Vec<&AuditRow>> = BTreeMap::new();
-    for row in r.rows.iter().filter(|row| row.status.is_none()) {
+    for row in r.rows.iter().filter(|row| row.status.is_none() && !known.contains(&row.function)) {
         by_fw.entry(row.framework).or_default().push(row);
     }
     let mut seen = BTreeSet::new();
@@ -372,4 +438,51 @@ pub fn catalogue_drafts(r: &AuditReport) -> BTreeMap<Framework, String> {
             (fw, s)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(function: &str, status: Option<FunctionStatus>, slowdown: Option<f64>) -> AuditRow {
+        AuditRow {
+            function: function.into(),
+            framework: Framework::Torch,
+            calls: 1,
+            files: 1,
+            status,
+            reasons: BTreeMap::new(),
+            slowdown,
+            run: None,
+            findings: if status.is_none() { vec![Finding::Unknown] } else { vec![] },
+        }
+    }
+
+    fn report(rows: Vec<AuditRow>, unresolved: Vec<UnresolvedUse>) -> AuditReport {
+        AuditReport {
+            device: "tpu:0".parse().unwrap(),
+            reference: "cuda:0".parse().unwrap(),
+            threshold: 10.0,
+            runs: vec![],
+            files: 1,
+            rows,
+            unresolved,
+        }
+    }
+
+    #[test]
+    fn the_summary_says_when_no_slowdown_is_known_and_what_it_did_not_count() {
+        let rows = vec![row("torch.cat", Some(FunctionStatus::Success), None), row("torch.sum", None, None)];
+        let u = |name: &str, calls| UnresolvedUse { name: name.into(), calls, files: 1 };
+        let r = report(rows.clone(), vec![u("?.to", 7), u("?.size", 2), u("?.sum", 1), u("?.max", 1)]);
+        assert_eq!(
+            r.summary(),
+            "0 of 2 functions this code calls fail on tpu:0 (0 completely, 0 partly); slowdown against cuda:0 unknown \
+             (no run timed a function on both on one machine); 1 not measured on tpu:0 by any run (unknown); not \
+             counted: 11 calls the scan could not resolve (?.to 7, ?.size 2, ?.sum 1, …)"
+        );
+        let mut timed = rows;
+        timed[0].slowdown = Some(2.0);
+        assert!(report(timed, vec![]).summary().contains("; 0 more run >10× slower than on cuda:0;"));
+    }
 }

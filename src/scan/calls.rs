@@ -10,7 +10,8 @@
 //!   direct call of a framework array function or class (`torch.zeros(3).argsort()` →
 //!   `torch.Tensor.argsort`; `nn.Linear(2, 2).forward(x)` → `torch.nn.Linear.forward`), or
 //!   a function's local name that every binding in that function binds to such a call, or
-//!   whose annotation names a framework type (`x: torch.Tensor`). Module-level names are never
+//!   whose annotation names a framework array type (`x: torch.Tensor`; not a class such as
+//!   `nn.Module`, whose subclasses add methods of their own). Module-level names are never
 //!   tracked: any function may rebind them.
 //! - Other method calls whose name is one mlport measures (`x.argsort()`) are listed as
 //!   unresolved (`?.argsort`), never guessed, within top-level statements that use a
@@ -201,14 +202,19 @@ fn returns(q: &str) -> Option<String> {
     None
 }
 
-/// An annotation that names a framework type (`torch.Tensor`, `np.ndarray`, `jax.Array`);
-/// a string annotation (`"torch.Tensor"`) is not read.
+/// An annotation that names a framework array type (`torch.Tensor`, `np.ndarray`, `jax.Array`,
+/// `tf.Tensor`, `tf.Variable`); a string annotation (`"torch.Tensor"`) is not read. Other classes
+/// (`nn.Module`) are not: an annotation names a base class, and the object's own methods
+/// (`model.load_pretrained()` on a `model: nn.Module`) are not the framework's.
 fn annotation_type(e: &Expr, aliases: &Aliases) -> Option<String> {
     let q = aliases.resolve(&dotted(e)?)?;
     framework_of(&q)?;
     let last = q.rsplit('.').next()?;
-    (last.starts_with(|c: char| c.is_ascii_uppercase()) || last == "ndarray").then_some(q)
+    ARRAY_TYPES.contains(&last).then_some(q)
 }
+
+/// The last name of the framework array types an annotation can give a local.
+const ARRAY_TYPES: [&str; 4] = ["Tensor", "ndarray", "Array", "Variable"];
 
 /// What a call expression returns, when it is clearly a framework object.
 fn receiver(call: &ExprCall, aliases: &Aliases) -> Option<String> {

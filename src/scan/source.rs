@@ -352,6 +352,14 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
     }
 
     #[test]
+    fn only_array_annotations_type_a_local() {
+        let src = b"import torch\nfrom torch import nn\ndef f(m: nn.Module, t: torch.Tensor, v: 'torch.Tensor'):\n    return m.load_pretrained(), m.sum(), t.sum(), v.sum()\n";
+        let s = scan(src).unwrap();
+        assert_eq!(sorted_calls(&s), [("torch.Tensor.sum", 4)]);
+        assert_eq!(s.found.unresolved, [("?.sum".to_string(), 4), ("?.sum".to_string(), 4)]);
+    }
+
+    #[test]
     fn a_bom_pep_701_f_strings_and_other_encodings() {
         let cases: [(&[u8], &str, u32); 4] = [
             (b"\xef\xbb\xbfimport torch\nx = torch.zeros(1)\n", "torch.zeros", 2),
