@@ -1064,12 +1064,7 @@ fn scan_with(paths: &[PathBuf], threads: usize) -> Result<crate::scan::ScanRepor
 /// One stderr line per file the scan could not parse.
 fn warn_unparsable(rep: &crate::scan::ScanReport) {
     for u in &rep.unparsable {
-        eprintln!(
-            "mlport: unparsable, skipped: {}{}: {}",
-            u.file,
-            u.line.map(|l| format!(":{l}")).unwrap_or_default(),
-            u.error
-        );
+        eprintln!("mlport: unparsable, skipped: {}: {}", u.location(), u.error);
     }
 }
 

@@ -131,6 +131,29 @@ fn deep_nesting_is_reported_not_a_crash() {
     assert_eq!(ones.sites[0].to_string(), "ok.py:9992");
 }
 
+/// A notebook cell with a syntax error is reported by cell and line and left out; the other
+/// cells (sharing the first cell's imports) are scanned.
+#[test]
+fn a_bad_notebook_cell_is_left_out_not_the_notebook() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nb = serde_json::json!({"nbformat": 4, "cells": [
+        {"cell_type": "code", "source": ["import numpy as np\n", "files = !ls\n"]},
+        {"cell_type": "markdown", "source": "# text"},
+        {"cell_type": "code", "source": ["x = np.ones(3)\n", "def broken(:\n", "    np.zeros(1)\n"]},
+        {"cell_type": "code", "source": "np.sum(x)\nfor\n"},
+        {"cell_type": "code", "source": "y = np.argsort(x)\n"}
+    ]});
+    std::fs::write(tmp.path().join("nb.ipynb"), nb.to_string()).unwrap();
+    let r = scan::scan(&[tmp.path().to_path_buf()], &ScanOptions::default()).unwrap();
+    let bad: Vec<String> = r.unparsable.iter().map(|u| u.location()).collect();
+    assert_eq!(bad, ["nb.ipynb[3]:2", "nb.ipynb[4]:2"]);
+    let found: Vec<String> =
+        r.functions.iter().flat_map(|f| f.sites.iter().map(move |s| format!("{} {s}", f.name))).collect();
+    assert_eq!(found, ["numpy.argsort nb.ipynb[5]:1"]);
+    let json = scan::render_json(&r);
+    assert!(json.contains("\"cell\": 3,"), "{json}");
+}
+
 #[test]
 fn scan_cli_formats_and_missing_paths() {
     let out = mlport().arg("scan").arg(proj()).args(["--format", "csv", "--threads", "1"]).assert().success();

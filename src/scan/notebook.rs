@@ -21,6 +21,25 @@ impl NotebookSource {
         let (cell, start) = self.cells.get(i).copied().unwrap_or((1, 1));
         (cell, line - start + 1)
     }
+
+    /// Leaves out the code cell holding source line `line`: its lines become empty (every other
+    /// line keeps its number). Each cell runs on its own in Jupyter, so a syntax error in one
+    /// leaves the others valid.
+    pub fn blank_cell_at(&mut self, line: u32) {
+        let i = self.cells.partition_point(|(_, start)| *start <= line).saturating_sub(1);
+        let Some(&(_, start)) = self.cells.get(i) else { return };
+        let end = self.cells.get(i + 1).map_or(u32::MAX, |(_, s)| *s);
+        let mut out = String::with_capacity(self.source.len());
+        for (n, l) in self.source.split_inclusive('\n').enumerate() {
+            let n = n as u32 + 1;
+            if (start..end).contains(&n) {
+                out.push('\n');
+            } else {
+                out.push_str(l);
+            }
+        }
+        self.source = out;
+    }
 }
 
 /// Reads a notebook's code cells; an error names what is wrong with the JSON.
@@ -78,6 +97,9 @@ mod tests {
         assert_eq!(s.locate(2), (2, 2));
         assert_eq!(s.locate(4), (4, 1));
         assert!(code_cells(b"{}").unwrap_err().contains("cells"));
+        let mut s = s;
+        s.blank_cell_at(2);
+        assert_eq!(s.source, "\n\n\nx = torch.zeros(2)\npass\n\n");
         assert!(code_cells(b"nope").unwrap_err().contains("not a notebook"));
     }
 }

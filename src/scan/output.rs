@@ -57,15 +57,29 @@ pub struct FunctionUse {
     pub sites: Vec<Site>,
 }
 
-/// A file that could not be scanned (fields in the JSON's alphabetical order).
+/// A file, or a notebook's code cell, that could not be scanned (fields in the JSON's
+/// alphabetical order).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Unparsable {
+    /// The notebook cell left out (1-based, counting every cell); the rest of the notebook is
+    /// scanned. `None` for a whole file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<u32>,
     /// What is wrong.
     pub error: String,
     /// The file.
     pub file: String,
-    /// The line of the first syntax error, when there is one.
+    /// The line of the first syntax error (within the cell, for a notebook), when there is one.
     pub line: Option<u32>,
+}
+
+impl Unparsable {
+    /// `file:line`, `notebook.ipynb[cell]:line`, or the file alone.
+    pub fn location(&self) -> String {
+        let cell = self.cell.map(|c| format!("[{c}]")).unwrap_or_default();
+        let line = self.line.map(|l| format!(":{l}")).unwrap_or_default();
+        format!("{}{cell}{line}", self.file)
+    }
 }
 
 /// A scan's findings.
@@ -168,8 +182,7 @@ pub fn render_table(r: &ScanReport) -> String {
         let _ = writeln!(out, "{t}");
     }
     for u in &r.unparsable {
-        let at = u.line.map(|l| format!(":{l}")).unwrap_or_default();
-        let _ = writeln!(out, "unparsable, skipped: {}{at}: {}", u.file, u.error);
+        let _ = writeln!(out, "unparsable, skipped: {}: {}", u.location(), u.error);
     }
     out
 }

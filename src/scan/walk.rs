@@ -64,6 +64,8 @@ struct FileResult {
     bytes: u64,
     result: Result<SourceScan, (Option<u32>, String)>,
     notebook: Option<notebook::NotebookSource>,
+    /// A notebook's cells left out for a syntax error: cell, line in the cell, message.
+    cell_errors: Vec<(u32, u32, String)>,
 }
 
 /// The module path of a Python file: its stem below the folders that hold `__init__.py`.
@@ -150,24 +152,51 @@ fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
     let bytes = match std::fs::read(&job.path) {
         Ok(b) => b,
         Err(e) => {
-            return FileResult { job, bytes: 0, result: Err((None, format!("cannot read: {e}"))), notebook: None };
+            let result = Err((None, format!("cannot read: {e}")));
+            return FileResult { job, bytes: 0, result, notebook: None, cell_errors: Vec::new() };
         }
     };
     let size = bytes.len() as u64;
     if job.notebook {
         let nb = match notebook::code_cells(&bytes) {
             Ok(nb) => nb,
-            Err(e) => return FileResult { job, bytes: size, result: Err((None, e)), notebook: None },
+            Err(e) => {
+                return FileResult { job, bytes: size, result: Err((None, e)), notebook: None, cell_errors: vec![] };
+            }
         };
-        let origin = source::Origin { notebook: true, ..Default::default() };
-        let result = source::scan_source(nb.source.as_bytes(), &origin, &opts.measured, opts.full_parse)
-            .map_err(|e| (Some(e.line), e.message));
-        return FileResult { job, bytes: size, result, notebook: Some(nb) };
+        let (result, cell_errors, nb) = scan_notebook(nb, opts);
+        return FileResult { job, bytes: size, result, notebook: Some(nb), cell_errors };
     }
     let origin = source::Origin { module: job.module.as_deref(), is_package: job.is_package, notebook: false };
     let result =
         source::scan_source(&bytes, &origin, &opts.measured, opts.full_parse).map_err(|e| (Some(e.line), e.message));
-    FileResult { job, bytes: size, result, notebook: None }
+    FileResult { job, bytes: size, result, notebook: None, cell_errors: Vec::new() }
+}
+
+/// A notebook's scan: a code cell with a syntax error is left out and reported as (cell, line
+/// in the cell, message); the other cells are scanned together (they share one namespace).
+#[allow(clippy::type_complexity)]
+fn scan_notebook(
+    mut nb: notebook::NotebookSource,
+    opts: &ScanOptions,
+) -> (Result<SourceScan, (Option<u32>, String)>, Vec<(u32, u32, String)>, notebook::NotebookSource) {
+    let origin = source::Origin { notebook: true, ..Default::default() };
+    let mut cell_errors = Vec::new();
+    loop {
+        match source::scan_source(nb.source.as_bytes(), &origin, &opts.measured, opts.full_parse) {
+            Ok(s) => return (Ok(s), cell_errors, nb),
+            Err(e) => {
+                let (cell, line) = nb.locate(e.line);
+                // Each round leaves out one more cell; a cell left out twice means blanking did
+                // not remove the error (it cannot happen: an empty source parses).
+                if cell_errors.iter().any(|(c, _, _)| *c == cell) || cell_errors.len() > nb.cells.len() {
+                    return (Err((Some(e.line), e.message)), cell_errors, nb);
+                }
+                cell_errors.push((cell, line, e.message));
+                nb.blank_cell_at(e.line);
+            }
+        }
+    }
 }
 
 /// Each scanning thread's stack, in bytes: Ruff's node types drop recursively, and dropping a
@@ -232,10 +261,25 @@ fn aggregate(paths: &[PathBuf], results: Vec<FileResult>, parsed_bytes: u64) -> 
         if r.job.notebook {
             report.notebooks += 1;
         }
+        for (cell, line, error) in &r.cell_errors {
+            report.unparsable.push(Unparsable {
+                cell: Some(*cell),
+                error: error.clone(),
+                file: r.job.display.clone(),
+                line: Some(*line),
+            });
+        }
         let s = match &r.result {
             Ok(s) => s,
             Err((line, error)) => {
-                report.unparsable.push(Unparsable { file: r.job.display.clone(), line: *line, error: error.clone() });
+                let (cell, line) = match (&r.notebook, line) {
+                    (Some(nb), Some(l)) => {
+                        let (cell, line) = nb.locate(*l);
+                        (Some(cell), Some(line))
+                    }
+                    _ => (None, *line),
+                };
+                report.unparsable.push(Unparsable { cell, error: error.clone(), file: r.job.display.clone(), line });
                 continue;
             }
         };
