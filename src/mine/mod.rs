@@ -57,6 +57,11 @@ pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
     let mut lines = text.lines().enumerate();
     let (_, header) = lines.next().ok_or("empty frequency file")?;
     let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    if cols.contains(&"kind") {
+        return Err("line 1: this is `mlport scan`'s CSV (all frameworks, unresolved calls); `mlport mine CORPUS \
+                    --framework F --format csv` writes the frequencies `sample` reads"
+            .into());
+    }
     let fi = cols.iter().position(|c| *c == "function").ok_or("line 1: no `function` column")?;
     let ci = cols.iter().position(|c| *c == "calls").ok_or("line 1: no `calls` column")?;
     let mut v = Vec::new();
@@ -66,6 +71,12 @@ pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
         }
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         let name = f.get(fi).ok_or(format!("line {}: too few columns", i + 1))?;
+        if name.starts_with("?.")
+            || name.ends_with('?')
+            || crate::scan::framework_of(&crate::scan::canonical(name)).is_none()
+        {
+            return Err(format!("line {}: `{name}` is not a framework function's qualified name", i + 1));
+        }
         let calls: usize =
             f.get(ci).and_then(|c| c.parse().ok()).ok_or(format!("line {}: `calls` is not a count", i + 1))?;
         v.push(Usage { function: name.to_string(), calls, files: 0, decile: 0 });
@@ -155,7 +166,7 @@ mod tests {
 
     fn freq(n: usize) -> Vec<Usage> {
         let csv: String = std::iter::once("function,calls".to_string())
-            .chain((0..n).map(|i| format!("f{i},{}", i + 1)))
+            .chain((0..n).map(|i| format!("torch.f{i},{}", i + 1)))
             .collect::<Vec<_>>()
             .join("\n");
         read_csv(&csv).unwrap()
@@ -164,7 +175,7 @@ mod tests {
     #[test]
     fn deciles_by_rank() {
         let f = freq(20);
-        assert_eq!(f[0].function, "f19");
+        assert_eq!(f[0].function, "torch.f19");
         assert_eq!(f[0].decile, 100);
         assert_eq!(f[19].decile, 10);
         assert_eq!(f.iter().filter(|u| u.decile == 50).count(), 2);
@@ -188,7 +199,10 @@ mod tests {
 
     #[test]
     fn bad_csv_names_the_line() {
-        assert!(read_csv("function,calls\nx,many\n").unwrap_err().contains("line 2"));
+        assert!(read_csv("function,calls\ntorch.x,many\n").unwrap_err().contains("line 2"));
+        assert!(read_csv("function,calls\ntf.x,1\n?.sum,3\n").unwrap_err().starts_with("line 3: `?.sum`"));
+        let scan_csv = "kind,framework,function,calls,files,sites\r\nresolved,torch,torch.zeros,2,1,a.py:1\r\n";
+        assert!(read_csv(scan_csv).unwrap_err().contains("`mlport scan`'s CSV"));
         assert!(read_csv("name,calls\n").unwrap_err().contains("function"));
     }
 }
