@@ -10,7 +10,9 @@
 //! Syntax errors: a file that can refer to a framework and does not parse is reported as
 //! unparsable (the first error's line and message), never fatal. A file that cannot refer to a
 //! framework holds no framework call whatever its syntax, so an error there is not reported in
-//! either mode.
+//! either mode. So is a syntax tree nested deeper than [`MAX_DEPTH`] (a 100,000-term `a + b + …`
+//! is one): the walks over it would need that much stack, and Ruff's nodes drop recursively,
+//! so such a tree is left allocated (`std::mem::forget`) until the process ends.
 
 use std::collections::HashSet;
 
