@@ -141,7 +141,8 @@ fn a_bad_notebook_cell_is_left_out_not_the_notebook() {
         {"cell_type": "markdown", "source": "# text"},
         {"cell_type": "code", "source": ["x = np.ones(3)\n", "def broken(:\n", "    np.zeros(1)\n"]},
         {"cell_type": "code", "source": "np.sum(x)\nfor\n"},
-        {"cell_type": "code", "source": "y = np.argsort(x)\n"}
+        {"cell_type": "code", "source": "y = np.argsort(x)\n"},
+        {"cell_type": "code", "source": "%%time\nmsg = (\"n=%d\"\n       % np.size(1))\n!ls\n"}
     ]});
     std::fs::write(tmp.path().join("nb.ipynb"), nb.to_string()).unwrap();
     let r = scan::scan(&[tmp.path().to_path_buf()], &ScanOptions::default()).unwrap();
@@ -149,7 +150,7 @@ fn a_bad_notebook_cell_is_left_out_not_the_notebook() {
     assert_eq!(bad, ["nb.ipynb[3]:2", "nb.ipynb[4]:2"]);
     let found: Vec<String> =
         r.functions.iter().flat_map(|f| f.sites.iter().map(move |s| format!("{} {s}", f.name))).collect();
-    assert_eq!(found, ["numpy.argsort nb.ipynb[5]:1"]);
+    assert_eq!(found, ["numpy.argsort nb.ipynb[5]:1", "numpy.size nb.ipynb[6]:3"]);
     let json = scan::render_json(&r);
     assert!(json.contains("\"cell\": 3,"), "{json}");
 }

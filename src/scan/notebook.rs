@@ -1,7 +1,10 @@
 //! Jupyter notebooks (`.ipynb`, nbformat 4): the code cells joined into one Python source
-//! (a notebook's cells share one namespace, so an import in cell 1 binds in cell 5), with
-//! IPython magics (`%matplotlib`, `!pip`) blanked and cell magics (`%%bash`) left out, and
-//! the map from a line of that source back to its cell and line.
+//! (a notebook's cells share one namespace, so an import in cell 1 binds in cell 5), parsed in
+//! Ruff's IPython mode (line magics `%matplotlib`, shell escapes `!pip`, `x = !ls`, `obj?`), and
+//! the map from a line of that source back to its cell and line. A cell magic that runs the
+//! cell's Python (`%%time`, `%%timeit`, `%%capture`, `%%prun`) keeps the cell, its first line
+//! emptied; a cell under any other (`%%bash`, `%%writefile`) is left out. Line breaks are
+//! normalised to `\n` (a lone `\r` is a line break to Python and to the parser).
 
 use serde_json::Value;
 
@@ -42,6 +45,9 @@ impl NotebookSource {
     }
 }
 
+/// Cell magics whose cell body is Python that runs.
+const PYTHON_CELL_MAGICS: [&str; 4] = ["time", "timeit", "capture", "prun"];
+
 /// Reads a notebook's code cells; an error names what is wrong with the JSON.
 pub fn code_cells(bytes: &[u8]) -> Result<NotebookSource, String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not a notebook: {e}"))?;
@@ -57,19 +63,24 @@ pub fn code_cells(bytes: &[u8]) -> Result<NotebookSource, String> {
             Some(Value::Array(parts)) => parts.iter().filter_map(Value::as_str).collect(),
             _ => String::new(),
         };
-        if text.trim_start().starts_with("%%") {
-            continue;
-        }
-        out.cells.push((i as u32 + 1, line));
-        for l in text.lines() {
-            let trimmed = l.trim_start();
-            if trimmed.starts_with('%') || trimmed.starts_with('!') {
-                // Keep the line (and the block it may be alone in) valid Python.
-                out.source.push_str(&l[..l.len() - trimmed.len()]);
-                out.source.push_str("pass");
-            } else {
-                out.source.push_str(l);
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let mut body = text.as_str();
+        let trimmed = text.trim_start();
+        if let Some(magic) = trimmed.strip_prefix("%%") {
+            let name: String = magic.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !PYTHON_CELL_MAGICS.contains(&name.as_str()) {
+                continue;
             }
+            // The magic's line stays, empty, so the cell's lines keep their numbers.
+            body = trimmed.split_once('\n').map_or("", |(_, rest)| rest);
+            out.cells.push((i as u32 + 1, line));
+            out.source.push('\n');
+            line += 1;
+        } else {
+            out.cells.push((i as u32 + 1, line));
+        }
+        for l in body.lines() {
+            out.source.push_str(l);
             out.source.push('\n');
             line += 1;
         }
@@ -92,14 +103,23 @@ mod tests {
             {"cell_type": "code", "source": ["x = torch.zeros(2)\n", "!pip list"]}
         ], "nbformat": 4}"##;
         let s = code_cells(nb).unwrap();
-        assert_eq!(s.source, "pass\nimport torch\n\nx = torch.zeros(2)\npass\n\n");
+        assert_eq!(s.source, "%matplotlib inline\nimport torch\n\nx = torch.zeros(2)\n!pip list\n\n");
         assert_eq!(s.cells, [(2, 1), (4, 4)]);
         assert_eq!(s.locate(2), (2, 2));
         assert_eq!(s.locate(4), (4, 1));
         assert!(code_cells(b"{}").unwrap_err().contains("cells"));
         let mut s = s;
         s.blank_cell_at(2);
-        assert_eq!(s.source, "\n\n\nx = torch.zeros(2)\npass\n\n");
+        assert_eq!(s.source, "\n\n\nx = torch.zeros(2)\n!pip list\n\n");
+        // `%%time` runs its cell's Python; `%%bash` does not. A lone `\r` breaks a line.
+        let nb = br##"{"cells": [
+            {"cell_type": "code", "source": "%%time\nimport numpy as np\r"},
+            {"cell_type": "code", "source": "%%bash\nls"},
+            {"cell_type": "code", "source": "np.ones(1)\rnp.zeros(1)"}
+        ]}"##;
+        let s = code_cells(nb).unwrap();
+        assert_eq!(s.source, "\nimport numpy as np\n\nnp.ones(1)\nnp.zeros(1)\n\n");
+        assert_eq!(s.cells, [(1, 1), (3, 4)]);
         assert!(code_cells(b"nope").unwrap_err().contains("not a notebook"));
     }
 }

@@ -11,8 +11,8 @@
 //! unparsable (the first error's line and message), never fatal. A file that cannot refer to a
 //! framework holds no framework call whatever its syntax, so an error there is not reported in
 //! either mode. So is a syntax tree nested deeper than [`MAX_DEPTH`] (a 100,000-term `a + b + …`
-//! is one): the walks over it would need that much stack, and Ruff's nodes drop recursively,
-//! so such a tree is left allocated (`std::mem::forget`) until the process ends.
+//! is one), and a file with more than [`MAX_LAMBDAS`] `lambda`s. Deep trees are walked and
+//! dropped on stacks that grow as needed (`stacker`), never overflowing a thread's.
 
 use std::collections::HashSet;
 
@@ -90,29 +90,34 @@ fn module_body(parsed: &ruff_python_parser::Parsed<ruff_python_ast::Mod>) -> &[r
     }
 }
 
-/// Where a module's tree first gets deeper than [`MAX_DEPTH`], if it does.
-fn too_deep(body: &[ruff_python_ast::Stmt]) -> Option<ruff_text_size::TextSize> {
+/// How deep a module's tree is.
+struct Depth {
+    /// Its depth, in nested statements, expressions and patterns.
+    max: usize,
+    /// Where it first gets deeper than [`MAX_DEPTH`], if it does.
+    beyond: Option<ruff_text_size::TextSize>,
+}
+
+/// The depth of a module's tree (walked on a stack that grows on the heap as needed).
+fn depth_of(body: &[ruff_python_ast::Stmt]) -> Depth {
     use ruff_python_ast::visitor::{Visitor, walk_expr, walk_pattern, walk_stmt};
     use ruff_text_size::Ranged;
-    struct Depth {
+    struct Walk {
         depth: usize,
-        at: Option<ruff_text_size::TextSize>,
+        out: Depth,
     }
-    impl Depth {
+    impl Walk {
         fn enter(&mut self, node: &impl Ranged, walk: impl FnOnce(&mut Self)) {
-            if self.at.is_some() {
-                return;
-            }
             self.depth += 1;
-            if self.depth > MAX_DEPTH {
-                self.at = Some(node.start());
-            } else {
-                deeper(|| walk(self));
+            self.out.max = self.out.max.max(self.depth);
+            if self.depth > MAX_DEPTH && self.out.beyond.is_none() {
+                self.out.beyond = Some(node.start());
             }
+            deeper(|| walk(self));
             self.depth -= 1;
         }
     }
-    impl<'a> Visitor<'a> for Depth {
+    impl<'a> Visitor<'a> for Walk {
         fn visit_stmt(&mut self, s: &'a ruff_python_ast::Stmt) {
             self.enter(s, |v| walk_stmt(v, s));
         }
@@ -123,17 +128,20 @@ fn too_deep(body: &[ruff_python_ast::Stmt]) -> Option<ruff_text_size::TextSize> 
             self.enter(p, |v| walk_pattern(v, p));
         }
     }
-    let mut d = Depth { depth: 0, at: None };
-    d.visit_body(body);
-    d.at
+    let mut w = Walk { depth: 0, out: Depth { max: 0, beyond: None } };
+    w.visit_body(body);
+    w.out
 }
 
-/// Whether a source can refer to a framework (see the module's notes).
+/// Whether a source can refer to a framework (see the module's notes). A file with any
+/// non-ASCII byte is parsed: Python reads identifiers NFKC-normalised, so `ｎｕｍｐｙ` (fullwidth)
+/// imports numpy.
 fn can_refer(src: &[u8], origin: &Origin<'_>) -> bool {
     origin.notebook
         || origin.module.and_then(|m| m.first()).is_some_and(|m| ROOTS.iter().any(|(r, _)| r == m))
         || ROOTS.iter().any(|(r, _)| memmem::find(src, r.as_bytes()).is_some())
         || (memmem::find(src, b"*").is_some() && has_star_import(src))
+        || !src.is_ascii()
 }
 
 /// Scans a source. `parse_all` parses a file that cannot refer to a framework too (same
@@ -154,21 +162,84 @@ pub fn scan_source(
             parsed_bytes: 0,
         });
     }
-    // Python reads a source as UTF-8 unless it declares otherwise; an undecodable byte can only
-    // sit in a string or comment of a file that declares another encoding, and line breaks
-    // survive the replacement, so every line number stays.
-    let text = String::from_utf8_lossy(src);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let lambdas = memmem::find_iter(src, b"lambda").count();
+    if lambdas > MAX_LAMBDAS {
+        let error = SyntaxError {
+            line: 1,
+            message: format!("more than {MAX_LAMBDAS} `lambda`s: not parsed (each may nest in the one before)"),
+        };
+        return if refers { Err(error) } else { Ok(unparsed_nothing(src)) };
+    }
+    // Ruff's parser checks its stack everywhere but in lambdas nested in parameter defaults
+    // (`lambda a=lambda a=…: 0: 0`): their depth is bounded by the `lambda`s, so give it room.
+    if lambdas > LAMBDAS_ON_THREAD_STACK {
+        let per = if cfg!(debug_assertions) { 8 << 10 } else { 2 << 10 };
+        return stacker::grow((8 << 20) + lambdas * per, || parse_and_extract(src, origin, measured, refers));
+    }
+    parse_and_extract(src, origin, measured, refers)
+}
+
+/// Files with more `lambda`s than this are not parsed (see [`scan_source`]): at about 1.3 KiB
+/// of stack a nested lambda (measured, release build), a 1 GiB stack.
+pub const MAX_LAMBDAS: usize = 800_000;
+
+/// Up to this many `lambda`s the scanning thread's own stack holds the deepest nesting of
+/// lambdas they allow (20,000 parsed in a debug build on its 128 MiB).
+const LAMBDAS_ON_THREAD_STACK: usize = 10_000;
+
+/// The text Python reads: decoded from the encoding a PEP 263 declaration names on the first
+/// or second line (`# -*- coding: latin-1 -*-`), else UTF-8, undecodable bytes replaced (line
+/// breaks survive either way, so every line number stays); a byte-order mark dropped.
+fn decode(src: &[u8]) -> std::borrow::Cow<'_, str> {
+    let declared = src
+        .split(|b| *b == b'\n')
+        .take(2)
+        .filter_map(|line| {
+            let line = std::str::from_utf8(line).ok()?.trim_start_matches([' ', '\t', '\x0c']);
+            let rest = line.strip_prefix('#')?;
+            let at = rest.find("coding")? + "coding".len();
+            let rest = rest[at..].strip_prefix([':', '='])?.trim_start_matches([' ', '\t']);
+            let name: String =
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+            (!name.is_empty()).then_some(name.to_ascii_lowercase().replace('_', "-"))
+        })
+        .next();
+    let encoding = declared.as_deref().and_then(|name| {
+        encoding_rs::Encoding::for_label(name.as_bytes())
+            .or_else(|| encoding_rs::Encoding::for_label(name.replace('-', "").as_bytes()))
+    });
+    let text = match encoding {
+        Some(e) if e != encoding_rs::UTF_8 => e.decode_without_bom_handling(src).0,
+        _ => String::from_utf8_lossy(src),
+    };
+    match text {
+        std::borrow::Cow::Borrowed(t) => std::borrow::Cow::Borrowed(t.strip_prefix('\u{feff}').unwrap_or(t)),
+        std::borrow::Cow::Owned(t) => match t.strip_prefix('\u{feff}') {
+            Some(rest) => std::borrow::Cow::Owned(rest.to_string()),
+            None => std::borrow::Cow::Owned(t),
+        },
+    }
+}
+
+/// [`scan_source`]'s parse and extraction of a file that is to be parsed.
+fn parse_and_extract(
+    src: &[u8],
+    origin: &Origin<'_>,
+    measured: &HashSet<String>,
+    refers: bool,
+) -> Result<SourceScan, SyntaxError> {
+    let text = decode(src);
+    let text: &str = &text;
     let mode = if origin.notebook { Mode::Ipython } else { Mode::Module };
     let parsed = std::panic::catch_unwind(|| ruff_python_parser::parse_unchecked(text, ParseOptions::from(mode)))
         .map_err(|_| SyntaxError { line: 1, message: "the parser failed on this file".into() })?;
     let lines = LineIndex::from_source_text(text);
-    let deep = too_deep(module_body(&parsed));
-    let error = match deep {
+    let depth = depth_of(module_body(&parsed));
+    let error = match depth.beyond {
         Some(at) => {
-            // Dropping the tree would recurse as deep as it is (Ruff's nodes drop recursively):
-            // its memory is left to the process's end.
-            std::mem::forget(parsed);
+            // Ruff's nodes drop recursively, one frame a level: on a stack as deep as the tree.
+            let per = if cfg!(debug_assertions) { 4 << 10 } else { 1 << 10 };
+            stacker::grow((1 << 20) + depth.max * per, move || drop(parsed));
             let error = SyntaxError {
                 line: lines.line_index(at).get() as u32,
                 message: format!(
@@ -264,8 +335,8 @@ pub fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
 fn has_star_import(src: &[u8]) -> bool {
     memmem::find_iter(src, b"import").any(|i| {
         let after = &src[i + 6..];
-        let rest = after.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\\' | b'\n' | b'\r' | b'('));
-        rest.is_some_and(|p| p > 0 && after[p] == b'*')
+        let rest = after.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\x0c' | b'\\' | b'\n' | b'\r' | b'('));
+        rest.is_some_and(|p| after[p] == b'*')
     })
 }
 
@@ -363,7 +434,7 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
 
     #[test]
     fn a_bom_pep_701_f_strings_and_other_encodings() {
-        let cases: [(&[u8], &str, u32); 4] = [
+        let cases: [(&[u8], &str, u32); 5] = [
             (b"\xef\xbb\xbfimport torch\nx = torch.zeros(1)\n", "torch.zeros", 2),
             (
                 b"import numpy as np\nrow = {\"a\": 1}\nprint(f\"{row[\"a\"]}: mean {np.mean(np.ones(3))}\")\n",
@@ -372,6 +443,7 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
             ),
             (b"# -*- coding: latin-1 -*-\nimport numpy as np\ns = '\xe9t\xe9'\nnp.ones(2)\n", "numpy.ones", 4),
             (b"import torch\nt\"{torch.ones(1)}\"\n", "torch.ones", 2),
+            (b"# -*- coding: latin-1 -*-\nimport numpy as np\ncaf\xe9 = np.ones(1)\n", "numpy.ones", 3),
         ];
         for (src, want, line) in cases {
             let s = scan(src).unwrap();
@@ -396,6 +468,18 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
         let broken = b"def f(:\n    pass\n";
         assert_eq!(scan(broken).unwrap().found, Extracted::default());
         assert_eq!(scan_source(broken, &Origin::default(), &measured(), true).unwrap().found, Extracted::default());
+        // Forms that can bind a framework name without spelling one in ASCII are parsed: NFKC
+        // identifiers, star imports without a space or after a form feed.
+        let m: Vec<String> = vec!["pkg".into(), "a".into()];
+        let origin = Origin { module: Some(&m), ..Origin::default() };
+        for src in ["import ｎｕｍｐｙ as np\nnp.ones(1)\n", "from .b import*\nx = zeros(3)\n", "from .b import\x0c*\n"]
+        {
+            let s = scan_source(src.as_bytes(), &origin, &measured(), false).unwrap();
+            assert_eq!(s.handling, Handling::Parsed, "{src}");
+        }
+        let s =
+            scan(b"import \xef\xbd\x8e\xef\xbd\x95\xef\xbd\x8d\xef\xbd\x90\xef\xbd\x99 as np\nnp.ones(1)\n").unwrap();
+        assert_eq!(sorted_calls(&s), [("numpy.ones", 2)]);
         // In a framework's own package the file is parsed (relative imports can bind it).
         let m: Vec<String> = vec!["torch".into(), "x".into()];
         let origin = Origin { module: Some(&m), ..Origin::default() };
