@@ -155,6 +155,38 @@ fn a_bad_notebook_cell_is_left_out_not_the_notebook() {
     assert!(json.contains("\"cell\": 3,"), "{json}");
 }
 
+/// Paths as users give them: overlapping folders count each file once, a trailing slash is not
+/// doubled, a file named on the command line is scanned whatever its extension, and an absurd
+/// `--threads` is refused.
+#[test]
+fn overlapping_paths_named_files_and_thread_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(real.join("r.py"), "import torch\ntorch.ones(1)\n").unwrap();
+    std::fs::write(tmp.path().join("script"), "import numpy as np\nnp.zeros(1)\n").unwrap();
+    let json = common::stdout(mlport().current_dir(tmp.path()).args([
+        "scan",
+        "real/",
+        "./real",
+        "real/r.py",
+        "script",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["files"].as_u64(), v["calls"].as_u64()), (Some(2), Some(2)), "{json}");
+    let sites: Vec<&str> =
+        v["functions"].as_array().unwrap().iter().map(|f| f["sites"][0]["file"].as_str().unwrap()).collect();
+    assert_eq!(sites, ["script", "real/r.py"]);
+    mlport()
+        .args(["scan", "--threads", "100000"])
+        .arg(&real)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("--threads 100000: at most"));
+}
+
 #[test]
 fn scan_cli_formats_and_missing_paths() {
     let out = mlport().arg("scan").arg(proj()).args(["--format", "csv", "--threads", "1"]).assert().success();

@@ -4,7 +4,8 @@
 //!
 //! Rules:
 //! - A callee is a dotted chain of names (`F.conv2d`, `torch.nn.functional.conv2d`); its
-//!   first name resolves through the file's imports ([`super::imports::Aliases`]).
+//!   first name resolves through the file's imports ([`super::imports::Aliases`]), unless an
+//!   enclosing function binds that name itself (a parameter or assignment shadows the import).
 //! - A bare decorator (`@jax.jit`, `@torch.no_grad` without parentheses) counts as a call.
 //! - A method call is attributed only when the receiver is clearly a framework object: a
 //!   direct call of a framework array function or class (`torch.zeros(3).argsort()` →
@@ -226,13 +227,15 @@ type Scope = HashMap<String, Option<String>>;
 
 /// The local names of a function and what they hold: parameters (typed by annotation), and
 /// every name the body binds (assignment, `for`, `with … as`, `except … as`, `:=`, match
-/// captures, `global`/`nonlocal`, nested `def`/`class`), not looking into nested functions,
+/// captures, `nonlocal`, nested `def`/`class`; not a `global` name), not looking into nested functions,
 /// classes and lambdas. A name is typed when each of its bindings gives the same framework
 /// type: an assignment of a framework array call or class (`x = torch.zeros(3)`), or an
 /// annotation (`x: torch.Tensor = f()`); any other binding makes it unknown.
 struct ScopeBuilder<'a> {
     scope: Scope,
     aliases: &'a Aliases,
+    /// Names a `global` statement declares: the module's, not locals.
+    globals: HashSet<String>,
 }
 
 impl ScopeBuilder<'_> {
@@ -275,7 +278,7 @@ impl ScopeBuilder<'_> {
     }
 
     fn function(f: &StmtFunctionDef, aliases: &Aliases) -> Scope {
-        let mut b = ScopeBuilder { scope: Scope::new(), aliases };
+        let mut b = ScopeBuilder { scope: Scope::new(), aliases, globals: HashSet::new() };
         let p = &f.parameters;
         for pd in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
             let ty = pd.parameter.annotation.as_deref().and_then(|a| annotation_type(a, aliases));
@@ -285,6 +288,9 @@ impl ScopeBuilder<'_> {
             b.bind(star.name.as_str(), None);
         }
         b.visit_body(&f.body);
+        for g in &b.globals {
+            b.scope.remove(g);
+        }
         b.scope
     }
 }
@@ -314,7 +320,7 @@ impl<'a> Visitor<'a> for ScopeBuilder<'_> {
                     }
                 }
             }
-            Stmt::Global(g) => g.names.iter().for_each(|n| self.bind(n.as_str(), None)),
+            Stmt::Global(g) => self.globals.extend(g.names.iter().map(|n| n.to_string())),
             Stmt::Nonlocal(g) => g.names.iter().for_each(|n| self.bind(n.as_str(), None)),
             _ => {}
         }
@@ -475,15 +481,15 @@ impl<'t> Visitor<'t> for Extractor<'t, '_> {
 }
 
 impl Extractor<'_, '_> {
-    /// The type of local `name` in the innermost function that binds it.
-    fn local_type(&mut self, name: &str) -> Option<String> {
-        if name == "self" || name == "cls" {
-            return None;
-        }
+    /// How the innermost enclosing function that binds `name` binds it: `Some(Some(T))` a local
+    /// of framework type `T`, `Some(None)` a local of unknown type, `None` not a local of any
+    /// enclosing function (a module-level or imported name).
+    fn binding(&mut self, name: &str) -> Option<Option<String>> {
         let (aliases, uses) = (self.aliases, self.uses);
         for s in self.scopes.iter_mut().rev() {
             let scope = s.scope.get_or_insert_with(|| {
-                // Without a framework name in its text, nothing in a function is typed.
+                // Without a framework-bound name in its text, a function binds none of them and
+                // types nothing.
                 if marked(uses, s.node.range().to_std_range()) {
                     ScopeBuilder::function(s.node, aliases)
                 } else {
@@ -491,20 +497,34 @@ impl Extractor<'_, '_> {
                 }
             });
             if let Some(t) = scope.get(name) {
-                return t.clone();
+                return Some(t.clone());
             }
         }
         None
+    }
+
+    /// The type of local `name` in the innermost function that binds it.
+    fn local_type(&mut self, name: &str) -> Option<String> {
+        if name == "self" || name == "cls" {
+            return None;
+        }
+        self.binding(name).flatten()
     }
 
     fn call(&mut self, c: &ExprCall) {
         let line = line(self.lines, c.range());
         if let Some(chain) = dotted(&c.func) {
             if let Some(q) = self.aliases.resolve(&chain) {
-                if framework_of(&q).is_some() {
-                    self.out.calls.push((q, line));
+                // A function's own local of that name (`config = open(f)` beside `from numpy
+                // import config`) is not the import.
+                let root = chain.split('.').next().unwrap_or(&chain);
+                if framework_of(&q).is_none() {
+                    return;
                 }
-                return;
+                if self.binding(root).is_none() {
+                    self.out.calls.push((q, line));
+                    return;
+                }
             }
             if self.keep_free {
                 self.out.free_calls.push((chain.clone(), line));

@@ -425,6 +425,14 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
     }
 
     #[test]
+    fn a_local_shadows_an_import() {
+        let src = b"from numpy import config\nimport numpy as np\ndef to_json(np):\n    config = open('f')\n    config.write('x')\n    np.ones(1)\n    return np.sum(1)\ndef g():\n    global config\n    config.show()\n    np.ones(2)\n";
+        let s = scan(src).unwrap();
+        assert_eq!(sorted_calls(&s), [("numpy.config.show", 10), ("numpy.ones", 11)]);
+        assert_eq!(s.found.unresolved, [("?.sum".to_string(), 7)]);
+    }
+
+    #[test]
     fn only_array_annotations_type_a_local() {
         let src = b"import torch\nfrom torch import nn\ndef f(m: nn.Module, t: torch.Tensor, v: 'torch.Tensor'):\n    return m.load_pretrained(), m.sum(), t.sum(), v.sum()\n";
         let s = scan(src).unwrap();

@@ -111,41 +111,60 @@ fn package_of(dir: &Path, cache: &mut HashMap<PathBuf, Option<Vec<String>>>) -> 
 /// The files under `paths`: `.py` and `.ipynb`, in path order, honouring ignore files. Each
 /// folder is walked on `threads` threads (0: ignore's default), then sorted: component-wise
 /// path order is the order of a walk that visits each folder's entries by name.
-fn discover(paths: &[PathBuf], threads: usize) -> Result<Vec<Job>, String> {
+fn discover(paths: &[PathBuf], threads: usize) -> Result<(Vec<Job>, Vec<Unparsable>), String> {
     let mut jobs = Vec::new();
+    let mut errors = Vec::new();
     let mut packages = HashMap::new();
+    // Each file once, however many of the paths hold it (`scan src src/models`).
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     for root in paths {
         if !root.exists() {
             return Err(format!("{}: no such file or folder", root.display()));
         }
+        if !root.is_file() && !root.is_dir() {
+            return Err(format!("{}: not a file or folder", root.display()));
+        }
         let prefix = if paths.len() > 1 || root.is_file() { Some(root.clone()) } else { None };
         let found = std::sync::Mutex::new(Vec::new());
+        let failed = std::sync::Mutex::new(Vec::new());
         ignore::WalkBuilder::new(root).require_git(false).threads(threads).build_parallel().run(|| {
             Box::new(|entry| {
-                if let Ok(entry) = entry {
-                    let ext = entry.path().extension().and_then(|e| e.to_str()).unwrap_or("");
-                    if (ext == "py" || ext == "ipynb") && entry.file_type().is_some_and(|t| t.is_file()) {
-                        found.lock().expect("no walker panicked").push(entry.into_path());
+                match entry {
+                    Ok(entry) => {
+                        let ext = entry.path().extension().and_then(|e| e.to_str()).unwrap_or("");
+                        // A file named on the command line is scanned whatever its name.
+                        let wanted = ext == "py" || ext == "ipynb" || entry.depth() == 0;
+                        if wanted && entry.file_type().is_some_and(|t| t.is_file()) {
+                            found.lock().expect("no walker panicked").push(entry.into_path());
+                        }
                     }
+                    Err(e) => failed.lock().expect("no walker panicked").push(e.to_string()),
                 }
                 ignore::WalkState::Continue
             })
         });
+        for e in failed.into_inner().expect("no walker panicked") {
+            errors.push(Unparsable { cell: None, error: e, file: root.display().to_string(), line: None });
+        }
         let mut found = found.into_inner().expect("no walker panicked");
         found.sort();
         for path in found {
+            if paths.len() > 1 && !seen.insert(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())) {
+                continue;
+            }
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let rel = path.strip_prefix(root).unwrap_or(&path);
             let display = match &prefix {
                 Some(p) if root.is_file() => p.display().to_string(),
-                Some(p) => format!("{}/{}", p.display(), path.strip_prefix(root).unwrap_or(&path).display()),
-                None => path.strip_prefix(root).unwrap_or(&path).display().to_string(),
+                Some(p) => p.join(rel).display().to_string(),
+                None => rel.display().to_string(),
             };
             let notebook = ext == "ipynb";
             let (module, is_package) = if notebook { (None, false) } else { module_of(&path, &mut packages) };
             jobs.push(Job { path, display, notebook, module, is_package });
         }
     }
-    Ok(jobs)
+    Ok((jobs, errors))
 }
 
 fn scan_job(job: Job, opts: &ScanOptions) -> FileResult {
@@ -204,10 +223,19 @@ fn scan_notebook(
 /// 2 MiB in a debug build. Reserved address space, touched only as deep as a tree goes.
 const SCAN_STACK: usize = 128 << 20;
 
+/// Threads per core `--threads` may ask for (a thread pool of thousands spends its time
+/// stealing work from itself): at most this many per core, and 64 whatever the cores.
+const MAX_THREADS_PER_CORE: usize = 8;
+
 /// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
 /// an error only when a path does not exist or the thread pool cannot start.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
-    let jobs = discover(paths, opts.threads)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let limit = MAX_THREADS_PER_CORE * cores.max(64 / MAX_THREADS_PER_CORE);
+    if opts.threads > limit {
+        return Err(format!("--threads {}: at most {limit} on this machine ({cores} cores)", opts.threads));
+    }
+    let (jobs, walk_errors) = discover(paths, opts.threads)?;
     let bar = if opts.progress {
         let b =
             indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
@@ -239,7 +267,10 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String>
             .collect()
     });
     bar.finish_and_clear();
-    Ok(aggregate(paths, results, parsed_bytes.into_inner()))
+    let mut report = aggregate(paths, results, parsed_bytes.into_inner());
+    // Folders the walk could not read hold files that were not scanned: said, never silent.
+    report.unparsable.extend(walk_errors);
+    Ok(report)
 }
 
 fn aggregate(paths: &[PathBuf], results: Vec<FileResult>, parsed_bytes: u64) -> ScanReport {
