@@ -65,8 +65,8 @@ pub struct ScanArgs {
     /// Output format: table, json (`mlport.scan`, version 1) or csv.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ScanFormatArg,
-    /// Worker threads (default: all cores).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Worker threads (default: all cores; at most 8 per core).
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
     pub threads: usize,
     /// Parse every file, also those whose text cannot refer to a framework (same result, slower).
     #[arg(long)]
@@ -104,8 +104,8 @@ pub struct AuditArgs {
     /// Output format: table, markdown, json or csv.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
-    /// Worker threads for the scan (default: all cores).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Worker threads for the scan (default: all cores; at most 8 per core).
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
     pub threads: usize,
 }
 
@@ -121,8 +121,8 @@ pub struct MineArgs {
     /// Output format: table, json or csv (csv is what `mlport sample` reads).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
-    /// Worker threads (default: all cores).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Worker threads (default: all cores; at most 8 per core).
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
     pub threads: usize,
 }
 
@@ -246,6 +246,16 @@ pub struct PythonArg {
     /// Use this Python interpreter (your own CUDA/ROCm/TPU stack) instead of the managed environment.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
+}
+
+/// A scan's `--threads`: a count up to [`crate::scan::max_threads`] (a usage error beyond).
+fn scan_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    let limit = crate::scan::max_threads();
+    if n > limit {
+        return Err(format!("at most {limit} on this machine (8 per core)"));
+    }
+    Ok(n)
 }
 
 /// Output formats for reports.

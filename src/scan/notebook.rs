@@ -25,6 +25,13 @@ impl NotebookSource {
         (cell, line - start + 1)
     }
 
+    /// The source of the `i`-th code cell (0-based among the code cells kept), as joined.
+    pub fn cell_source(&self, i: usize) -> String {
+        let Some(&(_, start)) = self.cells.get(i) else { return String::new() };
+        let end = self.cells.get(i + 1).map_or(u32::MAX, |(_, s)| *s);
+        self.source.split_inclusive('\n').skip(start as usize - 1).take((end - start) as usize).collect()
+    }
+
     /// Leaves out the code cell holding source line `line`: its lines become empty (every other
     /// line keeps its number). Each cell runs on its own in Jupyter, so a syntax error in one
     /// leaves the others valid.
@@ -64,23 +71,25 @@ pub fn code_cells(bytes: &[u8]) -> Result<NotebookSource, String> {
             _ => String::new(),
         };
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        let mut body = text.as_str();
-        let trimmed = text.trim_start();
-        if let Some(magic) = trimmed.strip_prefix("%%") {
+        let lines: Vec<&str> = text.lines().collect();
+        let first = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(lines.len());
+        let mut skip_magic = false;
+        if let Some(magic) = lines.get(first).and_then(|l| l.trim_start().strip_prefix("%%")) {
             let name: String = magic.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
             if !PYTHON_CELL_MAGICS.contains(&name.as_str()) {
                 continue;
             }
-            // The magic's line stays, empty, so the cell's lines keep their numbers.
-            body = trimmed.split_once('\n').map_or("", |(_, rest)| rest);
-            out.cells.push((i as u32 + 1, line));
-            out.source.push('\n');
-            line += 1;
-        } else {
-            out.cells.push((i as u32 + 1, line));
+            skip_magic = true;
         }
-        for l in body.lines() {
-            out.source.push_str(l);
+        out.cells.push((i as u32 + 1, line));
+        // IPython runs a cell whose lines all share the first line's indentation dedented.
+        let indent = lines.get(first).map_or("", |l| &l[..l.len() - l.trim_start().len()]);
+        let dedent = !indent.is_empty() && lines.iter().all(|l| l.trim().is_empty() || l.starts_with(indent));
+        for (k, l) in lines.iter().enumerate() {
+            // The magic's line stays, empty, so the cell's lines keep their numbers.
+            if !(skip_magic && k == first) {
+                out.source.push_str(if dedent { l.strip_prefix(indent).unwrap_or(l) } else { l });
+            }
             out.source.push('\n');
             line += 1;
         }
@@ -120,6 +129,15 @@ mod tests {
         let s = code_cells(nb).unwrap();
         assert_eq!(s.source, "\nimport numpy as np\n\nnp.ones(1)\nnp.zeros(1)\n\n");
         assert_eq!(s.cells, [(1, 1), (3, 4)]);
+        assert_eq!(s.cell_source(1), "np.ones(1)\nnp.zeros(1)\n\n");
+        // A blank line before `%%time` keeps the numbering; an indented cell is dedented.
+        let nb = br##"{"cells": [
+            {"cell_type": "code", "source": "\n%%time\nnp.zeros(1)\n"},
+            {"cell_type": "code", "source": "  np.ones(1)\n  if x:\n      y()"}
+        ]}"##;
+        let s = code_cells(nb).unwrap();
+        assert_eq!(s.source, "\n\nnp.zeros(1)\n\nnp.ones(1)\nif x:\n    y()\n\n");
+        assert_eq!(s.locate(3), (1, 3));
         assert!(code_cells(b"nope").unwrap_err().contains("not a notebook"));
     }
 }

@@ -153,16 +153,18 @@ pub fn scan_source(
     measured: &HashSet<String>,
     parse_all: bool,
 ) -> Result<SourceScan, SyntaxError> {
-    let refers = can_refer(src, origin);
+    // Every check below reads the text Python reads: under a declared encoding such as
+    // iso-2022-jp, bytes that spell neither `numpy` nor `lambda` can decode to them.
+    let text = match decode(src) {
+        Ok(t) => t,
+        // Its text cannot be read: whether it refers to a framework is unknown, so it is said.
+        Err(error) => return Err(error),
+    };
+    let refers = can_refer(text.as_bytes(), origin);
     if !refers && !parse_all {
-        return Ok(SourceScan {
-            aliases: Aliases::default(),
-            found: Extracted::default(),
-            handling: Handling::Skipped,
-            parsed_bytes: 0,
-        });
+        return Ok(skipped());
     }
-    let lambdas = memmem::find_iter(src, b"lambda").count();
+    let lambdas = memmem::find_iter(text.as_bytes(), b"lambda").count();
     if lambdas > MAX_LAMBDAS {
         let error = SyntaxError {
             line: 1,
@@ -174,9 +176,19 @@ pub fn scan_source(
     // (`lambda a=lambda a=…: 0: 0`): their depth is bounded by the `lambda`s, so give it room.
     if lambdas > LAMBDAS_ON_THREAD_STACK {
         let per = if cfg!(debug_assertions) { 8 << 10 } else { 2 << 10 };
-        return stacker::grow((8 << 20) + lambdas * per, || parse_and_extract(src, origin, measured, refers));
+        return stacker::grow((8 << 20) + lambdas * per, || parse_and_extract(src, &text, origin, measured, refers));
     }
-    parse_and_extract(src, origin, measured, refers)
+    parse_and_extract(src, &text, origin, measured, refers)
+}
+
+/// The scan of a file that is not parsed.
+fn skipped() -> SourceScan {
+    SourceScan {
+        aliases: Aliases::default(),
+        found: Extracted::default(),
+        handling: Handling::Skipped,
+        parsed_bytes: 0,
+    }
 }
 
 /// Files with more `lambda`s than this are not parsed (see [`scan_source`]): at about 1.3 KiB
@@ -187,49 +199,87 @@ pub const MAX_LAMBDAS: usize = 800_000;
 /// lambdas they allow (20,000 parsed in a debug build on its 128 MiB).
 const LAMBDAS_ON_THREAD_STACK: usize = 10_000;
 
-/// The text Python reads: decoded from the encoding a PEP 263 declaration names on the first
-/// or second line (`# -*- coding: latin-1 -*-`), else UTF-8, undecodable bytes replaced (line
-/// breaks survive either way, so every line number stays); a byte-order mark dropped.
-fn decode(src: &[u8]) -> std::borrow::Cow<'_, str> {
-    let declared = src
-        .split(|b| *b == b'\n')
-        .take(2)
-        .filter_map(|line| {
-            let line = std::str::from_utf8(line).ok()?.trim_start_matches([' ', '\t', '\x0c']);
-            let rest = line.strip_prefix('#')?;
-            let at = rest.find("coding")? + "coding".len();
-            let rest = rest[at..].strip_prefix([':', '='])?.trim_start_matches([' ', '\t']);
-            let name: String =
-                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
-            (!name.is_empty()).then_some(name.to_ascii_lowercase().replace('_', "-"))
-        })
-        .next();
-    let encoding = declared.as_deref().and_then(|name| {
-        encoding_rs::Encoding::for_label(name.as_bytes())
-            .or_else(|| encoding_rs::Encoding::for_label(name.replace('-', "").as_bytes()))
-    });
+/// The text Python reads: decoded from the encoding a PEP 263 declaration names (on the first
+/// line, or on the second when the first is a comment or blank: `# -*- coding: latin-1 -*-`),
+/// else UTF-8 with undecodable bytes replaced (line breaks survive either way, so every line
+/// number stays); a byte-order mark dropped. Errors: an encoding the decoder (WHATWG's
+/// encodings, `encoding_rs`) does not have, such as `cp437`.
+fn decode(src: &[u8]) -> Result<std::borrow::Cow<'_, str>, SyntaxError> {
+    let encoding = match declared_encoding(src) {
+        None => None,
+        Some((line, name)) => {
+            // Python's names for WHATWG encodings under other labels.
+            let label = match name.as_str() {
+                "latin9" | "latin-9" | "iso8859-15" => "iso-8859-15",
+                "mac-roman" | "macroman" => "macintosh",
+                "utf8" | "utf-8-sig" | "ascii" | "us-ascii" => "utf-8",
+                n => n,
+            };
+            let found = encoding_rs::Encoding::for_label(label.as_bytes())
+                .or_else(|| encoding_rs::Encoding::for_label(label.replace('-', "").as_bytes()))
+                .filter(|e| *e != encoding_rs::REPLACEMENT);
+            match found {
+                Some(e) => Some(e),
+                None => {
+                    return Err(SyntaxError { line, message: format!("source encoding `{name}` is not supported") });
+                }
+            }
+        }
+    };
     let text = match encoding {
         Some(e) if e != encoding_rs::UTF_8 => e.decode_without_bom_handling(src).0,
         _ => String::from_utf8_lossy(src),
     };
-    match text {
+    Ok(match text {
         std::borrow::Cow::Borrowed(t) => std::borrow::Cow::Borrowed(t.strip_prefix('\u{feff}').unwrap_or(t)),
         std::borrow::Cow::Owned(t) => match t.strip_prefix('\u{feff}') {
             Some(rest) => std::borrow::Cow::Owned(rest.to_string()),
             None => std::borrow::Cow::Owned(t),
         },
+    })
+}
+
+/// The PEP 263 declaration of a source, lower-case with `_` as `-`, and its line: Python's
+/// `^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)` on line 1, or on line 2 when line 1 is a comment or
+/// blank.
+fn declared_encoding(src: &[u8]) -> Option<(u32, String)> {
+    let mut lines = src.split(|b| *b == b'\n');
+    for n in 1..=2u32 {
+        let line = lines.next()?;
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_start_matches([' ', '\t', '\x0c', '\u{feff}']);
+        let Some(comment) = line.strip_prefix('#') else {
+            // Python looks at line 2 only after a comment-only or blank line 1.
+            if line.trim().is_empty() {
+                continue;
+            }
+            return None;
+        };
+        let mut from = 0;
+        while let Some(at) = comment[from..].find("coding") {
+            let after = &comment[from + at + "coding".len()..];
+            if let Some(rest) = after.strip_prefix([':', '=']) {
+                let rest = rest.trim_start_matches([' ', '\t']);
+                let name: String =
+                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+                if !name.is_empty() {
+                    return Some((n, name.to_ascii_lowercase().replace('_', "-")));
+                }
+            }
+            from += at + 1;
+        }
     }
+    None
 }
 
 /// [`scan_source`]'s parse and extraction of a file that is to be parsed.
 fn parse_and_extract(
     src: &[u8],
+    text: &str,
     origin: &Origin<'_>,
     measured: &HashSet<String>,
     refers: bool,
 ) -> Result<SourceScan, SyntaxError> {
-    let text = decode(src);
-    let text: &str = &text;
     let mode = if origin.notebook { Mode::Ipython } else { Mode::Module };
     let parsed = std::panic::catch_unwind(|| ruff_python_parser::parse_unchecked(text, ParseOptions::from(mode)))
         .map_err(|_| SyntaxError { line: 1, message: "the parser failed on this file".into() })?;
@@ -442,7 +492,7 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
 
     #[test]
     fn a_bom_pep_701_f_strings_and_other_encodings() {
-        let cases: [(&[u8], &str, u32); 5] = [
+        let cases: [(&[u8], &str, u32); 6] = [
             (b"\xef\xbb\xbfimport torch\nx = torch.zeros(1)\n", "torch.zeros", 2),
             (
                 b"import numpy as np\nrow = {\"a\": 1}\nprint(f\"{row[\"a\"]}: mean {np.mean(np.ones(3))}\")\n",
@@ -452,6 +502,11 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
             (b"# -*- coding: latin-1 -*-\nimport numpy as np\ns = '\xe9t\xe9'\nnp.ones(2)\n", "numpy.ones", 4),
             (b"import torch\nt\"{torch.ones(1)}\"\n", "torch.ones", 2),
             (b"# -*- coding: latin-1 -*-\nimport numpy as np\ncaf\xe9 = np.ones(1)\n", "numpy.ones", 3),
+            (
+                b"#!/usr/bin/env python\n# vim: set fileencoding=latin9 :\nimport numpy as np\n\xe9 = np.ones(1)\n",
+                "numpy.ones",
+                4,
+            ),
         ];
         for (src, want, line) in cases {
             let s = scan(src).unwrap();
@@ -492,6 +547,18 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
         let m: Vec<String> = vec!["torch".into(), "x".into()];
         let origin = Origin { module: Some(&m), ..Origin::default() };
         assert_eq!(scan_source(plain, &origin, &measured(), false).unwrap().handling, Handling::Parsed);
+    }
+
+    #[test]
+    fn declared_encodings_are_read_as_python_reads_them() {
+        // iso-2022-jp: an escape sequence inside `lambda`/`numpy` vanishes on decoding.
+        let hidden = b"# coding: iso-2022-jp\nimport num\x1b(Bpy as np\nnp.ones(1)\n";
+        assert_eq!(sorted_calls(&scan(hidden).unwrap()), [("numpy.ones", 3)]);
+        // A declaration on line 2 counts only after a comment or blank line 1.
+        assert_eq!(declared_encoding(b"import numpy as np\n# coding: latin-1\n"), None);
+        assert_eq!(declared_encoding(b"#!python\n# xcoding coding: Latin_1\n"), Some((2, "latin-1".into())));
+        let e = scan(b"# coding: cp437\nimport numpy\n").unwrap_err();
+        assert_eq!((e.line, e.message.as_str()), (1, "source encoding `cp437` is not supported"));
     }
 
     #[test]

@@ -124,7 +124,9 @@ fn discover(paths: &[PathBuf], threads: usize) -> Result<(Vec<Job>, Vec<Unparsab
         if !root.is_file() && !root.is_dir() {
             return Err(format!("{}: not a file or folder", root.display()));
         }
-        let prefix = if paths.len() > 1 || root.is_file() { Some(root.clone()) } else { None };
+        // Shown as given, less repeated and trailing separators (`a//b/` is `a/b`).
+        let shown: PathBuf = root.components().collect();
+        let prefix = if paths.len() > 1 || root.is_file() { Some(shown) } else { None };
         let found = std::sync::Mutex::new(Vec::new());
         let failed = std::sync::Mutex::new(Vec::new());
         ignore::WalkBuilder::new(root).require_git(false).threads(threads).build_parallel().run(|| {
@@ -201,6 +203,16 @@ fn scan_notebook(
 ) -> (Result<SourceScan, (Option<u32>, String)>, Vec<(u32, u32, String)>, notebook::NotebookSource) {
     let origin = source::Origin { notebook: true, ..Default::default() };
     let mut cell_errors = Vec::new();
+    // Jupyter compiles each cell on its own: a cell that does not parse alone is left out (an
+    // open string or block must not swallow the cells after it).
+    let none = HashSet::new();
+    for i in 0..nb.cells.len() {
+        let (cell, start) = nb.cells[i];
+        if let Err(e) = source::scan_source(nb.cell_source(i).as_bytes(), &origin, &none, true) {
+            cell_errors.push((cell, e.line, e.message));
+            nb.blank_cell_at(start);
+        }
+    }
     loop {
         match source::scan_source(nb.source.as_bytes(), &origin, &opts.measured, opts.full_parse) {
             Ok(s) => return (Ok(s), cell_errors, nb),
@@ -227,13 +239,18 @@ const SCAN_STACK: usize = 128 << 20;
 /// stealing work from itself): at most this many per core, and 64 whatever the cores.
 const MAX_THREADS_PER_CORE: usize = 8;
 
+/// The most scanning threads this machine allows (see [`MAX_THREADS_PER_CORE`]).
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    MAX_THREADS_PER_CORE * cores.max(64 / MAX_THREADS_PER_CORE)
+}
+
 /// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
 /// an error only when a path does not exist or the thread pool cannot start.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let limit = MAX_THREADS_PER_CORE * cores.max(64 / MAX_THREADS_PER_CORE);
+    let limit = max_threads();
     if opts.threads > limit {
-        return Err(format!("--threads {}: at most {limit} on this machine ({cores} cores)", opts.threads));
+        return Err(format!("--threads {}: at most {limit} on this machine", opts.threads));
     }
     let (jobs, walk_errors) = discover(paths, opts.threads)?;
     let bar = if opts.progress {
