@@ -155,11 +155,8 @@ pub fn scan_source(
 ) -> Result<SourceScan, SyntaxError> {
     // Every check below reads the text Python reads: under a declared encoding such as
     // iso-2022-jp, bytes that spell neither `numpy` nor `lambda` can decode to them.
-    let text = match decode(src) {
-        Ok(t) => t,
-        // Its text cannot be read: whether it refers to a framework is unknown, so it is said.
-        Err(error) => return Err(error),
-    };
+    // A text that cannot be decoded is reported: whether it refers to a framework is unknown.
+    let text = decode(src)?;
     let refers = can_refer(text.as_bytes(), origin);
     if !refers && !parse_all {
         return Ok(skipped());
