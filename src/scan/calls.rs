@@ -336,11 +336,6 @@ impl<'a> Visitor<'a> for ScopeBuilder<'_> {
         deeper(|| visitor::walk_expr(self, expr));
     }
 
-    fn visit_comprehension(&mut self, c: &'a ruff_python_ast::Comprehension) {
-        self.bind_unknown(&c.target);
-        visitor::walk_comprehension(self, c);
-    }
-
     fn visit_pattern(&mut self, p: &'a Pattern) {
         let name = match p {
             Pattern::MatchAs(m) => m.name.as_ref(),
@@ -401,8 +396,23 @@ const BUILTINS: [&str; 40] = [
 
 /// A function's scope, worked out only when a call needs it.
 struct LazyScope<'t> {
-    node: &'t StmtFunctionDef,
+    /// The function; `None` for a lambda's or a comprehension's scope, whose names (all of
+    /// unknown type) are known from the start.
+    node: Option<&'t StmtFunctionDef>,
     scope: Option<Scope>,
+}
+
+/// The names a binding target binds (`a`, `a, *b`, `[a, (b, c)]`), each of unknown type.
+fn target_names(target: &Expr, scope: &mut Scope) {
+    match target {
+        Expr::Name(n) => {
+            scope.insert(n.id.to_string(), None);
+        }
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| target_names(e, scope)),
+        Expr::List(l) => l.elts.iter().for_each(|e| target_names(e, scope)),
+        Expr::Starred(st) => target_names(&st.value, scope),
+        _ => {}
+    }
 }
 
 /// The walk of one module's statements that finds the calls.
@@ -438,7 +448,7 @@ impl<'t> Visitor<'t> for Extractor<'t, '_> {
                 if let Some(r) = &f.returns {
                     self.visit_annotation(r);
                 }
-                self.scopes.push(LazyScope { node: f, scope: None });
+                self.scopes.push(LazyScope { node: Some(f), scope: None });
                 deeper(|| self.visit_body(&f.body));
                 self.scopes.pop();
                 return;
@@ -473,8 +483,59 @@ impl<'t> Visitor<'t> for Extractor<'t, '_> {
     }
 
     fn visit_expr(&mut self, expr: &'t Expr) {
-        if let Expr::Call(c) = expr {
-            self.call(c);
+        match expr {
+            Expr::Call(c) => self.call(c),
+            // A lambda's parameters are its own locals; its defaults belong to the enclosing scope.
+            Expr::Lambda(l) => {
+                let mut scope = Scope::new();
+                if let Some(p) = &l.parameters {
+                    for pd in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
+                        if let Some(d) = &pd.default {
+                            self.visit_expr(d);
+                        }
+                        scope.insert(pd.parameter.name.to_string(), None);
+                    }
+                    for star in [&p.vararg, &p.kwarg].into_iter().flatten() {
+                        scope.insert(star.name.to_string(), None);
+                    }
+                }
+                self.scopes.push(LazyScope { node: None, scope: Some(scope) });
+                deeper(|| self.visit_expr(&l.body));
+                self.scopes.pop();
+                return;
+            }
+            // A comprehension's targets are its own locals; its first iterable is evaluated in
+            // the enclosing scope.
+            Expr::ListComp(_) | Expr::SetComp(_) | Expr::DictComp(_) | Expr::Generator(_) => {
+                let (generators, elts): (&[ruff_python_ast::Comprehension], Vec<&Expr>) = match expr {
+                    Expr::ListComp(c) => (&c.generators, vec![&*c.elt]),
+                    Expr::SetComp(c) => (&c.generators, vec![&*c.elt]),
+                    Expr::Generator(c) => (&c.generators, vec![&*c.elt]),
+                    // `{**d for …}` has no key (PEP 798).
+                    Expr::DictComp(c) => (&c.generators, c.key.iter().map(|k| &**k).chain([&*c.value]).collect()),
+                    _ => unreachable!("matched above"),
+                };
+                let mut scope = Scope::new();
+                for g in generators {
+                    target_names(&g.target, &mut scope);
+                }
+                if let Some(first) = generators.first() {
+                    self.visit_expr(&first.iter);
+                }
+                self.scopes.push(LazyScope { node: None, scope: Some(scope) });
+                deeper(|| {
+                    for (k, g) in generators.iter().enumerate() {
+                        if k > 0 {
+                            self.visit_expr(&g.iter);
+                        }
+                        g.ifs.iter().for_each(|e| self.visit_expr(e));
+                    }
+                    elts.into_iter().for_each(|e| self.visit_expr(e));
+                });
+                self.scopes.pop();
+                return;
+            }
+            _ => {}
         }
         deeper(|| visitor::walk_expr(self, expr));
     }
@@ -487,14 +548,11 @@ impl Extractor<'_, '_> {
     fn binding(&mut self, name: &str) -> Option<Option<String>> {
         let (aliases, uses) = (self.aliases, self.uses);
         for s in self.scopes.iter_mut().rev() {
-            let scope = s.scope.get_or_insert_with(|| {
+            let scope = s.scope.get_or_insert_with(|| match s.node {
                 // Without a framework-bound name in its text, a function binds none of them and
                 // types nothing.
-                if marked(uses, s.node.range().to_std_range()) {
-                    ScopeBuilder::function(s.node, aliases)
-                } else {
-                    Scope::new()
-                }
+                Some(f) if marked(uses, f.range().to_std_range()) => ScopeBuilder::function(f, aliases),
+                _ => Scope::new(),
             });
             if let Some(t) = scope.get(name) {
                 return Some(t.clone());

@@ -477,6 +477,11 @@ def f(a: torch.Tensor, *args, b=torch.zeros(1).argsort(), **kw):
         let s = scan(src).unwrap();
         assert_eq!(sorted_calls(&s), [("numpy.config.show", 10), ("numpy.ones", 11)]);
         assert_eq!(s.found.unresolved, [("?.sum".to_string(), 7)]);
+        // A lambda's parameter shadows; a comprehension's variable only inside it.
+        let src = b"import numpy as np\nk = lambda np, a=np.zeros(1): np.ones(1)\ndef m():\n    v = [np.sum(np) for np in [1]]\n    return np.ones(2), (x.sum() for x in np.arange(3))\n";
+        let s = scan(src).unwrap();
+        assert_eq!(sorted_calls(&s), [("numpy.arange", 5), ("numpy.ones", 5), ("numpy.zeros", 2)]);
+        assert_eq!(s.found.unresolved, [("?.sum".to_string(), 4), ("?.sum".to_string(), 5)]);
     }
 
     #[test]
