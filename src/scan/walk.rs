@@ -15,8 +15,9 @@ use super::notebook;
 use super::output::{FunctionUse, ScanReport, Site, Unparsable};
 use super::source::{self, Handling, SourceScan};
 
-/// How to scan. Defaults: all cores, skipping files that cannot refer to a framework, no progress bar, and the method names
-/// of mlport's built-in catalogue as the ones worth listing when unresolved.
+/// How to scan. Defaults: all cores, skipping files that cannot refer to a framework, no
+/// progress bar, and the method names of mlport's built-in catalogue as the ones worth listing
+/// when unresolved.
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
     /// Worker threads; 0 uses every core.
