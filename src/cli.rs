@@ -248,14 +248,10 @@ pub struct PythonArg {
     pub python: Option<PathBuf>,
 }
 
-/// A scan's `--threads`: a count up to [`crate::scan::max_threads`] (a usage error beyond).
+/// A scan's `--threads`: a count up to what the machine allows ([`crate::scan::check_threads`];
+/// a usage error beyond).
 fn scan_threads(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
-    let limit = crate::scan::max_threads();
-    if n > limit {
-        return Err(format!("at most {limit} on this machine (8 per core)"));
-    }
-    Ok(n)
+    crate::scan::check_threads(s.parse().map_err(|e| format!("{e}"))?)
 }
 
 /// Output formats for reports.

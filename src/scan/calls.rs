@@ -254,13 +254,7 @@ impl ScopeBuilder<'_> {
 
     /// Marks every name a binding target binds as unknown (`a.b = …` and `a[i] = …` bind none).
     fn bind_unknown(&mut self, target: &Expr) {
-        match target {
-            Expr::Name(n) => self.bind(n.id.as_str(), None),
-            Expr::Tuple(t) => t.elts.iter().for_each(|e| self.bind_unknown(e)),
-            Expr::List(l) => l.elts.iter().for_each(|e| self.bind_unknown(e)),
-            Expr::Starred(s) => self.bind_unknown(&s.value),
-            _ => {}
-        }
+        target_names(target, &mut |n| self.bind(n, None));
     }
 
     /// The type one assignment of `value` to `target` gives.
@@ -280,7 +274,7 @@ impl ScopeBuilder<'_> {
     fn function(f: &StmtFunctionDef, aliases: &Aliases) -> Scope {
         let mut b = ScopeBuilder { scope: Scope::new(), aliases, globals: HashSet::new() };
         let p = &f.parameters;
-        for pd in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
+        for pd in p.iter_non_variadic_params() {
             let ty = pd.parameter.annotation.as_deref().and_then(|a| annotation_type(a, aliases));
             b.bind(pd.parameter.name.as_str(), ty);
         }
@@ -402,15 +396,14 @@ struct LazyScope<'t> {
     scope: Option<Scope>,
 }
 
-/// The names a binding target binds (`a`, `a, *b`, `[a, (b, c)]`), each of unknown type.
-fn target_names(target: &Expr, scope: &mut Scope) {
+/// Calls `name` with each name a binding target binds (`a`, `a, *b`, `[a, (b, c)]`); `a.b = …`
+/// and `a[i] = …` bind none.
+fn target_names(target: &Expr, name: &mut impl FnMut(&str)) {
     match target {
-        Expr::Name(n) => {
-            scope.insert(n.id.to_string(), None);
-        }
-        Expr::Tuple(t) => t.elts.iter().for_each(|e| target_names(e, scope)),
-        Expr::List(l) => l.elts.iter().for_each(|e| target_names(e, scope)),
-        Expr::Starred(st) => target_names(&st.value, scope),
+        Expr::Name(n) => name(n.id.as_str()),
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| target_names(e, name)),
+        Expr::List(l) => l.elts.iter().for_each(|e| target_names(e, name)),
+        Expr::Starred(st) => target_names(&st.value, name),
         _ => {}
     }
 }
@@ -489,7 +482,7 @@ impl<'t> Visitor<'t> for Extractor<'t, '_> {
             Expr::Lambda(l) => {
                 let mut scope = Scope::new();
                 if let Some(p) = &l.parameters {
-                    for pd in p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs) {
+                    for pd in p.iter_non_variadic_params() {
                         if let Some(d) = &pd.default {
                             self.visit_expr(d);
                         }
@@ -517,7 +510,9 @@ impl<'t> Visitor<'t> for Extractor<'t, '_> {
                 };
                 let mut scope = Scope::new();
                 for g in generators {
-                    target_names(&g.target, &mut scope);
+                    target_names(&g.target, &mut |n| {
+                        scope.insert(n.to_string(), None);
+                    });
                 }
                 if let Some(first) = generators.first() {
                     self.visit_expr(&first.iter);

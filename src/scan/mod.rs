@@ -11,4 +11,4 @@ pub mod walk;
 
 pub use imports::{canonical, framework_of};
 pub use output::{FunctionUse, ScanReport, Site, Unparsable, render_csv, render_json, render_table};
-pub use walk::{ScanOptions, max_threads, measured_methods, scan};
+pub use walk::{ScanOptions, check_threads, measured_methods, scan};

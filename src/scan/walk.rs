@@ -125,9 +125,10 @@ fn discover(paths: &[PathBuf], threads: usize) -> Result<(Vec<Job>, Vec<Unparsab
         if !root.is_file() && !root.is_dir() {
             return Err(format!("{}: not a file or folder", root.display()));
         }
+        let root_is_file = root.is_file();
         // Shown as given, less repeated and trailing separators (`a//b/` is `a/b`).
         let shown: PathBuf = root.components().collect();
-        let prefix = if paths.len() > 1 || root.is_file() { Some(shown) } else { None };
+        let prefix = if paths.len() > 1 || root_is_file { Some(shown) } else { None };
         let found = std::sync::Mutex::new(Vec::new());
         let failed = std::sync::Mutex::new(Vec::new());
         ignore::WalkBuilder::new(root).require_git(false).threads(threads).build_parallel().run(|| {
@@ -158,7 +159,7 @@ fn discover(paths: &[PathBuf], threads: usize) -> Result<(Vec<Job>, Vec<Unparsab
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
             let rel = path.strip_prefix(root).unwrap_or(&path);
             let display = match &prefix {
-                Some(p) if root.is_file() => p.display().to_string(),
+                Some(p) if root_is_file => p.display().to_string(),
                 Some(p) => p.join(rel).display().to_string(),
                 None => rel.display().to_string(),
             };
@@ -240,19 +241,21 @@ const SCAN_STACK: usize = 128 << 20;
 /// stealing work from itself): at most this many per core, and 64 whatever the cores.
 const MAX_THREADS_PER_CORE: usize = 8;
 
-/// The most scanning threads this machine allows (see [`MAX_THREADS_PER_CORE`]).
-pub fn max_threads() -> usize {
+/// `threads` when this machine allows that many scanning threads (see
+/// [`MAX_THREADS_PER_CORE`]); else an error saying the limit.
+pub fn check_threads(threads: usize) -> Result<usize, String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    MAX_THREADS_PER_CORE * cores.max(64 / MAX_THREADS_PER_CORE)
+    let limit = MAX_THREADS_PER_CORE * cores.max(64 / MAX_THREADS_PER_CORE);
+    if threads > limit {
+        return Err(format!("at most {limit} on this machine ({MAX_THREADS_PER_CORE} per core)"));
+    }
+    Ok(threads)
 }
 
 /// Scans `paths` (files or folders). Unparsable files are listed in the report, never fatal;
 /// an error only when a path does not exist or the thread pool cannot start.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions) -> Result<ScanReport, String> {
-    let limit = max_threads();
-    if opts.threads > limit {
-        return Err(format!("--threads {}: at most {limit} on this machine", opts.threads));
-    }
+    check_threads(opts.threads).map_err(|e| format!("--threads {}: {e}", opts.threads))?;
     let (jobs, walk_errors) = discover(paths, opts.threads)?;
     let bar = if opts.progress {
         let b =
