@@ -1,7 +1,7 @@
 //! The commands: each takes parsed arguments, does its job through the library
 //! modules, and writes results to stdout (logs and progress go to stderr).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1110,7 +1110,6 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
                 runnable.join(",")
             );
         }
-        let known: BTreeSet<String> = known.into_keys().collect();
         let drafts = audit::catalogue_drafts(&rep, &known);
         if drafts.is_empty() {
             eprintln!("mlport: no catalogue drafts to write: every called function is measured or in the catalogue");

@@ -404,11 +404,11 @@ fn footer(r: &AuditReport) -> String {
 }
 
 /// Catalogue drafts (docs/catalogue.md format) for the called functions no run measured and
-/// `known` (canonical names of a catalogue's functions: those need only a run) lacks: one TOML
+/// `known` (a catalogue's functions by canonical name: those need only a run) lacks: one TOML
 /// text per framework, each function with a skipped case to fill in.
-pub fn catalogue_drafts(r: &AuditReport, known: &BTreeSet<String>) -> BTreeMap<Framework, String> {
+pub fn catalogue_drafts(r: &AuditReport, known: &BTreeMap<String, String>) -> BTreeMap<Framework, String> {
     let mut by_fw: BTreeMap<Framework, Vec<&AuditRow>> = BTreeMap::new();
-    for row in r.rows.iter().filter(|row| row.status.is_none() && !known.contains(&row.function)) {
+    for row in r.rows.iter().filter(|row| row.status.is_none() && !known.contains_key(&row.function)) {
         by_fw.entry(row.framework).or_default().push(row);
     }
     let mut seen = BTreeSet::new();
