@@ -18,35 +18,37 @@ pub struct NotebookSource {
 }
 
 impl NotebookSource {
+    /// The index in `cells` of the code cell holding source line `line`.
+    fn index_of(&self, line: u32) -> usize {
+        self.cells.partition_point(|(_, start)| *start <= line).saturating_sub(1)
+    }
+
+    /// The source lines (1-based, end excluded) of the `i`-th code cell, `None` past the last.
+    fn lines_of(&self, i: usize) -> Option<std::ops::Range<u32>> {
+        let &(_, start) = self.cells.get(i)?;
+        Some(start..self.cells.get(i + 1).map_or(u32::MAX, |(_, s)| *s))
+    }
+
     /// The cell (1-based, counting every cell) and the line within it of source line `line`.
     pub fn locate(&self, line: u32) -> (u32, u32) {
-        let i = self.cells.partition_point(|(_, start)| *start <= line).saturating_sub(1);
-        let (cell, start) = self.cells.get(i).copied().unwrap_or((1, 1));
+        let (cell, start) = self.cells.get(self.index_of(line)).copied().unwrap_or((1, 1));
         (cell, line - start + 1)
     }
 
     /// The source of the `i`-th code cell (0-based among the code cells kept), as joined.
     pub fn cell_source(&self, i: usize) -> String {
-        let Some(&(_, start)) = self.cells.get(i) else { return String::new() };
-        let end = self.cells.get(i + 1).map_or(u32::MAX, |(_, s)| *s);
-        self.source.split_inclusive('\n').skip(start as usize - 1).take((end - start) as usize).collect()
+        let Some(lines) = self.lines_of(i) else { return String::new() };
+        self.source.split_inclusive('\n').skip(lines.start as usize - 1).take(lines.len()).collect()
     }
 
     /// Leaves out the code cell holding source line `line`: its lines become empty (every other
     /// line keeps its number). Each cell runs on its own in Jupyter, so a syntax error in one
     /// leaves the others valid.
     pub fn blank_cell_at(&mut self, line: u32) {
-        let i = self.cells.partition_point(|(_, start)| *start <= line).saturating_sub(1);
-        let Some(&(_, start)) = self.cells.get(i) else { return };
-        let end = self.cells.get(i + 1).map_or(u32::MAX, |(_, s)| *s);
+        let Some(lines) = self.lines_of(self.index_of(line)) else { return };
         let mut out = String::with_capacity(self.source.len());
-        for (n, l) in self.source.split_inclusive('\n').enumerate() {
-            let n = n as u32 + 1;
-            if (start..end).contains(&n) {
-                out.push('\n');
-            } else {
-                out.push_str(l);
-            }
+        for (n, l) in (1u32..).zip(self.source.split_inclusive('\n')) {
+            out.push_str(if lines.contains(&n) { "\n" } else { l });
         }
         self.source = out;
     }
