@@ -72,14 +72,18 @@ pub struct Origin<'a> {
 /// for the walks over it and its drop to fit a scanning thread's stack.
 pub const MAX_DEPTH: usize = 10_000;
 
-/// The scan of a file that cannot refer to a framework and does not parse: nothing found.
-fn unparsed_nothing(src: &[u8]) -> SourceScan {
-    SourceScan {
+/// A parsed file's syntax `error`: reported when the file can refer to a framework; else
+/// nothing is found in it (an error there cannot hide a framework call), in both modes.
+fn syntax_error(error: SyntaxError, refers: bool, src: &[u8]) -> Result<SourceScan, SyntaxError> {
+    if refers {
+        return Err(error);
+    }
+    Ok(SourceScan {
         aliases: Aliases::default(),
         found: Extracted::default(),
         handling: Handling::Parsed,
         parsed_bytes: src.len(),
-    }
+    })
 }
 
 /// The statements of a parsed module (none for an expression: never parsed here).
@@ -167,7 +171,7 @@ pub fn scan_source(
             line: 1,
             message: format!("more than {MAX_LAMBDAS} `lambda`s: not parsed (each may nest in the one before)"),
         };
-        return if refers { Err(error) } else { Ok(unparsed_nothing(src)) };
+        return syntax_error(error, refers, src);
     }
     // Ruff's parser checks its stack everywhere but in lambdas nested in parameter defaults
     // (`lambda a=lambda a=…: 0: 0`): their depth is bounded by the `lambda`s, so give it room.
@@ -286,7 +290,7 @@ fn parse_and_extract(
                     "nested more than {MAX_DEPTH} levels deep (CPython 3.11 refuses syntax trees deeper than about 3,000)"
                 ),
             };
-            return if refers { Err(error) } else { Ok(unparsed_nothing(src)) };
+            return syntax_error(error, refers, src);
         }
         None => parsed.errors().iter().min_by_key(|e| e.location.start()).map(|e| SyntaxError {
             line: lines.line_index(e.location.start()).get() as u32,
@@ -294,7 +298,7 @@ fn parse_and_extract(
         }),
     };
     if let Some(error) = error {
-        return if refers { Err(error) } else { Ok(unparsed_nothing(src)) };
+        return syntax_error(error, refers, src);
     }
     let body = module_body(&parsed);
     let aliases = collect_imports(body, &lines, origin.module, origin.is_package);
