@@ -7,18 +7,20 @@
 //! into the same store.
 
 pub mod agreement;
-pub mod app;
 pub mod audit;
 pub mod catalogue;
 pub mod cli;
+pub mod commands;
 pub mod compare;
 pub mod import;
 pub mod mine;
 pub mod model;
 pub mod outcome;
 pub mod plan;
+pub mod process;
 pub mod progress;
 pub mod pyenv;
+pub mod render;
 pub mod report;
 pub mod repro;
 pub mod runner;
@@ -27,3 +29,4 @@ pub mod stats;
 pub mod store;
 pub mod sysinfo;
 pub mod worker;
+pub mod workspace;

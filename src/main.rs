@@ -1,14 +1,46 @@
-//! The `mlport` binary: parse the command line once, run the command, print the error
-//! chain on failure. Exit codes: 0 done (failures found are data, not errors),
-//! 1 error, 2 usage error, 130 interrupted (resume with `mlport run --resume`).
+//! The `mlport` binary: parse the command line once, run the command, print the error chain
+//! on failure, and map how it ended to the exit code — the one place that does:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done: failures found in the frameworks are data, not errors (also `--help`, and a reader that closed stdout) |
+//! | 1 | error: the chain is printed on stderr; or a run in which no case could run |
+//! | 2 | usage error: an unknown option or a bad value |
+//! | 3 | `mlport audit --fail-on` found what it was asked to fail on |
+//! | 130 | interrupted by Ctrl-C or SIGTERM: continue with `mlport run --resume` |
 
 use clap::Parser;
-use mlport::app;
-use mlport::cli::{Cli, Command, ImportCommand};
+use mlport::cli::Cli;
+use mlport::commands::{self, ExitStatus, StdoutClosed};
 
 fn main() {
-    let cli = Cli::parse();
-    let level = match cli.verbose {
+    let status = match Cli::try_parse() {
+        Ok(cli) => {
+            init_logging(cli.verbose);
+            match commands::dispatch(cli.command) {
+                Ok(status) => status,
+                Err(e) if e.is::<StdoutClosed>() => ExitStatus::Ok,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    for cause in e.chain().skip(1) {
+                        eprintln!("  caused by: {cause}");
+                    }
+                    ExitStatus::Error
+                }
+            }
+        }
+        Err(e) => {
+            // clap's own message: help and version on stdout, usage errors on stderr.
+            let _ = e.print();
+            if e.use_stderr() { ExitStatus::Usage } else { ExitStatus::Ok }
+        }
+    };
+    std::process::exit(status.code());
+}
+
+/// Logs on stderr: `-v` info, `-vv` debug, `-vvv` trace (worker stderr); `MLPORT_LOG` wins.
+fn init_logging(verbose: u8) {
+    let level = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
@@ -18,29 +50,4 @@ fn main() {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MLPORT_LOG").unwrap_or_else(|_| level.into()))
         .init();
-    let result = match cli.command {
-        Command::Run(a) => app::run(a),
-        Command::Report(a) => app::report(a),
-        Command::List(a) => app::list(a),
-        Command::Runs(a) => app::runs(a),
-        Command::Env(a) => app::env(a),
-        Command::Import(ImportCommand::PytestJson(a)) => app::import_pytest_json(a),
-        Command::Import(ImportCommand::Paper(a)) => app::import_paper(a),
-        Command::Pytest(a) => app::pytest(a),
-        Command::Scan(a) => app::scan(a),
-        Command::Audit(a) => app::audit(a),
-        Command::Mine(a) => app::mine(a),
-        Command::Sample(a) => app::sample(a),
-        Command::Repro(a) => app::repro(a),
-    };
-    match result {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("error: {e}");
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
-            std::process::exit(1);
-        }
-    }
 }

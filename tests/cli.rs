@@ -143,32 +143,32 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .args(["run", "--device", "gpu:0", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown device `gpu:0`"));
     mlport()
         .args(["run", "--framework", "caffe", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown framework `caffe`"));
     mlport()
         .args(["run", "--modes", "eager,jit", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("--modes: unknown mode `jit` (expected eager or compiled)"));
+        .code(2)
+        .stderr(predicate::str::contains("for '--modes <MODE>': unknown mode `jit` (expected eager or compiled)"));
     mlport()
         .args(["run", "--device", "cpu/jit", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("target `cpu/jit`: unknown mode `jit`"));
     mlport()
         .args(["run", "--timeout", "1e300", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("--timeout 1e300 is longer than one day"));
+        .code(2)
+        .stderr(predicate::str::contains("'1e300' for '--timeout <SECS>': 1e300 is longer than one day"));
     mlport()
         .args(["run", "--resume", "--function", "torch.sum", "--db"])
         .arg(&db)
@@ -424,7 +424,7 @@ fn threads_are_recorded_and_two_frameworks_compare_with_intervals() {
         .args(["report", "--slowdown", "pandas/cpu..torch/cpu", "--db"])
         .arg(&db)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown framework `pandas`"));
     mlport()
         .args(["report", "--slowdown", "numpy/cpu..torch/cpu", "--threshold-for", "numpy.add", "--db"])

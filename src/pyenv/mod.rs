@@ -296,3 +296,54 @@ mod tests {
         }
     }
 }
+
+/// The installed version of a framework's distribution in `python`, without importing it
+/// (`importlib.metadata`); `None` when it is not installed or the interpreter fails.
+pub fn package_version(python: &Path, fw: Framework) -> Option<String> {
+    let names = match fw {
+        Framework::Tensorflow => "['tensorflow', 'tensorflow-cpu']",
+        Framework::Jax => "['jax']",
+        Framework::Torch => "['torch']",
+        Framework::Numpy => "['numpy']",
+    };
+    let code = format!(
+        "import importlib.metadata as m\nfor n in {names}:\n    try:\n        print(m.version(n)); break\n    except m.PackageNotFoundError: pass"
+    );
+    python_says(python, &code)
+}
+
+/// The interpreter's version (`platform.python_version()`, e.g. `3.11.7`).
+pub fn python_version(python: &Path) -> Option<String> {
+    python_says(python, "import platform; print(platform.python_version())")
+}
+
+/// Whether `python` can import every one of `modules`.
+///
+/// Errors: the interpreter cannot be started.
+pub fn can_import(python: &Path, modules: &[&str]) -> Result<bool> {
+    let out = std::process::Command::new(python)
+        .args(["-c", &format!("import {}", modules.join(", "))])
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    Ok(out.status.success())
+}
+
+/// What `code` prints, trimmed, when it succeeds and prints something.
+fn python_says(python: &Path, code: &str) -> Option<String> {
+    let out = std::process::Command::new(python).args(["-c", code]).output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}
+
+/// What a worker started on the CPU says of its framework (`mlport env`, `mlport list`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameworkProbe {
+    /// The framework probed.
+    pub framework: Framework,
+    /// Its version, or why it is not usable (`Err`: the import error or the start failure).
+    pub version: std::result::Result<String, String>,
+    /// The devices it can see and use.
+    pub devices: Vec<String>,
+    /// The interpreter's description, as the worker reports it (empty when it did not start).
+    pub python: String,
+}

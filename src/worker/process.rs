@@ -5,26 +5,24 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 
 use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
 use crate::model::{Device, Framework};
+use crate::process;
 
 /// Bytes kept of one stderr line; the rest of a longer line is dropped and marked.
 const STDERR_LINE_BYTES: usize = 4096;
 /// Lines of stderr kept for crash reports.
 const STDERR_TAIL_LINES: usize = 40;
-/// Time between SIGTERM and SIGKILL when stopping a worker group.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+pub use crate::process::KILL_GRACE;
 
 /// How to start a worker.
 #[derive(Clone, Debug)]
@@ -155,8 +153,8 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    process::own_group(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -326,12 +324,12 @@ impl Worker {
 
     /// The worker closed its pipe: wait for it and describe how it ended.
     fn died(&mut self) -> Failure {
-        let status = wait_with_timeout(&mut self.child, Duration::from_secs(5)).or_else(|| {
+        let status = process::wait_with_timeout(&mut self.child, Duration::from_secs(5)).or_else(|| {
             self.kill();
             self.child.try_wait().ok().flatten()
         });
         // Processes the worker started in its group do not outlive it.
-        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+        process::kill_group(&self.child);
         // Give the stderr reader a moment to drain the last lines.
         std::thread::sleep(Duration::from_millis(50));
         Failure::Died {
@@ -390,26 +388,19 @@ impl Worker {
         if let Ok(Some(status)) = self.child.try_wait() {
             return status.signal();
         }
-        let pgid = Pid::from_raw(self.child.id() as i32);
-        let _ = killpg(pgid, Signal::SIGTERM);
-        let status = wait_with_timeout(&mut self.child, KILL_GRACE).or_else(|| {
-            let _ = killpg(pgid, Signal::SIGKILL);
-            self.child.wait().ok()
-        });
-        // Children the worker left in its group (e.g. data-loader processes).
-        let _ = killpg(pgid, Signal::SIGKILL);
-        status.and_then(|s| s.signal())
+        // Children the worker left in its group (e.g. data-loader processes) go with it.
+        process::stop_group(&mut self.child).and_then(|s| s.signal())
     }
 
     /// Asks the worker to exit; kills it if it does not within the grace period.
     pub fn shutdown(mut self) {
         let ok = self.send(&Request::Shutdown { v: PROTOCOL_VERSION }).is_ok();
         self.stdin = None;
-        if !ok || wait_with_timeout(&mut self.child, KILL_GRACE).is_none() {
+        if !ok || process::wait_with_timeout(&mut self.child, KILL_GRACE).is_none() {
             self.kill();
         } else {
             // Processes the worker started in its group do not outlive it.
-            let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+            process::kill_group(&self.child);
         }
     }
 }
@@ -418,17 +409,6 @@ impl Drop for Worker {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
             self.kill();
-        }
-    }
-}
-
-fn wait_with_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
-            _ => return None,
         }
     }
 }

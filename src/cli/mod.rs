@@ -1,12 +1,16 @@
-//! Command-line parsing (clap), turned once into validated option structs so the rest
-//! of mlport never sees clap.
+//! Command-line parsing (clap) only: the argument structs, whose fields are already typed
+//! and validated by the value parsers in [`values`] (frameworks, targets, modes, positive
+//! numbers, `--slowdown` sides), so the commands never parse a string clap has seen. A bad
+//! value is a usage error (exit code 2, [`crate::commands::ExitStatus::Usage`]).
+
+pub mod values;
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{Device, Framework, Mode};
+pub use values::{SlowdownSide, SlowdownSpec, TargetArg, ThresholdFor};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
 /// give the same answer, and how fast — after "The Grand Illusion" (arXiv 2309.07181).
@@ -66,7 +70,7 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: ScanFormatArg,
     /// Worker threads (default: all cores; at most 8 per core).
-    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = values::scan_threads)]
     pub threads: usize,
     /// Parse every file, also those whose text cannot refer to a framework (same result, slower).
     #[arg(long)]
@@ -84,15 +88,15 @@ pub struct AuditArgs {
     pub paths: Vec<PathBuf>,
     /// The target device (cpu, cuda:0, tpu:0, ...).
     #[arg(long, value_name = "DEVICE")]
-    pub device: String,
+    pub device: Device,
     /// Runs to take results from: ids or labels, comma-separated (default: every run in the store).
     #[arg(long = "run", value_delimiter = ',', value_name = "RUN")]
     pub runs: Vec<String>,
     /// The reference device the target is compared with.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
-    pub reference: String,
+    pub reference: Device,
     /// A function this many times slower on the target than on the reference is flagged.
-    #[arg(long, default_value_t = 10.0, value_name = "RATIO")]
+    #[arg(long, default_value = "10", value_parser = values::positive, value_name = "RATIO")]
     pub threshold: f64,
     /// Exit with code 3 when any called function has one of these findings:
     /// complete_failure, partial, wrong_result, slowdown, unknown.
@@ -105,7 +109,7 @@ pub struct AuditArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Worker threads for the scan (default: all cores; at most 8 per core).
-    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = values::scan_threads)]
     pub threads: usize,
 }
 
@@ -117,12 +121,12 @@ pub struct MineArgs {
     pub paths: Vec<PathBuf>,
     /// The framework whose functions are counted.
     #[arg(long, value_name = "NAME")]
-    pub framework: String,
+    pub framework: Framework,
     /// Output format: table, json or csv (csv is what `mlport sample` reads).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
     /// Worker threads (default: all cores; at most 8 per core).
-    #[arg(long, default_value_t = 0, value_name = "N", value_parser = scan_threads)]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = values::scan_threads)]
     pub threads: usize,
 }
 
@@ -168,10 +172,10 @@ pub struct ImportPytestJsonArgs {
     pub report: PathBuf,
     /// The framework the suite tests: numpy, torch, jax or tensorflow.
     #[arg(long, value_name = "NAME")]
-    pub framework: String,
+    pub framework: Framework,
     /// The device the suite ran on: cpu, cuda:N, tpu:N, mps or xpu:N.
     #[arg(long, value_name = "DEVICE")]
-    pub device: String,
+    pub device: Device,
     /// Timing files of the session(s), `{"file.py:test": {"operations": [s...], "test_time": s}}`.
     #[arg(long, num_args = 1.., value_name = "TIMINGS.json")]
     pub timings: Vec<PathBuf>,
@@ -214,15 +218,15 @@ pub struct PytestArgs {
     pub path: PathBuf,
     /// The framework the suite tests: numpy, torch, jax or tensorflow.
     #[arg(long, value_name = "NAME")]
-    pub framework: String,
+    pub framework: Framework,
     /// The device to run on, passed to the tests as MLPORT_DEVICE.
     #[arg(long, value_name = "DEVICE")]
-    pub device: String,
+    pub device: Device,
     /// A name for the run, usable wherever a run id is.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Stop the whole suite after this many seconds (its process group is killed; nothing is imported).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = values::positive)]
     pub timeout: Option<f64>,
     /// Format of the report printed at the end.
     #[arg(long, value_enum, default_value = "table")]
@@ -246,12 +250,6 @@ pub struct PythonArg {
     /// Use this Python interpreter (your own CUDA/ROCm/TPU stack) instead of the managed environment.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
-}
-
-/// A scan's `--threads`: a count up to what the machine allows ([`crate::scan::check_threads`];
-/// a usage error beyond).
-fn scan_threads(s: &str) -> Result<usize, String> {
-    crate::scan::check_threads(s.parse().map_err(|e| format!("{e}"))?)
 }
 
 /// Output formats for reports.
@@ -303,16 +301,16 @@ pub struct RunArgs {
     pub catalogue: Option<PathBuf>,
     /// Frameworks to run (default: all in the catalogue).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
-    pub frameworks: Vec<String>,
+    pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, mps, xpu:N (default: every device found); a
     /// device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
     #[arg(short, long = "device", value_delimiter = ',', value_name = "DEVICE")]
-    pub devices: Vec<String>,
+    pub devices: Vec<TargetArg>,
     /// Execution modes, each device a target in each: eager (each framework's own dispatch)
     /// and compiled (torch.compile, jax.jit, tf.function(jit_compile=True)); e.g.
     /// `--modes eager,compiled` runs `cpu` and `cpu/compiled`. NumPy runs eager only.
     #[arg(long = "modes", value_delimiter = ',', value_name = "MODE", default_value = "eager")]
-    pub modes: Vec<String>,
+    pub modes: Vec<Mode>,
     /// Only these functions (fully qualified, e.g. torch.linalg.svd).
     #[arg(long = "function", value_delimiter = ',', value_name = "NAME")]
     pub functions: Vec<String>,
@@ -323,21 +321,21 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Per-case timeout in seconds (a case's own timeout_s wins).
-    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    #[arg(long, default_value = "60", value_parser = values::timeout, value_name = "SECS")]
     pub timeout: f64,
     /// The reference device for device-attributable failures.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
-    pub reference: String,
+    pub reference: Device,
     /// Steady-state time budget per case, ms.
-    #[arg(long, default_value_t = 100.0, value_name = "MS")]
+    #[arg(long, default_value = "100", value_parser = values::positive, value_name = "MS")]
     pub budget_ms: f64,
     /// Stop a case's timing once IQR/median of its blocks is under this (0.05 = 5%).
-    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    #[arg(long, default_value = "0.05", value_parser = values::positive, value_name = "FRACTION")]
     pub target_spread: f64,
     /// Host compute threads for every framework (torch.set_num_threads, TensorFlow intra-op,
     /// OMP/MKL/OpenBLAS, XLA); default: each framework's own (usually all cores). Recorded
     /// with the run, per framework.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::threads)]
     pub threads: Option<u32>,
     /// Continue an interrupted run (the latest, or the one given) instead of starting one.
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "latest")]
@@ -365,16 +363,16 @@ pub struct ReportArgs {
     /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`) or two frameworks
     /// (`torch/cpu..jax/cpu`, functions matched by op).
     #[arg(long, value_name = "A..B")]
-    pub slowdown: Option<String>,
+    pub slowdown: Option<SlowdownSpec>,
     /// What --slowdown compares.
     #[arg(long, value_enum, default_value = "steady")]
     pub measure: MeasureArg,
     /// With --slowdown: a function more than this many times slower on B is intolerable.
-    #[arg(long, default_value_t = 10.0, value_name = "RATIO")]
+    #[arg(long, default_value = "10", value_parser = values::positive, value_name = "RATIO")]
     pub threshold: f64,
     /// With --slowdown: a function's own threshold, `NAME=RATIO` (repeatable).
     #[arg(long = "threshold-for", value_name = "NAME=RATIO")]
-    pub threshold_for: Vec<String>,
+    pub threshold_for: Vec<ThresholdFor>,
     /// With --slowdown: the bootstrap's seed (default: run A's stored seed).
     #[arg(long, value_name = "SEED")]
     pub stats_seed: Option<u64>,
@@ -386,7 +384,7 @@ pub struct ReportArgs {
     pub functions: bool,
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
-    pub reference: Option<String>,
+    pub reference: Option<Device>,
     /// Eager against compiled, per framework and device: how many functions compile, fail to
     /// compile (by reason), recompile or change their answer, the compile cost (first calls)
     /// and the distribution of compiled/eager steady-state ratios.
@@ -413,8 +411,8 @@ pub struct ReproArgs {
     #[command(flatten)]
     pub db: DbArg,
     /// The result's id, as `mlport report --dtypes`, `--frameworks` and `--functions` print it (`#123`).
-    #[arg(value_name = "RESULT_ID")]
-    pub result: String,
+    #[arg(value_name = "RESULT_ID", value_parser = values::result_id)]
+    pub result: i64,
     /// The folder to write the script and its input arrays into (default `repro-<ID>`); created,
     /// and must be empty if it exists.
     #[arg(long, value_name = "DIR")]
@@ -436,165 +434,4 @@ pub struct ListArgs {
     /// List every function, not only counts.
     #[arg(long)]
     pub functions: bool,
-}
-
-/// Parses `--modes` values, naming the bad one; duplicates are dropped, order kept.
-pub fn parse_modes(v: &[String]) -> Result<Vec<Mode>> {
-    let mut out = Vec::new();
-    for s in v {
-        let m: Mode = s.parse().map_err(|e: String| anyhow::anyhow!("--modes: {e}"))?;
-        if !out.contains(&m) {
-            out.push(m);
-        }
-    }
-    if out.is_empty() {
-        bail!("--modes: name at least one mode (eager, compiled)");
-    }
-    Ok(out)
-}
-
-/// The targets of `--device` and `--modes`: each device without a mode in each mode, a
-/// device written with its mode (`cpu/compiled`) as it is. Errors name the bad value.
-pub fn parse_targets(devices: &[String], modes: &[String]) -> Result<Vec<Device>> {
-    let modes = parse_modes(modes)?;
-    let mut out: Vec<Device> = Vec::new();
-    for (raw, d) in devices.iter().zip(parse_devices(devices)?) {
-        let targets: Vec<Device> =
-            if raw.contains('/') { vec![d] } else { modes.iter().map(|m| d.with_mode(*m)).collect() };
-        for t in targets {
-            if !out.contains(&t) {
-                out.push(t);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Parses `--device` values, naming the bad one.
-pub fn parse_devices(v: &[String]) -> Result<Vec<Device>> {
-    let mut out: Vec<Device> = Vec::new();
-    for s in v {
-        let d: Device = s.parse().map_err(|e: String| anyhow::anyhow!("--device: {e}"))?;
-        if !out.contains(&d) {
-            out.push(d);
-        }
-    }
-    Ok(out)
-}
-
-/// Parses `--framework` values, naming the bad one.
-pub fn parse_frameworks(v: &[String]) -> Result<Vec<Framework>> {
-    let mut out = Vec::new();
-    for s in v {
-        let f: Framework = s.parse().map_err(|e: String| anyhow::anyhow!("--framework: {e}"))?;
-        if !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    Ok(out)
-}
-
-/// One side of `--slowdown`: a device, optionally a framework, and optionally the run (id or
-/// label) it is in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlowdownSide {
-    /// Only this framework's results (`FRAMEWORK/DEVICE`); `None` for every framework.
-    pub framework: Option<Framework>,
-    /// The device compared.
-    pub device: Device,
-    /// The run (an id or a label) holding its results; `None` for the default run.
-    pub run: Option<String>,
-}
-
-/// Parses `--slowdown A..B`, each side `[FRAMEWORK/]DEVICE[@RUN]`, naming the bad part.
-pub fn parse_slowdown(s: &str) -> Result<(SlowdownSide, SlowdownSide)> {
-    let (a, b) = s.split_once("..").ok_or_else(|| {
-        anyhow::anyhow!("--slowdown `{s}`: expected A..B, e.g. cpu..tpu:0, cuda:0@3..tpu:0@5 or torch/cpu..jax/cpu")
-    })?;
-    let side = |part: &str| -> Result<SlowdownSide> {
-        let (device, run) = match part.split_once('@') {
-            Some((d, r)) if !r.is_empty() => (d, Some(r.to_string())),
-            Some(_) => bail!("--slowdown `{s}`: `{part}` names no run after @"),
-            None => (part, None),
-        };
-        // `torch/cpu/compiled`: a framework, then a target; `cpu/compiled` alone is a target.
-        let (framework, device) = match device.split_once('/') {
-            Some((f, d)) if f.parse::<Framework>().is_ok() || d.parse::<Mode>().is_err() => {
-                let f: Framework = f.parse().map_err(|e: String| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
-                (Some(f), d)
-            }
-            _ => (None, device),
-        };
-        let device = device.parse::<Device>().map_err(|e| anyhow::anyhow!("--slowdown `{s}`: {e}"))?;
-        Ok(SlowdownSide { framework, device, run })
-    };
-    Ok((side(a)?, side(b)?))
-}
-
-/// Checks a positive finite number of seconds or ms.
-pub fn positive(name: &str, v: f64) -> Result<f64> {
-    if !(v > 0.0 && v.is_finite()) {
-        bail!("{name} must be a positive number, not {v}");
-    }
-    Ok(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cli_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn bad_devices_and_frameworks_are_named() {
-        assert!(parse_devices(&["gpu0".into()]).unwrap_err().to_string().contains("unknown device `gpu0`"));
-        assert_eq!(parse_devices(&["cpu".into(), "cuda".into(), "cuda:0".into()]).unwrap().len(), 2);
-        assert!(parse_frameworks(&["mxnet".into()]).unwrap_err().to_string().contains("unknown framework `mxnet`"));
-        assert!(positive("--timeout", 0.0).is_err());
-    }
-
-    #[test]
-    fn slowdown_sides_parse() {
-        let (a, b) = parse_slowdown("cpu..tpu:0").unwrap();
-        assert_eq!((a.device.as_str(), a.run, b.device.as_str(), b.run), ("cpu", None, "tpu:0", None));
-        let (a, b) = parse_slowdown("cuda:0@paper/torch/t4_vm/gpu..tpu:0@7").unwrap();
-        assert_eq!((a.device.as_str(), a.run.as_deref()), ("cuda:0", Some("paper/torch/t4_vm/gpu")));
-        assert_eq!((b.device.as_str(), b.run.as_deref()), ("tpu:0", Some("7")));
-        assert!(parse_slowdown("cpu").unwrap_err().to_string().contains("expected A..B"));
-        assert!(parse_slowdown("gpu..cpu").unwrap_err().to_string().contains("unknown device `gpu`"));
-        assert!(parse_slowdown("cpu@..cpu").unwrap_err().to_string().contains("names no run"));
-        let (a, b) = parse_slowdown("torch/cpu..jax/cpu@4").unwrap();
-        assert_eq!(
-            (a.framework, b.framework, b.run.as_deref()),
-            (Some(Framework::Torch), Some(Framework::Jax), Some("4"))
-        );
-        assert!(parse_slowdown("pandas/cpu..cpu").is_err());
-        // Targets with a mode, with and without a framework.
-        let (a, b) = parse_slowdown("cpu..cpu/compiled").unwrap();
-        assert_eq!(
-            (a.framework, a.device.as_str(), b.framework, b.device.as_str()),
-            (None, "cpu", None, "cpu/compiled")
-        );
-        let (a, b) = parse_slowdown("jax/cpu..jax/cpu/compiled@3").unwrap();
-        assert_eq!((a.framework, b.framework), (Some(Framework::Jax), Some(Framework::Jax)));
-        assert_eq!((b.device.as_str(), b.run.as_deref()), ("cpu/compiled", Some("3")));
-        assert!(parse_slowdown("cpu..cpu/jit").is_err());
-    }
-
-    #[test]
-    fn targets_are_devices_times_modes() {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let t = parse_targets(&v(&["cpu", "cuda:0"]), &v(&["eager", "compiled"])).unwrap();
-        let names: Vec<&str> = t.iter().map(Device::as_str).collect();
-        assert_eq!(names, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
-        // A device with its own mode stays as written; eager is the default mode.
-        let t = parse_targets(&v(&["cpu/compiled", "cuda:0"]), &v(&["eager"])).unwrap();
-        assert_eq!(t.iter().map(Device::as_str).collect::<Vec<_>>(), ["cpu/compiled", "cuda:0"]);
-        assert!(parse_modes(&v(&["jit"])).unwrap_err().to_string().contains("unknown mode `jit`"));
-        assert_eq!(parse_modes(&v(&["compiled", "compiled"])).unwrap(), vec![Mode::Compiled]);
-    }
 }

@@ -1,0 +1,241 @@
+//! Value parsers for clap: each turns one command-line string into a typed, validated value
+//! ([`Framework`], [`Device`] targets, [`Mode`], positive numbers, `--slowdown` sides,
+//! `--threshold-for` pairs), so no code past the command line parses a string again. An
+//! error is the message clap prints after naming the option (a usage error, exit code 2).
+
+use std::str::FromStr;
+
+use crate::model::{Device, Framework, Mode};
+
+/// A `--device` value: a target, and whether it was written with its mode (`cpu/compiled` is
+/// a target on its own; `cpu` is run in each of `--modes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetArg {
+    /// The target as parsed (`cpu/eager` is `cpu`).
+    pub target: Device,
+    /// True when the value named a mode after `/`.
+    pub explicit_mode: bool,
+}
+
+impl FromStr for TargetArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(TargetArg { target: s.parse()?, explicit_mode: s.contains('/') })
+    }
+}
+
+/// The targets of `--device` and `--modes`: each device without a mode in each mode, a
+/// device written with its mode (`cpu/compiled`) as it is; duplicates dropped, order kept.
+pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Device> {
+    let mut out: Vec<Device> = Vec::new();
+    for d in devices {
+        let expanded: Vec<Device> = if d.explicit_mode {
+            vec![d.target.clone()]
+        } else {
+            modes.iter().map(|m| d.target.with_mode(*m)).collect()
+        };
+        for t in expanded {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// The modes of `--modes`, duplicates dropped, order kept.
+pub fn modes(v: &[Mode]) -> Vec<Mode> {
+    dedup(v)
+}
+
+/// `v` without repeats, in first-seen order.
+pub fn dedup<T: Clone + PartialEq>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
+/// A positive, finite number (seconds, ms, a ratio or a fraction).
+pub fn positive(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("must be a positive number, not {v}"));
+    }
+    Ok(v)
+}
+
+/// A per-case timeout in seconds: positive and at most one day
+/// ([`crate::catalogue::MAX_TIMEOUT_S`]).
+pub fn timeout(s: &str) -> Result<f64, String> {
+    let v = positive(s)?;
+    if v > crate::catalogue::MAX_TIMEOUT_S {
+        return Err(format!("{v:e} is longer than one day ({} s)", crate::catalogue::MAX_TIMEOUT_S));
+    }
+    Ok(v)
+}
+
+/// A thread count of at least 1.
+pub fn threads(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A scan's `--threads`: a count up to what the machine allows ([`crate::scan::check_threads`]).
+pub fn scan_threads(s: &str) -> Result<usize, String> {
+    crate::scan::check_threads(s.parse().map_err(|e| format!("{e}"))?)
+}
+
+/// `--threshold-for NAME=RATIO`: a function's own intolerable-slowdown ratio.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThresholdFor {
+    /// The function (or op) name.
+    pub name: String,
+    /// Its threshold, a positive ratio.
+    pub ratio: f64,
+}
+
+impl FromStr for ThresholdFor {
+    type Err = String;
+    fn from_str(t: &str) -> Result<Self, String> {
+        let (name, x) = t.split_once('=').ok_or_else(|| format!("`{t}`: expected NAME=RATIO"))?;
+        let ratio = positive(x).map_err(|e| format!("`{t}`: {e}"))?;
+        Ok(ThresholdFor { name: name.to_string(), ratio })
+    }
+}
+
+/// A result id as reports print it: `123` or `#123`.
+pub fn result_id(s: &str) -> Result<i64, String> {
+    s.trim_start_matches('#')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a result id (a number, as reports print it: #123)"))
+}
+
+/// One side of `--slowdown`: a target, optionally a framework, and optionally the run (id or
+/// label) it is in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowdownSide {
+    /// Only this framework's results (`FRAMEWORK/DEVICE`); `None` for every framework.
+    pub framework: Option<Framework>,
+    /// The target compared.
+    pub device: Device,
+    /// The run (an id or a label) holding its results; `None` for the default run.
+    pub run: Option<String>,
+}
+
+/// `--slowdown A..B`, each side `[FRAMEWORK/]DEVICE[@RUN]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowdownSpec {
+    /// The baseline side.
+    pub a: SlowdownSide,
+    /// The side whose slowdown relative to A is reported.
+    pub b: SlowdownSide,
+}
+
+impl FromStr for SlowdownSpec {
+    type Err = String;
+    /// Parses `A..B`, naming the bad part.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, b) = s
+            .split_once("..")
+            .ok_or_else(|| format!("`{s}`: expected A..B, e.g. cpu..tpu:0, cuda:0@3..tpu:0@5 or torch/cpu..jax/cpu"))?;
+        let side = |part: &str| -> Result<SlowdownSide, String> {
+            let (device, run) = match part.split_once('@') {
+                Some((d, r)) if !r.is_empty() => (d, Some(r.to_string())),
+                Some(_) => return Err(format!("`{s}`: `{part}` names no run after @")),
+                None => (part, None),
+            };
+            // `torch/cpu/compiled`: a framework, then a target; `cpu/compiled` alone is a target.
+            let (framework, device) = match device.split_once('/') {
+                Some((f, d)) if f.parse::<Framework>().is_ok() || d.parse::<Mode>().is_err() => {
+                    let f: Framework = f.parse().map_err(|e: String| format!("`{s}`: {e}"))?;
+                    (Some(f), d)
+                }
+                _ => (None, device),
+            };
+            let device = device.parse::<Device>().map_err(|e| format!("`{s}`: {e}"))?;
+            Ok(SlowdownSide { framework, device, run })
+        };
+        Ok(SlowdownSpec { a: side(a)?, b: side(b)? })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> Result<(SlowdownSide, SlowdownSide), String> {
+        s.parse::<SlowdownSpec>().map(|p| (p.a, p.b))
+    }
+
+    #[test]
+    fn bad_devices_frameworks_and_numbers_are_named() {
+        assert!("gpu0".parse::<TargetArg>().unwrap_err().contains("unknown device `gpu0`"));
+        assert!("mxnet".parse::<Framework>().unwrap_err().contains("unknown framework `mxnet`"));
+        assert!(positive("0").is_err());
+        assert!(positive("nan").is_err());
+        assert!(positive("x").unwrap_err().contains("not a number"));
+        assert_eq!(positive("2.5"), Ok(2.5));
+        assert!(timeout("1e300").unwrap_err().contains("1e300 is longer than one day"));
+        assert!(threads("0").unwrap_err().contains("at least 1"));
+        assert_eq!(threads("4"), Ok(4));
+        assert_eq!(result_id("#12"), Ok(12));
+        assert!(result_id("x12").unwrap_err().contains("is not a result id"));
+    }
+
+    #[test]
+    fn threshold_for_is_name_equals_ratio() {
+        let t: ThresholdFor = "torch.add=1.5".parse().unwrap();
+        assert_eq!((t.name.as_str(), t.ratio), ("torch.add", 1.5));
+        assert!("numpy.add".parse::<ThresholdFor>().unwrap_err().contains("expected NAME=RATIO"));
+        assert!("numpy.add=x".parse::<ThresholdFor>().unwrap_err().contains("not a number"));
+        assert!("numpy.add=-1".parse::<ThresholdFor>().unwrap_err().contains("positive"));
+    }
+
+    #[test]
+    fn slowdown_sides_parse() {
+        let (a, b) = spec("cpu..tpu:0").unwrap();
+        assert_eq!((a.device.as_str(), a.run, b.device.as_str(), b.run), ("cpu", None, "tpu:0", None));
+        let (a, b) = spec("cuda:0@paper/torch/t4_vm/gpu..tpu:0@7").unwrap();
+        assert_eq!((a.device.as_str(), a.run.as_deref()), ("cuda:0", Some("paper/torch/t4_vm/gpu")));
+        assert_eq!((b.device.as_str(), b.run.as_deref()), ("tpu:0", Some("7")));
+        assert!(spec("cpu").unwrap_err().contains("expected A..B"));
+        assert!(spec("gpu..cpu").unwrap_err().contains("unknown device `gpu`"));
+        assert!(spec("cpu@..cpu").unwrap_err().contains("names no run"));
+        let (a, b) = spec("torch/cpu..jax/cpu@4").unwrap();
+        assert_eq!(
+            (a.framework, b.framework, b.run.as_deref()),
+            (Some(Framework::Torch), Some(Framework::Jax), Some("4"))
+        );
+        assert!(spec("pandas/cpu..cpu").is_err());
+        // Targets with a mode, with and without a framework.
+        let (a, b) = spec("cpu..cpu/compiled").unwrap();
+        assert_eq!(
+            (a.framework, a.device.as_str(), b.framework, b.device.as_str()),
+            (None, "cpu", None, "cpu/compiled")
+        );
+        let (a, b) = spec("jax/cpu..jax/cpu/compiled@3").unwrap();
+        assert_eq!((a.framework, b.framework), (Some(Framework::Jax), Some(Framework::Jax)));
+        assert_eq!((b.device.as_str(), b.run.as_deref()), ("cpu/compiled", Some("3")));
+        assert!(spec("cpu..cpu/jit").is_err());
+    }
+
+    #[test]
+    fn targets_are_devices_times_modes() {
+        let t = |s: &[&str]| s.iter().map(|x| x.parse::<TargetArg>().unwrap()).collect::<Vec<_>>();
+        let all = targets(&t(&["cpu", "cuda:0"]), &[Mode::Eager, Mode::Compiled]);
+        let names: Vec<&str> = all.iter().map(Device::as_str).collect();
+        assert_eq!(names, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
+        // A device with its own mode stays as written; eager is the default mode.
+        let some = targets(&t(&["cpu/compiled", "cuda:0", "cuda"]), &[Mode::Eager]);
+        assert_eq!(some.iter().map(Device::as_str).collect::<Vec<_>>(), ["cpu/compiled", "cuda:0"]);
+        assert!("jit".parse::<Mode>().unwrap_err().contains("unknown mode `jit`"));
+        assert_eq!(modes(&[Mode::Compiled, Mode::Compiled]), vec![Mode::Compiled]);
+    }
+}

@@ -1,0 +1,83 @@
+//! `mlport env`: create or check the managed environment (or `--python`), then start one
+//! CPU worker per framework and print its version and the devices it sees. Also the
+//! interpreter choice and probe that `run`, `list` and `pytest` share.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::ExitStatus;
+use super::output::emit;
+use crate::cli::PythonArg;
+use crate::model::{Device, Framework};
+use crate::pyenv::{self, FrameworkProbe, PythonEnv};
+use crate::render;
+use crate::{process, worker, workspace};
+
+/// The interpreter for `frameworks`: `--python` as is, else the managed environment
+/// (created or completed with them).
+pub fn python_env(arg: &PythonArg, frameworks: &[Framework]) -> Result<PythonEnv> {
+    match &arg.python {
+        Some(p) => pyenv::user_python(p),
+        None => pyenv::ensure_managed(frameworks),
+    }
+}
+
+/// Starts one CPU worker per framework and asks it what it is: version or import error,
+/// devices, interpreter; with the packages the usable ones report.
+pub fn probe(env: &PythonEnv, frameworks: &[Framework]) -> Result<(Vec<FrameworkProbe>, BTreeMap<String, String>)> {
+    let dir = workspace::worker_dir()?;
+    let mut probes = Vec::new();
+    let mut packages = BTreeMap::new();
+    for fw in frameworks {
+        let spec = worker::WorkerSpec {
+            python: env.python.clone(),
+            script_dir: dir.clone(),
+            framework: *fw,
+            device: Device::cpu(),
+            env: Vec::new(),
+        };
+        let probe = match worker::spawn(&spec, Duration::from_secs(300), process::interrupted()) {
+            Ok(w) => {
+                let h = w.hello.clone();
+                w.shutdown();
+                match &h.import_error {
+                    Some(e) => FrameworkProbe {
+                        framework: *fw,
+                        version: Err(format!("{}: {}", e.error_type, e.message)),
+                        devices: Vec::new(),
+                        python: h.python.clone(),
+                    },
+                    None => {
+                        packages.extend(h.packages.clone());
+                        FrameworkProbe {
+                            framework: *fw,
+                            version: Ok(h.framework_version.clone().unwrap_or_default()),
+                            devices: h.devices.iter().filter(|d| d.available).map(|d| d.device.clone()).collect(),
+                            python: h.python.clone(),
+                        }
+                    }
+                }
+            }
+            Err(f) => FrameworkProbe {
+                framework: *fw,
+                version: Err(f.to_string()),
+                devices: Vec::new(),
+                python: String::new(),
+            },
+        };
+        probes.push(probe);
+    }
+    Ok((probes, packages))
+}
+
+/// `mlport env`.
+pub fn env(args: PythonArg) -> Result<ExitStatus> {
+    let env = python_env(&args, &Framework::ALL)?;
+    emit(&render::env::python_line(&env))?;
+    let (probes, packages) = probe(&env, &Framework::ALL)?;
+    emit(&render::env::probe_table(&probes))?;
+    emit(&render::env::packages_line(&packages))?;
+    Ok(ExitStatus::Ok)
+}

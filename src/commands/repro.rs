@@ -1,0 +1,28 @@
+//! `mlport repro RESULT_ID`: the script and its arrays in `--out` (default `repro-<ID>`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::ExitStatus;
+use super::output::emit;
+use crate::cli::ReproArgs;
+use crate::workspace;
+
+/// `mlport repro`.
+pub fn repro(args: ReproArgs) -> Result<ExitStatus> {
+    let id = args.result;
+    let store = workspace::open_to_read(&args.db.db, "(run `mlport run` first, or pass --db)")?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("repro-{id}")));
+    let db = args.db.db.clone();
+    let w = crate::repro::write(&store, id, &out, &|run| workspace::run_dir(&db, run))?;
+    eprintln!("mlport: result #{id}: {}", w.what);
+    eprintln!(
+        "mlport: wrote {} and {} array files; run it with: python {}",
+        w.script.display(),
+        w.files.len(),
+        w.script.display()
+    );
+    emit(&format!("{}\n", w.script.display()))?;
+    Ok(ExitStatus::Ok)
+}

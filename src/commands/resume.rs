@@ -1,0 +1,200 @@
+//! `mlport run --resume`: which stored run is continued, which of its cases are still
+//! pending, and on which targets; a run that is already complete is finished (its last
+//! comparisons made) and reported instead.
+
+use std::collections::{BTreeMap, HashSet};
+
+use anyhow::{Context, Result, bail};
+
+use super::report::print_portability;
+use super::select;
+use crate::agreement;
+use crate::cli::FormatArg;
+use crate::model::{Device, Framework};
+use crate::runner;
+use crate::store::records::{CaseRow, DeviceInfo, RunSummary};
+use crate::store::{FrameworkInfo, RunSource, Store};
+use crate::workspace;
+
+/// A run to continue: its summary, its planned cases and its lock (held until dropped).
+pub struct Resumed {
+    /// The stored run.
+    pub summary: RunSummary,
+    /// All its planned cases (the runner skips those already done).
+    pub cases: Vec<CaseRow>,
+    /// The targets to run on: as given, else [`stored_targets`].
+    pub devices: Option<Vec<Device>>,
+    /// The run's lock ([`workspace::lock_run`]).
+    pub lock: std::fs::File,
+}
+
+/// The keys of the planned cases still to run: those without a result on an available
+/// target of their framework, and those with no result anywhere — unless their framework
+/// failed to import (`unusable`), which no resume can change.
+///
+/// `done` holds, per recorded target, the keys with a result there.
+pub fn pending_keys<'a>(
+    cases: &'a [CaseRow],
+    devices: &[DeviceInfo],
+    done: &[HashSet<String>],
+    unusable: &dyn Fn(Framework) -> bool,
+) -> HashSet<&'a str> {
+    let mut pending: HashSet<&str> = HashSet::new();
+    let mut done_somewhere: HashSet<&str> = HashSet::new();
+    for (d, done) in devices.iter().zip(done) {
+        if d.available {
+            pending.extend(
+                cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).map(|c| c.key.as_str()),
+            );
+        }
+        done_somewhere.extend(done.iter().map(String::as_str));
+    }
+    for c in cases {
+        if !unusable(c.framework) && !done_somewhere.contains(c.key.as_str()) {
+            pending.insert(&c.key);
+        }
+    }
+    pending
+}
+
+/// How many of the run's planned cases are still pending ([`pending_keys`]).
+pub fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
+    let cases = store.cases(run_id)?;
+    let frameworks: BTreeMap<Framework, FrameworkInfo> = store.run(run_id)?.info.frameworks;
+    let devices = store.devices(run_id)?;
+    let done: Vec<HashSet<String>> =
+        devices.iter().map(|d| store.done_keys(run_id, &d.device)).collect::<Result<_, _>>()?;
+    let unusable = |f: Framework| frameworks.get(&f).is_some_and(|i| i.import_error.is_some());
+    Ok(pending_keys(&cases, &devices, &done, &unusable).len())
+}
+
+/// The targets a resumed run is for, when the command line names none: those that were
+/// available, else (none was) the ones asked for, so that a resume never runs on a target
+/// nobody asked for. `None` when the run recorded no target.
+pub fn stored_targets(recorded: &[DeviceInfo]) -> Option<Vec<Device>> {
+    let mut stored: Vec<Device> = recorded.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+    if stored.is_empty() {
+        stored = recorded.iter().map(|d| d.device.clone()).collect();
+    }
+    stored.sort();
+    stored.dedup();
+    Some(stored).filter(|s| !s.is_empty())
+}
+
+/// The stored run `--resume` names (`latest` or an id), locked before anything is written.
+/// `None` when it is already complete: its last comparisons are made, it is marked
+/// finished, and its report printed in `format`.
+///
+/// Errors: no such run; a run not made by `mlport run`; the run is executing elsewhere.
+pub fn start(
+    store: &mut Store,
+    db: &std::path::Path,
+    which: &str,
+    devices: Option<Vec<Device>>,
+    format: FormatArg,
+) -> Result<Option<Resumed>> {
+    let summary = if which == "latest" {
+        let runs = store.runs()?;
+        select::latest_live(&runs)
+            .cloned()
+            .with_context(|| format!("{}: no `mlport run` run to resume", store.path().display()))?
+    } else {
+        let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
+        store.run(id)?
+    };
+    if summary.origin.source != RunSource::Live {
+        bail!(
+            "run {} was not made by `mlport run` (it is {}): only live runs can be resumed",
+            summary.id,
+            summary.origin.source
+        );
+    }
+    let lock = workspace::lock_run(db, summary.id)?;
+    let references_left = runner::reference::pending(store, summary.id)?.len();
+    if pending_cases(store, summary.id)? == 0 && summary.results > 0 && references_left == 0 {
+        // A run stopped between committing a result and comparing it: finish the comparisons.
+        let done = agreement::check_run(store, summary.id, &summary.info.reference_device)?;
+        if done.compared > 0 {
+            eprintln!(
+                "mlport: run {}: compared {} results left uncompared ({} wrong)",
+                summary.id, done.compared, done.wrong
+            );
+        }
+        eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
+        if summary.state != "finished" {
+            store.finish_run(summary.id, "finished")?;
+        }
+        print_portability(store, summary.id, format, false)?;
+        return Ok(None);
+    }
+    let devices = match devices {
+        Some(d) => Some(d),
+        None => stored_targets(&store.devices(summary.id)?),
+    };
+    eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+    let cases = store.cases(summary.id)?;
+    Ok(Some(Resumed { summary, cases, devices, lock }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(key: &str, framework: Framework) -> CaseRow {
+        CaseRow {
+            key: key.into(),
+            framework,
+            function: "f".into(),
+            case_id: "default".into(),
+            dtype: "float32".into(),
+            seed: 0,
+            spec: serde_json::Value::Null,
+        }
+    }
+
+    fn dev(framework: Framework, device: &str, available: bool) -> DeviceInfo {
+        DeviceInfo { framework, device: device.parse().unwrap(), available, detail: String::new() }
+    }
+
+    fn keys(v: &[&str]) -> HashSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_case_is_pending_on_each_available_target_without_its_result() {
+        let cases = [case("t/a", Framework::Torch), case("t/b", Framework::Torch), case("j/a", Framework::Jax)];
+        let devices = [
+            dev(Framework::Torch, "cpu", true),
+            dev(Framework::Torch, "cuda:0", true),
+            dev(Framework::Jax, "cpu", true),
+        ];
+        let done = [keys(&["t/a", "t/b"]), keys(&["t/a"]), keys(&["j/a"])];
+        let p = pending_keys(&cases, &devices, &done, &|_| false);
+        assert_eq!(p, ["t/b"].into_iter().collect());
+    }
+
+    #[test]
+    fn an_unavailable_target_leaves_nothing_pending_once_a_case_ran_somewhere() {
+        let cases = [case("t/a", Framework::Torch), case("t/b", Framework::Torch)];
+        let devices = [dev(Framework::Torch, "cpu", true), dev(Framework::Torch, "cuda:0", false)];
+        let done = [keys(&["t/a"]), keys(&[])];
+        assert_eq!(pending_keys(&cases, &devices, &done, &|_| false), ["t/b"].into_iter().collect());
+        // No result anywhere and no target recorded: pending, unless the framework cannot import.
+        let none = pending_keys(&cases, &[], &[], &|_| false);
+        assert_eq!(none.len(), 2);
+        assert!(pending_keys(&cases, &[], &[], &|f| f == Framework::Torch).is_empty());
+    }
+
+    #[test]
+    fn a_resume_keeps_to_the_targets_that_were_available() {
+        let recorded = [
+            dev(Framework::Torch, "cuda:0", false),
+            dev(Framework::Torch, "cpu", true),
+            dev(Framework::Jax, "cpu", true),
+        ];
+        assert_eq!(stored_targets(&recorded), Some(vec![Device::cpu()]));
+        let none_available = [dev(Framework::Torch, "cuda:0", false), dev(Framework::Jax, "cuda:0", false)];
+        assert_eq!(stored_targets(&none_available), Some(vec!["cuda:0".parse().unwrap()]));
+        assert_eq!(stored_targets(&[]), None);
+    }
+}

@@ -1,0 +1,37 @@
+//! `mlport env` and the probe half of `mlport list`: the interpreter, each framework's
+//! version (or why it is not usable) and the devices it sees, and the installed packages.
+
+use std::collections::BTreeMap;
+
+use comfy_table::{Table, presets};
+
+use crate::pyenv::{FrameworkProbe, PythonEnv};
+
+/// `python: PATH (managed)`, newline-terminated.
+pub fn python_line(env: &PythonEnv) -> String {
+    format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" })
+}
+
+/// One row per probed framework: version or `not usable: ...`, devices, interpreter.
+pub fn probe_table(probes: &[FrameworkProbe]) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(["framework", "version", "devices", "python"]);
+    for p in probes {
+        let version = match &p.version {
+            Ok(v) => v.clone(),
+            Err(why) => format!("not usable: {why}"),
+        };
+        t.add_row([p.framework.to_string(), version, p.devices.join(", "), p.python.clone()]);
+    }
+    format!("{t}\n")
+}
+
+/// `packages: a==1 b==2`, newline-terminated; empty when there are none.
+pub fn packages_line(packages: &BTreeMap<String, String>) -> String {
+    if packages.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = packages.iter().map(|(k, v)| format!("{k}=={v}")).collect();
+    format!("packages: {}\n", list.join(" "))
+}
