@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::analysis::{self, ReportOptions};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{
     self, FormatArg, ImportPaperArgs, ImportPytestJsonArgs, ListArgs, PytestArgs, PythonArg, ReportArgs, RunArgs,
@@ -18,7 +19,7 @@ use crate::model::{Device, Framework};
 use crate::plan::{self, Plan, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
-use crate::report::{self, Format, ReportOptions};
+use crate::render::{self, Format};
 use crate::runner::{self, Ending, RunConfig};
 use crate::store::records::{CaseRow, RunInfo, RunSummary};
 use crate::store::{FrameworkInfo, RunSource, Store};
@@ -436,12 +437,12 @@ fn plural(n: usize, what: &str) -> String {
 
 fn print_report(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
     let rep = build_report(store, run_id, opts)?;
-    emit(&if functions { report::render_with_functions(&rep, format) } else { report::render(&rep, format) })
+    emit(&if functions { render::render_with_functions(&rep, format) } else { render::render(&rep, format) })
 }
 
-fn build_report(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<report::PortabilityReport> {
+fn build_report(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<analysis::PortabilityReport> {
     let summary = store.run(run_id)?;
-    Ok(report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
+    Ok(analysis::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
 }
 
 /// Checks a `--label`: it must name a run wherever a run id is accepted (`--run`,
@@ -515,14 +516,14 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             }
         }
         let measure = match args.measure {
-            cli::MeasureArg::Steady => report::Measure::Steady,
-            cli::MeasureArg::Test => report::Measure::TestTime,
-            cli::MeasureArg::FirstCall => report::Measure::FirstCall,
+            cli::MeasureArg::Steady => analysis::Measure::Steady,
+            cli::MeasureArg::Test => analysis::Measure::TestTime,
+            cli::MeasureArg::FirstCall => analysis::Measure::FirstCall,
         };
-        let sd = report::slowdown::slowdown(
+        let sd = analysis::slowdown::slowdown(
             (&ra, &a.device, &rows_a),
             (&rb, &b.device, &rows_b),
-            &report::SlowdownOptions {
+            &analysis::SlowdownOptions {
                 measure,
                 threshold,
                 function_thresholds: args
@@ -544,9 +545,9 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             },
         );
         let out = match format {
-            Format::Table => report::slowdown::render_table(&sd),
-            Format::Csv => report::slowdown::render_csv(&sd),
-            Format::Json => report::slowdown::render_json(&sd),
+            Format::Table => render::slowdown::render_table(&sd),
+            Format::Csv => render::slowdown::render_csv(&sd),
+            Format::Json => render::slowdown::render_json(&sd),
             Format::Markdown => bail!("--slowdown renders as table, csv or json"),
         };
         emit(&out)?;
@@ -554,14 +555,14 @@ pub fn report(args: ReportArgs) -> Result<i32> {
     }
     if args.modes {
         let run = resolve_run(&store, args.run.as_deref().filter(|r| *r != "all"))?;
-        let rep = report::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
-        emit(&report::modes::render(&rep, format))?;
+        let rep = analysis::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
+        emit(&render::modes::render(&rep, format))?;
         return Ok(0);
     }
     if args.run.as_deref() == Some("all") {
-        let reports: Vec<report::PortabilityReport> =
+        let reports: Vec<analysis::PortabilityReport> =
             store.runs()?.iter().map(|r| build_report(&store, r.id, &opts)).collect::<Result<_>>()?;
-        emit(&report::overview::render(&reports, format))?;
+        emit(&render::overview::render(&reports, format))?;
         return Ok(0);
     }
     if !(args.only.is_empty() || args.dtypes || args.frameworks) {
@@ -592,9 +593,9 @@ pub fn report(args: ReportArgs) -> Result<i32> {
             bail!("--only {}: run {} has no such function or op", only.join(","), run.id);
         }
         let out = if args.dtypes {
-            report::dtypes::render(&report::dtypes::build(run.id, &results, &keep), format)
+            render::dtypes::render(&analysis::dtypes::build(run.id, &results, &keep), format)
         } else {
-            let t = report::frameworks::build(
+            let t = analysis::frameworks::build(
                 run.id,
                 &results,
                 &store.comparisons(run.id)?,
@@ -607,7 +608,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
                     run.id
                 );
             }
-            report::frameworks::render(&t, format)
+            render::frameworks::render(&t, format)
         };
         emit(&out)?;
         return Ok(0);
@@ -666,7 +667,7 @@ pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
         }
     }
     let ids = store.import_runs(&data.runs)?;
-    let reports: Vec<report::PortabilityReport> =
+    let reports: Vec<analysis::PortabilityReport> =
         ids.iter().map(|id| build_report(&store, *id, &ReportOptions::default())).collect::<Result<_>>()?;
     eprintln!(
         "mlport: imported {} runs (ids {}..={}) from {} in {:.2} s",
@@ -676,7 +677,7 @@ pub fn import_paper(args: ImportPaperArgs) -> Result<i32> {
         args.dir.display(),
         started.elapsed().as_secs_f64()
     );
-    emit(&report::overview::render(&reports, format_of(args.format)))?;
+    emit(&render::overview::render(&reports, format_of(args.format)))?;
     Ok(0)
 }
 
@@ -1040,12 +1041,12 @@ pub fn scan(args: cli::ScanArgs) -> Result<i32> {
         rep.bytes as f64 / 1e6 / secs
     );
     emit(&match args.format {
-        cli::ScanFormatArg::Table => crate::scan::render_table(&rep),
-        cli::ScanFormatArg::Json => crate::scan::render_json(&rep),
+        cli::ScanFormatArg::Table => crate::render::scan::render_table(&rep),
+        cli::ScanFormatArg::Json => crate::render::scan::render_json(&rep),
         cli::ScanFormatArg::Csv => {
             // CSV has no place for them; the table and JSON list them.
             warn_unparsable(&rep);
-            crate::scan::render_csv(&rep)
+            crate::render::scan::render_csv(&rep)
         }
     })?;
     Ok(0)
@@ -1084,7 +1085,7 @@ pub fn audit(args: cli::AuditArgs) -> Result<i32> {
     };
     let scan = scan_with(&args.paths, args.threads)?;
     let rep = audit::audit(&store, &runs, &scan, &audit::AuditOptions { device, reference, threshold })?;
-    emit(&audit::render(&rep, format_of(args.format)))?;
+    emit(&render::audit::render(&rep, format_of(args.format)))?;
     if let Some(path) = &args.add_to_catalogue {
         // Unknown functions mlport's catalogue already has need a run on the device, not a draft.
         let catalogue = crate::catalogue::builtin()?;

@@ -4,4 +4,4 @@
 
 pub mod join;
 
-pub use join::{AuditOptions, AuditReport, AuditRow, Finding, audit, catalogue_drafts, render};
+pub use join::{AuditOptions, AuditReport, AuditRow, Finding, UnresolvedUse, audit, catalogue_drafts};

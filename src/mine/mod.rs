@@ -4,11 +4,10 @@
 //! seeded with a portable generator (SplitMix64) so the same seed gives the same sample on
 //! every machine — the paper's draw was not reproducible.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 use crate::model::Framework;
+use crate::render::csv::Csv;
 use crate::scan::ScanReport;
 
 /// One function's usage.
@@ -43,12 +42,14 @@ pub fn frequencies(scan: &ScanReport, framework: Framework) -> Vec<Usage> {
 }
 
 /// Frequencies as CSV (`function,calls,files,decile`), what [`read_csv`] reads.
+/// Records end with `\r\n`, as they always did ([`crate::render::csv`]).
 pub fn to_csv(v: &[Usage]) -> String {
-    let mut s = String::from("function,calls,files,decile\r\n");
+    let mut out = Csv::crlf();
+    out.row(["function", "calls", "files", "decile"]);
     for u in v {
-        let _ = write!(s, "{},{},{},{}\r\n", u.function, u.calls, u.files, u.decile);
+        out.row([u.function.clone(), u.calls.to_string(), u.files.to_string(), u.decile.to_string()]);
     }
-    s
+    out.finish()
 }
 
 /// Reads frequencies from CSV with at least `function` and `calls` columns; deciles are

@@ -7,12 +7,13 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{CellAlignment, Table, presets};
 use serde::Serialize;
 
-use super::render::{Format, reasons};
-use super::slowdown::csv_row;
-use super::summary::{PortabilityReport, TargetSummary};
+use super::Format;
+use super::csv::Csv;
+use super::grid::Grid;
+use super::units::reasons;
+use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::{Device, Framework, Reason};
 use crate::store::RunSource;
 
@@ -103,17 +104,11 @@ fn table(reports: &[PortabilityReport]) -> String {
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
-        let mut t = Table::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED).set_header(COLUMNS.to_vec());
-        for i in [0, 5, 6, 7, 8, 9] {
-            if let Some(c) = t.column_mut(i) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
-        }
+        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9]);
         for row in rows {
-            t.add_row(row);
+            t.push(row);
         }
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", t.table());
     }
     out.push('\n');
     for rule in rules(reports) {
@@ -142,7 +137,8 @@ fn markdown(reports: &[PortabilityReport]) -> String {
 }
 
 fn csv(reports: &[PortabilityReport]) -> String {
-    let mut out = csv_row(&[
+    let mut out = Csv::new();
+    out.row([
         "run",
         "label",
         "source",
@@ -167,7 +163,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
     let pct = |t: &TargetSummary, n| t.percent(n).map(|p| format!("{p}")).unwrap_or_default();
     for r in reports {
         for t in &r.targets {
-            out.push_str(&csv_row(&[
+            out.row([
                 r.run.id.to_string(),
                 r.run.label.clone().unwrap_or_default(),
                 r.run.source.to_string(),
@@ -188,10 +184,10 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 t.cases_not_attributable.to_string(),
                 t.cases_skipped.to_string(),
                 t.median_latency_ns.map(|v| format!("{v}")).unwrap_or_default(),
-            ]));
+            ]);
         }
     }
-    out
+    out.finish()
 }
 
 fn json(reports: &[PortabilityReport]) -> String {
@@ -246,45 +242,12 @@ fn json(reports: &[PortabilityReport]) -> String {
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
-/// Per-function CSV of one report: every function with a result on every target.
-pub fn functions_csv(r: &PortabilityReport) -> String {
-    let mut out = csv_row(&[
-        "run",
-        "framework",
-        "device",
-        "function",
-        "status",
-        "passed",
-        "failed",
-        "wrong_result",
-        "not_attributable",
-        "reasons",
-    ]);
-    for t in &r.targets {
-        for f in &t.functions {
-            let reasons: Vec<String> = f.reasons.iter().map(|(r, n)| format!("{r}={n}")).collect();
-            out.push_str(&csv_row(&[
-                r.run.id.to_string(),
-                t.framework.to_string(),
-                t.device.to_string(),
-                f.name.clone(),
-                f.status.map_or("not_run", |s| s.as_str()).to_string(),
-                f.passed.to_string(),
-                f.failed.to_string(),
-                f.wrong.to_string(),
-                f.not_attributable.to_string(),
-                reasons.join(";"),
-            ]));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::summary::tests::{devices, results, run_summary};
-    use super::super::summary::{ReportOptions, build};
     use super::*;
+    use crate::analysis::portability::tests::{devices, results, run_summary};
+    use crate::analysis::{ReportOptions, build};
+    use crate::render::portability::csv::functions as functions_csv;
 
     fn reports() -> Vec<PortabilityReport> {
         let live = build(&run_summary(), &devices(), &results(), &ReportOptions::default());

@@ -1,0 +1,26 @@
+//! Formats only: every report of [`crate::analysis`] (and of [`crate::scan`] and
+//! [`crate::audit`]) as a terminal table, GitHub Markdown, versioned JSON or CSV. One
+//! [`Format`], one table builder ([`grid::Grid`]), one CSV writer ([`csv::Csv`], RFC 4180),
+//! the Markdown helpers ([`markdown`]) and the words for numbers ([`units`]); then one file
+//! per report, each reading an analysis result and computing nothing.
+
+pub mod audit;
+pub mod csv;
+pub mod dtypes;
+mod format;
+pub mod frameworks;
+pub mod grid;
+pub mod markdown;
+pub mod modes;
+pub mod overview;
+pub mod portability;
+pub mod scan;
+pub mod slowdown;
+pub mod units;
+
+pub use format::Format;
+pub use portability::{
+    JSON_BUNDLE_FORMAT, JSON_FORMAT, JSON_FUNCTIONS_FORMAT, JSON_VERSION, render, render_functions,
+    render_with_functions,
+};
+pub use units::latency;
