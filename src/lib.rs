@@ -3,7 +3,8 @@
 //! Implications for ML Progress" (Mince et al., NeurIPS 2023, arXiv 2309.07181).
 //!
 //! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
-//! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`]; [`import`] brings pytest suites' results and the paper's raw data
+//! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`];
+//! [`import`] brings pytest suites' results and the paper's raw data
 //! into the same store.
 
 pub mod agreement;
