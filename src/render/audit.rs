@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
+use super::json::pretty;
 use super::units;
 use crate::audit::{AuditReport, AuditRow};
 use crate::model::Reason;
@@ -30,8 +31,7 @@ pub fn render(r: &AuditReport, format: Format) -> String {
     match format {
         Format::Json => {
             let v = serde_json::json!({"format": "mlport.audit", "version": 1, "summary": r.summary(), "audit": r});
-            out = serde_json::to_string_pretty(&v).expect("serialisable");
-            out.push('\n');
+            out = pretty(&v);
         }
         Format::Csv => {
             // `reasons` and `run` are quoted on every row, as the audit CSV always wrote them.

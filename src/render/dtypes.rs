@@ -2,10 +2,9 @@
 //! (`{"format": "mlport.dtypes", "version": 1}`) or CSV: one mark per cell, a legend, then
 //! the cases that did not pass.
 
-use serde::Serialize;
-
 use super::Format;
 use super::grid::Grid;
+use super::json::versioned;
 use super::markdown::escape;
 use crate::analysis::dtypes::{Cell, DtypeMatrix, Problem};
 use crate::model::{Outcome, Reason};
@@ -92,18 +91,7 @@ fn problem_line(p: &Problem) -> String {
 pub fn render(m: &DtypeMatrix, format: Format) -> String {
     let g = grid(m);
     match format {
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                format: &'static str,
-                version: u32,
-                #[serde(flatten)]
-                matrix: &'a DtypeMatrix,
-            }
-            serde_json::to_string_pretty(&Doc { format: JSON_FORMAT, version: JSON_VERSION, matrix: m })
-                .expect("serialisable")
-                + "\n"
-        }
+        Format::Json => versioned(JSON_FORMAT, JSON_VERSION, m),
         Format::Csv => g.csv(),
         Format::Table => {
             let mut out = format!("Dtype matrix of run {}\n{}\n{}\n", m.run, g.table(), legend());

@@ -2,10 +2,9 @@
 //! versioned JSON (`{"format": "mlport.frameworks", "version": 1}`) or CSV: per row, each
 //! framework's verdict against float64 with its largest error and median time.
 
-use serde::Serialize;
-
 use super::Format;
 use super::grid::Grid;
+use super::json::versioned;
 use super::markdown::escape;
 use super::units::latency;
 use crate::analysis::frameworks::{Entry, FrameworkTable, compared};
@@ -141,18 +140,7 @@ pub fn render(t: &FrameworkTable, format: Format) -> String {
     let g = grid(t);
     let lines = summary_lines(t);
     match format {
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                format: &'static str,
-                version: u32,
-                #[serde(flatten)]
-                table: &'a FrameworkTable,
-            }
-            serde_json::to_string_pretty(&Doc { format: JSON_FORMAT, version: JSON_VERSION, table: t })
-                .expect("serialisable")
-                + "\n"
-        }
+        Format::Json => versioned(JSON_FORMAT, JSON_VERSION, t),
         Format::Csv => g.csv(),
         Format::Table => format!("Cross-framework agreement, run {}\n{}\n{}\n", t.run, g.table(), lines.join("\n")),
         Format::Markdown => format!(

@@ -10,6 +10,7 @@ pub mod dtypes;
 mod format;
 pub mod frameworks;
 pub mod grid;
+pub mod json;
 pub mod markdown;
 pub mod modes;
 pub mod overview;

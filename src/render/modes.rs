@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
+use super::json::versioned;
 use super::markdown::escape;
 use super::portability::words::versions;
 use super::units::{count_of, interval, latency, ratio, reasons};
@@ -179,25 +180,21 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
     match format {
         Format::Json => {
             #[derive(Serialize)]
-            struct Doc<'a> {
-                format: &'static str,
-                version: u32,
+            struct Body<'a> {
                 run: i64,
                 versions: String,
                 rows: &'a [ModeRow],
                 eager_only: &'a [(Framework, String)],
                 rule: &'a str,
             }
-            let doc = Doc {
-                format: JSON_FORMAT,
-                version: JSON_VERSION,
+            let body = Body {
                 run: rep.run,
                 versions: versions(&rep.portability),
                 rows: &rep.rows,
                 eager_only: &rep.eager_only,
                 rule: &rep.rule,
             };
-            serde_json::to_string_pretty(&doc).expect("serialisable") + "\n"
+            versioned(JSON_FORMAT, JSON_VERSION, &body)
         }
         Format::Csv => csv(rep),
         Format::Table | Format::Markdown => {

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
+use super::json::versioned;
 use super::units::reasons;
 use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::{Device, Framework, Reason};
@@ -210,9 +211,7 @@ fn json(reports: &[PortabilityReport]) -> String {
         median_latency_ns: Option<f64>,
     }
     #[derive(Serialize)]
-    struct Doc<'a> {
-        format: &'static str,
-        version: u32,
+    struct Body<'a> {
         rows: Vec<Row<'a>>,
         rules: Vec<String>,
     }
@@ -238,8 +237,7 @@ fn json(reports: &[PortabilityReport]) -> String {
             })
         })
         .collect();
-    let doc = Doc { format: JSON_FORMAT, version: JSON_VERSION, rows, rules: rules(reports) };
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    versioned(JSON_FORMAT, JSON_VERSION, &Body { rows, rules: rules(reports) })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::csv::Csv;
 use super::grid::Grid;
+use super::json::pretty;
 use crate::model::Framework;
 use crate::scan::{FunctionUse, ScanReport, Site, Unparsable};
 
@@ -105,9 +106,7 @@ pub fn render_json(r: &ScanReport) -> String {
         unresolved: &r.unresolved,
         version: VERSION,
     };
-    let mut s = serde_json::to_string_pretty(&v).expect("serialisable");
-    s.push('\n');
-    s
+    pretty(&v)
 }
 
 /// CSV, one row per function then per unresolved name; `sites` space-separated `file:line`.

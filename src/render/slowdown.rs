@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::csv::Csv;
 use super::grid::Grid;
+use super::json::versioned;
 use super::units::{interval, latency, ratio};
 use crate::analysis::slowdown::{
     Distribution, FrameworkSlowdown, FunctionSlowdown, Measure, NotCompared, Side, SlowdownReport, fmt_threshold,
@@ -321,9 +322,7 @@ pub const JSON_VERSION: u32 = 2;
 /// lines, functions, not compared, distributions, rule.
 pub fn render_json(r: &SlowdownReport) -> String {
     #[derive(Serialize)]
-    struct Doc<'a> {
-        format: &'static str,
-        version: u32,
+    struct Body<'a> {
         a: &'a Side,
         b: &'a Side,
         measure: Measure,
@@ -335,9 +334,7 @@ pub fn render_json(r: &SlowdownReport) -> String {
         frameworks: &'a [FrameworkSlowdown],
         rule: &'a str,
     }
-    let doc = Doc {
-        format: JSON_FORMAT,
-        version: JSON_VERSION,
+    let body = Body {
         a: &r.a,
         b: &r.b,
         measure: r.options.measure,
@@ -349,7 +346,7 @@ pub fn render_json(r: &SlowdownReport) -> String {
         frameworks: &r.frameworks,
         rule: &r.rule,
     };
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    versioned(JSON_FORMAT, JSON_VERSION, &body)
 }
 
 #[cfg(test)]

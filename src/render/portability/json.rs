@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::words::not_portable;
 use crate::analysis::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
 use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::render::json::pretty;
 use crate::store::RunSource;
 
 /// The `format` of the summary document.
@@ -271,9 +272,4 @@ pub(super) fn bundle(report: &PortabilityReport) -> String {
         "summary": parse(self::report(report)),
         "functions": parse(functions(report)),
     }))
-}
-
-fn pretty(doc: &impl Serialize) -> String {
-    // These documents hold only strings, numbers and string-keyed maps: serialising cannot fail.
-    serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
 }
