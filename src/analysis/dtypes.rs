@@ -12,19 +12,24 @@ use crate::store::ResultRow;
 /// The outcomes of one function's cases at one dtype on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Cell {
+    /// Cases that passed.
     pub passed: usize,
     /// Ran but disagreed with a reference (`wrong_result`).
     pub wrong: usize,
     /// Failed (raised, timed out, crashed), by reason.
     pub failed: BTreeMap<Reason, usize>,
+    /// Cases skipped.
     pub skipped: usize,
 }
 
 /// One function on one device.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MatrixRow {
+    /// The function's framework.
     pub framework: Framework,
+    /// Fully qualified name.
     pub function: String,
+    /// The target.
     pub device: Device,
     /// By dtype name; dtypes the function does not sweep are absent.
     pub cells: BTreeMap<String, Cell>,
@@ -35,12 +40,19 @@ pub struct MatrixRow {
 pub struct Problem {
     /// The result's id: `mlport repro ID` writes a script that reproduces it.
     pub result_id: i64,
+    /// The function's framework.
     pub framework: Framework,
+    /// Fully qualified name.
     pub function: String,
+    /// The target.
     pub device: Device,
+    /// The case's dtype.
     pub dtype: String,
+    /// The case's id within the function.
     pub case_id: String,
+    /// What happened.
     pub outcome: Outcome,
+    /// Why it failed, when it did.
     pub reason: Option<Reason>,
     /// The first line of the error or disagreement.
     pub message: String,
@@ -49,11 +61,13 @@ pub struct Problem {
 /// The matrix of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DtypeMatrix {
+    /// The run's id.
     pub run: i64,
     /// The dtypes of the columns, in [`DTYPES`] order: those swept by any row.
     pub dtypes: Vec<String>,
     /// In planned function order, then device.
     pub rows: Vec<MatrixRow>,
+    /// Every case that did not pass (nor was skipped), in result order.
     pub problems: Vec<Problem>,
 }
 

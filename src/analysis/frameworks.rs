@@ -14,9 +14,13 @@ use crate::store::{ComparisonRow, ReferenceRow, ResultRow};
 /// One framework function's result in a row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Entry {
+    /// The result's id, for `mlport repro`.
     pub result_id: i64,
+    /// Fully qualified name.
     pub function: String,
+    /// What happened.
     pub outcome: Outcome,
+    /// Why it failed, when it did.
     pub reason: Option<Reason>,
     /// The first line of the error or of the disagreement.
     pub message: Option<String>,
@@ -29,9 +33,13 @@ pub struct Entry {
 /// One (op, case, dtype, device).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpRow {
+    /// The catalogue's canonical op.
     pub op: String,
+    /// The case's id.
     pub case_id: String,
+    /// The case's dtype.
     pub dtype: String,
+    /// The target.
     pub device: Device,
     /// `numpy.cumsum in float64`, or why there is none.
     pub reference: String,
@@ -56,12 +64,15 @@ pub struct Tally {
 /// The table of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FrameworkTable {
+    /// The run's id.
     pub run: i64,
     /// The framework columns, in report order.
     pub frameworks: Vec<Framework>,
     /// Ops with functions in two or more frameworks.
     pub shared_ops: usize,
+    /// By op, case, dtype (in [`crate::model::DTYPES`] order), then device.
     pub rows: Vec<OpRow>,
+    /// Counts over the rows, per framework.
     pub tally: BTreeMap<Framework, Tally>,
 }
 
