@@ -3,10 +3,12 @@
 //! Implications for ML Progress" (Mince et al., NeurIPS 2023, arXiv 2309.07181).
 //!
 //! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
-//! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`report`]; [`import`] brings pytest suites' results and the paper's raw data
+//! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`];
+//! [`import`] brings pytest suites' results and the paper's raw data
 //! into the same store.
 
 pub mod agreement;
+pub mod analysis;
 pub mod audit;
 pub mod catalogue;
 pub mod cli;
@@ -21,7 +23,6 @@ pub mod process;
 pub mod progress;
 pub mod pyenv;
 pub mod render;
-pub mod report;
 pub mod repro;
 pub mod runner;
 pub mod scan;

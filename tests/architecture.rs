@@ -53,7 +53,10 @@ fn code_only(text: &str) -> String {
             }
             i += 1;
             out.push_str("\"\"");
-        } else if b[i] == b'r' && (b.get(i + 1) == Some(&b'#') || b.get(i + 1) == Some(&b'"')) && (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_') {
+        } else if b[i] == b'r'
+            && (b.get(i + 1) == Some(&b'#') || b.get(i + 1) == Some(&b'"'))
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric() && b[i - 1] != b'_')
+        {
             // A raw string r"..." or r#"..."#.
             let mut j = i + 1;
             let mut hashes = 0;
@@ -272,7 +275,11 @@ fn dependencies_run_one_way() {
     // Analysis computes; render formats what analysis computed, never the reverse.
     assert!(uses("analysis", "render").is_empty(), "analysis uses render: {:?}", uses("analysis", "render"));
     assert!(uses("model", "store").is_empty(), "model uses store: {:?}", uses("model", "store"));
-    assert!(uses("audit", "render").is_empty(), "audit computes with analysis, not a renderer: {:?}", uses("audit", "render"));
+    assert!(
+        uses("audit", "render").is_empty(),
+        "audit computes with analysis, not a renderer: {:?}",
+        uses("audit", "render")
+    );
 }
 
 #[test]
@@ -297,7 +304,9 @@ fn nothing_below_commands_prints_results_or_exits() {
 
 #[test]
 fn the_reader_sees_paths_not_comments() {
-    let code = code_only("use crate::a::b; // crate::c\nlet s = \"crate::d\"; let r = r#\"crate::e\"#; super::f(); '\"'; crate::{g, h::i};");
+    let code = code_only(
+        "use crate::a::b; // crate::c\nlet s = \"crate::d\"; let r = r#\"crate::e\"#; super::f(); '\"'; crate::{g, h::i};",
+    );
     let paths = named_paths(&["x".into(), "y".into()], false, &code);
     let p: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
     assert_eq!(p, ["a::b", "g", "h::i", "x::f"]);

@@ -10,9 +10,9 @@ use std::sync::OnceLock;
 
 use common::paper_dir;
 
+use mlport::analysis::{self, PortabilityReport, ReportOptions, TargetSummary};
 use mlport::import::{self, PaperImport};
 use mlport::model::{FunctionStatus, Outcome, Reason};
-use mlport::report::{self, PortabilityReport, ReportOptions, TargetSummary};
 use mlport::store::{RunData, RunSource};
 
 fn paper() -> &'static PaperImport {
@@ -53,7 +53,7 @@ fn report_of(label: &str) -> PortabilityReport {
             }
         })
         .collect();
-    report::build(&summary, &data.devices, &rows, &ReportOptions::default())
+    analysis::build(&summary, &data.devices, &rows, &ReportOptions::default())
 }
 
 fn target<'r>(r: &'r PortabilityReport, device: &str) -> &'r TargetSummary {

@@ -10,6 +10,7 @@ use common::mlport;
 
 use std::path::PathBuf;
 
+use mlport::render;
 use mlport::scan::{self, ScanOptions};
 
 fn proj() -> PathBuf {
@@ -76,9 +77,9 @@ fn fast_path_equals_full_parse_on_the_fixtures() {
 #[test]
 fn scan_renderings() {
     let r = scan_proj(false);
-    insta::assert_snapshot!("scan_table", scan::render_table(&r));
-    insta::assert_snapshot!("scan_json", scan::render_json(&r));
-    insta::assert_snapshot!("scan_csv", scan::render_csv(&r));
+    insta::assert_snapshot!("scan_table", render::scan::render_table(&r));
+    insta::assert_snapshot!("scan_json", render::scan::render_json(&r));
+    insta::assert_snapshot!("scan_csv", render::scan::render_csv(&r));
 }
 
 /// Skipping the files that cannot refer to a framework gives the full parse's result on a real
@@ -102,7 +103,7 @@ fn fast_path_equals_full_parse_on_a_real_tree() {
     assert_eq!(fast.functions, full.functions);
     assert_eq!(fast.unresolved, full.unresolved);
     assert_eq!(fast.unparsable, full.unparsable);
-    assert_eq!(scan::render_json(&fast), scan::render_json(&full));
+    assert_eq!(render::scan::render_json(&fast), render::scan::render_json(&full));
 }
 
 /// Deeply nested code is reported, never a crash: trees deeper than 10,000 levels (CPython
@@ -155,7 +156,7 @@ fn a_bad_notebook_cell_is_left_out_not_the_notebook() {
     let found: Vec<String> =
         r.functions.iter().flat_map(|f| f.sites.iter().map(move |s| format!("{} {s}", f.name))).collect();
     assert_eq!(found, ["numpy.argsort nb.ipynb[5]:1", "numpy.ones nb.ipynb[8]:1", "numpy.size nb.ipynb[6]:3"]);
-    let json = scan::render_json(&r);
+    let json = render::scan::render_json(&r);
     assert!(json.contains("\"cell\": 3,"), "{json}");
 }
 

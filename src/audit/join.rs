@@ -6,17 +6,16 @@
 //! Per called function: the status on the target device from the latest run (highest id;
 //! runs imported from the paper after all others) that has it there, counted device-attributably against the reference device, with its
 //! failure reasons; the slowdown (median steady-state latency on the target over the
-//! reference, [`crate::report::slowdown`]) from the first run pair that times it on both
+//! reference, [`crate::analysis::slowdown`]) from the first run pair that times it on both
 //! devices: the same run first, then runs of the same machine; never across machines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use comfy_table::{Table, presets};
 use serde::Serialize;
 
+use crate::analysis::{self, ReportOptions, SlowdownOptions};
 use crate::model::{Device, Framework, FunctionStatus, Reason};
-use crate::report::{self, ReportOptions, SlowdownOptions};
 use crate::scan::{ScanReport, canonical};
 use crate::store::{ResultRow, RunSource, RunSummary, Store, StoreError};
 
@@ -160,7 +159,7 @@ impl AuditReport {
     }
 
     /// The `n` most called unresolved names with their calls: `?.reshape 444, ?.to 175`.
-    fn unresolved_examples(&self, n: usize) -> String {
+    pub fn unresolved_examples(&self, n: usize) -> String {
         let mut v: Vec<String> = self.unresolved.iter().take(n).map(|u| format!("{} {}", u.name, u.calls)).collect();
         if self.unresolved.len() > n {
             v.push("…".into());
@@ -198,7 +197,7 @@ pub fn audit(
             continue;
         }
         consulted.insert(run.id);
-        let rep = report::build(run, &store.devices(run.id)?, rows, &ropts);
+        let rep = analysis::build(run, &store.devices(run.id)?, rows, &ropts);
         for t in rep.targets.iter().filter(|t| t.device == opts.device) {
             for f in &t.functions {
                 if f.status.is_some() {
@@ -226,7 +225,7 @@ pub fn audit(
             .collect();
         sides.sort_by_key(|(r, _)| (r.id != b_run.id, machine(r) != machine(b_run), std::cmp::Reverse(r.id)));
         for (a_run, a_rows) in sides {
-            let sd = report::slowdown::slowdown(
+            let sd = analysis::slowdown::slowdown(
                 (a_run, &opts.reference, a_rows),
                 (b_run, &opts.device, b_rows),
                 &SlowdownOptions { threshold: opts.threshold, ..Default::default() },
@@ -296,111 +295,6 @@ pub fn audit(
             .map(|u| UnresolvedUse { name: u.name.clone(), calls: u.calls, files: u.files })
             .collect(),
     })
-}
-
-fn reasons_text(r: &BTreeMap<Reason, usize>) -> String {
-    r.iter().map(|(k, n)| format!("{} {n}", k.as_str())).collect::<Vec<_>>().join(", ")
-}
-
-fn status_text(r: &AuditRow) -> &'static str {
-    r.status.map_or("unknown", |s| s.as_str())
-}
-
-fn ratio(r: Option<f64>) -> String {
-    r.map(report::slowdown::ratio).unwrap_or_default()
-}
-
-/// Renders as `table`, `markdown`, `json` (`mlport.audit` version 1) or `csv`.
-pub fn render(r: &AuditReport, format: report::Format) -> String {
-    let mut out = String::new();
-    match format {
-        report::Format::Json => {
-            let v = serde_json::json!({"format": "mlport.audit", "version": 1, "summary": r.summary(), "audit": r});
-            out = serde_json::to_string_pretty(&v).expect("serialisable");
-            out.push('\n');
-        }
-        report::Format::Csv => {
-            out.push_str("function,framework,calls,files,status,reasons,slowdown,run\r\n");
-            for row in &r.rows {
-                let _ = write!(
-                    out,
-                    "{},{},{},{},{},\"{}\",{},\"{}\"\r\n",
-                    row.function,
-                    row.framework,
-                    row.calls,
-                    row.files,
-                    status_text(row),
-                    reasons_text(&row.reasons),
-                    row.slowdown.map(|s| format!("{s:.3}")).unwrap_or_default(),
-                    row.run.clone().unwrap_or_default()
-                );
-            }
-            for u in &r.unresolved {
-                let _ = write!(out, "{},,{},{},unresolved,\"\",,\"\"\r\n", u.name, u.calls, u.files);
-            }
-        }
-        report::Format::Markdown => {
-            let _ = writeln!(out, "**{}**\n", r.summary());
-            out.push_str("| function | calls | files | status | reasons | slowdown | run |\n| --- | ---: | ---: | --- | --- | ---: | --- |\n");
-            for row in &r.rows {
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | {} | {} | {} |",
-                    row.function,
-                    row.calls,
-                    row.files,
-                    status_text(row).replace('_', " "),
-                    reasons_text(&row.reasons),
-                    ratio(row.slowdown),
-                    row.run.clone().unwrap_or_default()
-                );
-            }
-            let _ = writeln!(out, "\n{}", footer(r));
-        }
-        report::Format::Table => {
-            let _ = writeln!(out, "{}", r.summary());
-            let mut t = Table::new();
-            t.load_preset(presets::UTF8_FULL_CONDENSED);
-            t.set_header(["function", "calls", "files", &format!("on {}", r.device), "reasons", "slowdown", "run"]);
-            for row in &r.rows {
-                t.add_row([
-                    row.function.clone(),
-                    row.calls.to_string(),
-                    row.files.to_string(),
-                    status_text(row).to_string(),
-                    reasons_text(&row.reasons),
-                    ratio(row.slowdown),
-                    row.run.clone().unwrap_or_default(),
-                ]);
-            }
-            let _ = writeln!(out, "{t}");
-            let _ = writeln!(out, "{}", footer(r));
-        }
-    }
-    out
-}
-
-/// What the columns mean, where the numbers come from, and the unresolved method calls.
-fn footer(r: &AuditReport) -> String {
-    let mut s = format!(
-        "Status: device-attributable against {} (the runs' own rule). Slowdown: median steady-state latency on {} \
-         over {}, both timed on one machine (timed calls after each case's first: per timed block in mlport's runs, \
-         per timed call in imported data); blank where no run timed the function so on both. Runs consulted: {}.",
-        r.reference,
-        r.device,
-        r.reference,
-        if r.runs.is_empty() { "none".to_string() } else { r.runs.join(", ") }
-    );
-    if !r.unresolved.is_empty() {
-        let _ = write!(
-            s,
-            "\nNot counted above: calls the scan could not resolve, each possibly of a framework function: methods \
-             of receivers it could not type (`?.reshape`) and names a star import may bind (`torch.sqrt?`): {}; \
-             `mlport scan` lists their lines.",
-            r.unresolved_examples(10)
-        );
-    }
-    s
 }
 
 /// Catalogue drafts (docs/catalogue.md format) for the called functions no run measured and

@@ -13,7 +13,7 @@ use super::scan::scan_with;
 use super::select::resolve_run;
 use crate::audit::{self, AuditReport};
 use crate::cli::AuditArgs;
-use crate::workspace;
+use crate::{render, workspace};
 
 /// The file a framework's drafts go to: `path` itself for one framework, else
 /// `<stem>.<framework>.toml` beside it.
@@ -87,7 +87,7 @@ pub fn audit(args: AuditArgs) -> Result<ExitStatus> {
         threshold: args.threshold,
     };
     let rep = audit::audit(&store, &runs, &scan, &opts)?;
-    emit(&audit::render(&rep, format_of(args.format)))?;
+    emit(&render::audit::render(&rep, format_of(args.format)))?;
     if let Some(path) = &args.add_to_catalogue {
         add_to_catalogue(&rep, path)?;
     }

@@ -9,9 +9,10 @@ use super::ExitStatus;
 use super::output::{command_line, emit, format_of};
 use super::report::{build_portability, print_portability};
 use super::select::check_label;
+use crate::analysis::{self, ReportOptions};
 use crate::cli::{ImportPaperArgs, ImportPytestJsonArgs};
 use crate::import;
-use crate::report::{self, ReportOptions};
+use crate::render;
 use crate::store::RunSource;
 use crate::workspace;
 
@@ -63,7 +64,7 @@ pub fn paper(args: ImportPaperArgs) -> Result<ExitStatus> {
         }
     }
     let ids = store.import_runs(&data.runs)?;
-    let reports: Vec<report::PortabilityReport> =
+    let reports: Vec<analysis::PortabilityReport> =
         ids.iter().map(|id| build_portability(&store, *id, &ReportOptions::default())).collect::<Result<_>>()?;
     eprintln!(
         "mlport: imported {} runs (ids {}..={}) from {} in {:.2} s",
@@ -73,6 +74,6 @@ pub fn paper(args: ImportPaperArgs) -> Result<ExitStatus> {
         args.dir.display(),
         started.elapsed().as_secs_f64()
     );
-    emit(&report::overview::render(&reports, format_of(args.format)))?;
+    emit(&render::overview::render(&reports, format_of(args.format)))?;
     Ok(ExitStatus::Ok)
 }

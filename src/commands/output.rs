@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cli::FormatArg;
-use crate::report::Format;
+use crate::render::Format;
 
 /// Stdout was closed by the reader (`mlport report | head`): the command stops, and `main`
 /// exits 0 without a message (its results are already committed).

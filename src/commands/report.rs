@@ -9,15 +9,16 @@ use anyhow::{Result, bail};
 use super::ExitStatus;
 use super::output::{emit, format_of};
 use super::select::resolve_run;
+use crate::analysis::{self, ReportOptions};
 use crate::cli::{FormatArg, MeasureArg, ReportArgs, SlowdownSpec};
-use crate::report::{self, Format, ReportOptions};
+use crate::render::{self, Format};
 use crate::store::{ResultRow, Store};
 use crate::workspace;
 
 /// The portability report of a run, built from the store.
-pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<report::PortabilityReport> {
+pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<analysis::PortabilityReport> {
     let summary = store.run(run_id)?;
-    Ok(report::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
+    Ok(analysis::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
 }
 
 /// Prints a run's portability report with the default options (what `run`, `import` and
@@ -28,7 +29,7 @@ pub fn print_portability(store: &Store, run_id: i64, format: FormatArg, function
 
 fn print_with(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
     let rep = build_portability(store, run_id, opts)?;
-    emit(&if functions { report::render_with_functions(&rep, format) } else { report::render(&rep, format) })
+    emit(&if functions { render::render_with_functions(&rep, format) } else { render::render(&rep, format) })
 }
 
 /// The report `mlport report`'s flags ask for.
@@ -78,13 +79,13 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
         Which::Modes => {
             let run = resolve_run(&store, one_run(&args))?;
-            let rep = report::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
-            report::modes::render(&rep, format)
+            let rep = analysis::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
+            render::modes::render(&rep, format)
         }
         Which::Overview => {
-            let reports: Vec<report::PortabilityReport> =
+            let reports: Vec<analysis::PortabilityReport> =
                 store.runs()?.iter().map(|r| build_portability(&store, r.id, &opts)).collect::<Result<_>>()?;
-            report::overview::render(&reports, format)
+            render::overview::render(&reports, format)
         }
         Which::Dtypes | Which::Frameworks => matrix(&store, &args, format)?,
         Which::Portability => {
@@ -111,14 +112,14 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
         }
     }
     let measure = match args.measure {
-        MeasureArg::Steady => report::Measure::Steady,
-        MeasureArg::Test => report::Measure::TestTime,
-        MeasureArg::FirstCall => report::Measure::FirstCall,
+        MeasureArg::Steady => analysis::Measure::Steady,
+        MeasureArg::Test => analysis::Measure::TestTime,
+        MeasureArg::FirstCall => analysis::Measure::FirstCall,
     };
-    let sd = report::slowdown::slowdown(
+    let sd = analysis::slowdown::slowdown(
         (&ra, &a.device, &rows_a),
         (&rb, &b.device, &rows_b),
-        &report::SlowdownOptions {
+        &analysis::SlowdownOptions {
             measure,
             threshold: args.threshold,
             function_thresholds: args.threshold_for.iter().map(|t| (t.name.clone(), t.ratio)).collect(),
@@ -128,9 +129,9 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
         },
     );
     Ok(match format {
-        Format::Table => report::slowdown::render_table(&sd),
-        Format::Csv => report::slowdown::render_csv(&sd),
-        Format::Json => report::slowdown::render_json(&sd),
+        Format::Table => render::slowdown::render_table(&sd),
+        Format::Csv => render::slowdown::render_csv(&sd),
+        Format::Json => render::slowdown::render_json(&sd),
         Format::Markdown => bail!("--slowdown renders as table, csv or json"),
     })
 }
@@ -163,17 +164,22 @@ fn matrix(store: &Store, args: &ReportArgs, format: Format) -> Result<String> {
         bail!("--only {}: run {} has no such function or op", only.join(","), run.id);
     }
     Ok(if args.dtypes {
-        report::dtypes::render(&report::dtypes::build(run.id, &results, &keep), format)
+        render::dtypes::render(&analysis::dtypes::build(run.id, &results, &keep), format)
     } else {
-        let t =
-            report::frameworks::build(run.id, &results, &store.comparisons(run.id)?, &store.references(run.id)?, &keep);
+        let t = analysis::frameworks::build(
+            run.id,
+            &results,
+            &store.comparisons(run.id)?,
+            &store.references(run.id)?,
+            &keep,
+        );
         if t.rows.is_empty() {
             eprintln!(
                 "mlport: run {} has no op run by two or more frameworks (the catalogue's `op` key maps them)",
                 run.id
             );
         }
-        report::frameworks::render(&t, format)
+        render::frameworks::render(&t, format)
     })
 }
 

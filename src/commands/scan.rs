@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::ExitStatus;
 use super::output::emit;
 use crate::cli::{ScanArgs, ScanFormatArg};
+use crate::render;
 use crate::scan::{self, ScanOptions, ScanReport};
 
 /// One stderr line per file the scan could not parse.
@@ -42,12 +43,12 @@ pub fn scan(args: ScanArgs) -> Result<ExitStatus> {
         rep.bytes as f64 / 1e6 / secs
     );
     emit(&match args.format {
-        ScanFormatArg::Table => scan::render_table(&rep),
-        ScanFormatArg::Json => scan::render_json(&rep),
+        ScanFormatArg::Table => render::scan::render_table(&rep),
+        ScanFormatArg::Json => render::scan::render_json(&rep),
         ScanFormatArg::Csv => {
             // CSV has no place for them; the table and JSON list them.
             warn_unparsable(&rep);
-            scan::render_csv(&rep)
+            render::scan::render_csv(&rep)
         }
     })?;
     Ok(ExitStatus::Ok)

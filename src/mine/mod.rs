@@ -4,8 +4,6 @@
 //! seeded with a portable generator (SplitMix64) so the same seed gives the same sample on
 //! every machine — the paper's draw was not reproducible.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 use crate::model::Framework;
@@ -40,15 +38,6 @@ pub fn frequencies(scan: &ScanReport, framework: Framework) -> Vec<Usage> {
         u.decile = 10 * (1 + (10 * from_rarest / n.max(1)) as u32).min(10);
     }
     v
-}
-
-/// Frequencies as CSV (`function,calls,files,decile`), what [`read_csv`] reads.
-pub fn to_csv(v: &[Usage]) -> String {
-    let mut s = String::from("function,calls,files,decile\r\n");
-    for u in v {
-        let _ = write!(s, "{},{},{},{}\r\n", u.function, u.calls, u.files, u.decile);
-    }
-    s
 }
 
 /// Reads frequencies from CSV with at least `function` and `calls` columns; deciles are

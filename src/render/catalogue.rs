@@ -1,19 +1,17 @@
 //! `mlport list`: the catalogue's files (framework, version, counts of functions, paper
 //! functions, cases and case × dtype instances) and, with `--functions`, every function.
 
-use comfy_table::{Table, presets};
-
+use super::grid::Grid;
 use crate::catalogue::Catalogue;
 
 /// One row per catalogue file, newline-terminated.
 pub fn files_table(catalogue: &Catalogue) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_header(["framework", "catalogue", "version", "functions", "from the paper", "cases", "case × dtype"]);
+    let mut t =
+        Grid::new(["framework", "catalogue", "version", "functions", "from the paper", "cases", "case × dtype"]);
     for f in &catalogue.files {
         let cases: usize = f.functions.iter().map(|g| g.cases.len()).sum();
         let instances: usize = f.functions.iter().flat_map(|g| g.cases.iter()).map(|c| c.dtypes.len()).sum();
-        t.add_row([
+        t.push([
             f.framework.to_string(),
             f.path.clone(),
             f.version.clone(),
@@ -23,7 +21,7 @@ pub fn files_table(catalogue: &Catalogue) -> String {
             instances.to_string(),
         ]);
     }
-    format!("{t}\n")
+    format!("{}\n", t.table())
 }
 
 /// Every function of every file: name, case count, dtypes swept, usage decile, top-20, moves.

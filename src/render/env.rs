@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use comfy_table::{Table, presets};
-
+use super::grid::Grid;
 use crate::pyenv::{FrameworkProbe, PythonEnv};
 
 /// `python: PATH (managed)`, newline-terminated.
@@ -14,17 +13,15 @@ pub fn python_line(env: &PythonEnv) -> String {
 
 /// One row per probed framework: version or `not usable: ...`, devices, interpreter.
 pub fn probe_table(probes: &[FrameworkProbe]) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_header(["framework", "version", "devices", "python"]);
+    let mut t = Grid::new(["framework", "version", "devices", "python"]);
     for p in probes {
         let version = match &p.version {
             Ok(v) => v.clone(),
             Err(why) => format!("not usable: {why}"),
         };
-        t.add_row([p.framework.to_string(), version, p.devices.join(", "), p.python.clone()]);
+        t.push([p.framework.to_string(), version, p.devices.join(", "), p.python.clone()]);
     }
-    format!("{t}\n")
+    format!("{}\n", t.table())
 }
 
 /// `packages: a==1 b==2`, newline-terminated; empty when there are none.

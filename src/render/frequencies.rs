@@ -1,29 +1,27 @@
 //! `mlport mine` (usage frequencies, `mlport.frequencies` v1 in JSON) and `mlport sample`
 //! (the paper's draw, `mlport.sample` v1) as tables, versioned JSON or CSV.
 
-use comfy_table::{Table, presets};
-
+use super::Format;
+use super::csv::Csv;
+use super::grid::Grid;
 use crate::mine::{Sampled, Usage};
 use crate::model::Framework;
-use crate::report::Format;
 
 /// The frequencies of `framework`'s functions over a corpus of `files` files.
 pub fn frequencies(freq: &[Usage], framework: Framework, files: usize, format: Format) -> String {
     match format {
-        Format::Csv => crate::mine::to_csv(freq),
+        Format::Csv => frequencies_csv(freq),
         Format::Json => {
             let v = serde_json::json!({"format": "mlport.frequencies", "version": 1, "framework": framework,
                 "files": files, "functions": freq});
             format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON of plain data"))
         }
         Format::Table | Format::Markdown => {
-            let mut t = Table::new();
-            t.load_preset(presets::UTF8_FULL_CONDENSED);
-            t.set_header(["function", "calls", "files", "decile"]);
+            let mut t = Grid::new(["function", "calls", "files", "decile"]);
             for u in freq {
-                t.add_row([u.function.clone(), u.calls.to_string(), u.files.to_string(), u.decile.to_string()]);
+                t.push([u.function.clone(), u.calls.to_string(), u.files.to_string(), u.decile.to_string()]);
             }
-            format!("{} {framework} functions called in {} files\n{t}\n", freq.len(), files)
+            format!("{} {framework} functions called in {} files\n{}\n", freq.len(), files, t.table())
         }
     }
 }
@@ -32,11 +30,12 @@ pub fn frequencies(freq: &[Usage], framework: Framework, files: usize, format: F
 pub fn sample(drawn: &[Sampled], top: usize, per_decile: usize, seed: u64, format: Format) -> String {
     match format {
         Format::Csv => {
-            let mut s = String::from("function,calls,decile,why\r\n");
+            let mut csv = Csv::crlf();
+            csv.row(["function", "calls", "decile", "why"]);
             for d in drawn {
-                s.push_str(&format!("{},{},{},{}\r\n", d.function, d.calls, d.decile, d.why));
+                csv.row([d.function.clone(), d.calls.to_string(), d.decile.to_string(), d.why.to_string()]);
             }
-            s
+            csv.finish()
         }
         Format::Json => {
             let v = serde_json::json!({"format": "mlport.sample", "version": 1, "seed": seed, "top": top,
@@ -44,13 +43,47 @@ pub fn sample(drawn: &[Sampled], top: usize, per_decile: usize, seed: u64, forma
             format!("{}\n", serde_json::to_string_pretty(&v).expect("JSON of plain data"))
         }
         Format::Table | Format::Markdown => {
-            let mut t = Table::new();
-            t.load_preset(presets::UTF8_FULL_CONDENSED);
-            t.set_header(["function", "calls", "decile", "why"]);
+            let mut t = Grid::new(["function", "calls", "decile", "why"]);
             for d in drawn {
-                t.add_row([d.function.clone(), d.calls.to_string(), d.decile.to_string(), d.why.to_string()]);
+                t.push([d.function.clone(), d.calls.to_string(), d.decile.to_string(), d.why.to_string()]);
             }
-            format!("{} functions drawn (top {top}, {per_decile} per decile, seed {seed})\n{t}\n", drawn.len())
+            format!(
+                "{} functions drawn (top {top}, {per_decile} per decile, seed {seed})\n{}\n",
+                drawn.len(),
+                t.table()
+            )
         }
+    }
+}
+
+/// Frequencies as CSV (`function,calls,files,decile`), what [`crate::mine::read_csv`] reads.
+/// Records end with `\r\n`, as they always did ([`super::csv`]).
+pub fn frequencies_csv(v: &[Usage]) -> String {
+    let mut out = Csv::crlf();
+    out.row(["function", "calls", "files", "decile"]);
+    for u in v {
+        out.row([u.function.clone(), u.calls.to_string(), u.files.to_string(), u.decile.to_string()]);
+    }
+    out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mine_reads_back_what_it_writes() {
+        let freq = [
+            Usage { function: "numpy.sum".into(), calls: 12, files: 3, decile: 100 },
+            Usage { function: "numpy.linalg.svd".into(), calls: 1, files: 1, decile: 10 },
+        ];
+        let text = frequencies_csv(&freq);
+        assert!(text.starts_with("function,calls,files,decile\r\nnumpy.sum,12,3,100\r\n"), "{text}");
+        let back = crate::mine::read_csv(&text).unwrap();
+        let names: Vec<(&str, usize)> = back.iter().map(|u| (u.function.as_str(), u.calls)).collect();
+        assert_eq!(names, [("numpy.sum", 12), ("numpy.linalg.svd", 1)]);
+        // A field the format cannot hold as it is gets quoted (RFC 4180).
+        let odd = frequencies_csv(&[Usage { function: "a,\"b\"".into(), calls: 1, files: 1, decile: 10 }]);
+        assert!(odd.contains("\r\n\"a,\"\"b\"\"\",1,1,10\r\n"), "{odd}");
     }
 }

@@ -1,6 +1,32 @@
-//! Formats only: each file renders one result computed elsewhere, in the formats it has.
+//! Formats only: every report of [`crate::analysis`] (and of [`crate::scan`] and
+//! [`crate::audit`]) as a terminal table, GitHub Markdown, versioned JSON or CSV. One
+//! [`Format`], one table builder ([`grid::Grid`]), one CSV writer ([`csv::Csv`], RFC 4180),
+//! the Markdown helpers ([`markdown`]) and the words for numbers ([`units`]); then one file
+//! per report, each reading an analysis result and computing nothing; and the listings of
+//! the commands that only show what they hold (`runs`, `env`, `list`, `mine`, `sample`).
 
+pub mod audit;
 pub mod catalogue;
+pub mod csv;
+pub mod dtypes;
 pub mod env;
+mod format;
+pub mod frameworks;
 pub mod frequencies;
+pub mod grid;
+pub mod json;
+pub mod markdown;
+pub mod modes;
+pub mod overview;
+pub mod portability;
 pub mod runs;
+pub mod scan;
+pub mod slowdown;
+pub mod units;
+
+pub use format::Format;
+pub use portability::{
+    JSON_BUNDLE_FORMAT, JSON_FORMAT, JSON_FUNCTIONS_FORMAT, JSON_VERSION, render, render_functions,
+    render_with_functions,
+};
+pub use units::latency;

@@ -1,15 +1,12 @@
 //! `mlport runs`: one row per stored run — id, start, state, counts, host, frameworks with
 //! their versions, where it came from and its label.
 
-use comfy_table::{Table, presets};
-
+use super::grid::Grid;
 use crate::store::records::RunSummary;
 
 /// The runs as a terminal table, newline-terminated.
 pub fn table(runs: &[RunSummary]) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_header(["run", "started", "state", "cases", "results", "host", "frameworks", "source", "label"]);
+    let mut t = Grid::new(["run", "started", "state", "cases", "results", "host", "frameworks", "source", "label"]);
     for r in runs {
         let fws: Vec<String> = r
             .info
@@ -21,7 +18,7 @@ pub fn table(runs: &[RunSummary]) -> String {
                 (None, None) => format!("{f} (version unknown)"),
             })
             .collect();
-        t.add_row([
+        t.push([
             r.id.to_string(),
             r.info.started_at.clone(),
             r.state.to_string(),
@@ -33,5 +30,5 @@ pub fn table(runs: &[RunSummary]) -> String {
             r.origin.label.clone().unwrap_or_default(),
         ]);
     }
-    format!("{t}\n")
+    format!("{}\n", t.table())
 }

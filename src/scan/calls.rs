@@ -29,7 +29,6 @@ use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange};
 
 use super::imports::{Aliases, framework_of, resolve_relative};
-use super::source::marked;
 use crate::model::Framework;
 
 /// Runs one level of a recursive walk over a syntax tree, moving to a stack on the heap when
@@ -657,4 +656,10 @@ impl ToStd for TextRange {
     fn to_std_range(self) -> std::ops::Range<usize> {
         self.start().to_usize()..self.end().to_usize()
     }
+}
+
+/// Whether a sorted list of positions has one in `range`.
+pub fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
+    let i = marks.partition_point(|&p| (p as usize) < range.start);
+    marks.get(i).is_some_and(|&p| (p as usize) < range.end)
 }

@@ -10,5 +10,5 @@ pub mod source;
 pub mod walk;
 
 pub use imports::{canonical, framework_of};
-pub use output::{FunctionUse, ScanReport, Site, Unparsable, render_csv, render_json, render_table};
+pub use output::{FunctionUse, ScanReport, Site, Unparsable};
 pub use walk::{ScanOptions, check_threads, measured_methods, scan};

@@ -363,12 +363,6 @@ fn uses(src: &[u8], aliases: &Aliases) -> Vec<u32> {
     word_positions(src, &names)
 }
 
-/// Whether a sorted list of positions has one in `range`.
-pub fn marked(marks: &[u32], range: std::ops::Range<usize>) -> bool {
-    let i = marks.partition_point(|&p| (p as usize) < range.start);
-    marks.get(i).is_some_and(|&p| (p as usize) < range.end)
-}
-
 /// Whether the source has `import *` (with any spacing).
 fn has_star_import(src: &[u8]) -> bool {
     memmem::find_iter(src, b"import").any(|i| {
@@ -380,6 +374,7 @@ fn has_star_import(src: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::calls::marked;
     use super::*;
 
     fn measured() -> HashSet<String> {

@@ -2,33 +2,23 @@
 //! functions fare under the framework's compiler (`X/compiled`, docs/modes.md) against its
 //! ordinary dispatch (`X`) — how many compile, fail to compile (by reason), recompile or
 //! change their answer, what compiling costs (first calls) and the distribution of
-//! compiled/eager steady-state ratios. Rendered as a table, Markdown, versioned JSON
-//! (`{"format": "mlport.modes", "version": 1}`) or CSV.
+//! compiled/eager steady-state ratios (rendered by [`crate::render::modes`]).
 //!
-//! Counting follows the portability report ([`super::summary`]): a compiled target is
+//! Counting follows the portability report ([`super::portability`]): a compiled target is
 //! attributed against the same device eager, so a failure under the compiler counts only when
 //! the same case passed eagerly. Ratios are [`super::slowdown`]'s, with A = eager and B =
 //! compiled: per function the ratio of median times over the cases timed on both, a bootstrap
 //! interval for each geometric mean (seeded with the run's seed).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::Format;
-use super::grid::Grid;
-use super::render::latency;
-use super::slowdown::{self, Distribution, Measure, SlowdownOptions, SlowdownReport, interval, ratio};
-use super::summary::{self, ReportOptions, TargetSummary};
+use super::portability::{self, PortabilityReport, ReportOptions, TargetSummary};
+use super::slowdown::{self, Distribution, Measure, SlowdownOptions, SlowdownReport};
 use crate::model::{Device, Framework, FunctionStatus, Mode, Reason};
 use crate::stats::StatsConfig;
 use crate::store::{DeviceInfo, ResultRow, RunSummary};
-
-/// The `format` of the JSON document.
-pub const JSON_FORMAT: &str = "mlport.modes";
-/// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
 
 /// A function that does not come through the compiler whole: why, with its first counted
 /// failing case.
@@ -88,12 +78,13 @@ pub struct ModeRow {
 }
 
 /// The whole eager-against-compiled view of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ModesReport {
     /// The run's id.
     pub run: i64,
-    /// Framework and Python versions, seed, reference (the portability report's line).
-    pub versions: String,
+    /// The run's portability report the rows were counted from: its header gives the
+    /// framework and Python versions, seed and reference.
+    pub portability: PortabilityReport,
     /// One row per framework × device with results in both modes.
     pub rows: Vec<ModeRow>,
     /// Frameworks with an eager target but no compiled one (NumPy, always), with why.
@@ -105,7 +96,7 @@ pub struct ModesReport {
 /// Builds the view from a run's results (as [`crate::store::Store::results`] returns them) and
 /// devices; `stats_seed` seeds the bootstrap (the run's seed when `None`).
 pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], stats_seed: Option<u64>) -> ModesReport {
-    let portability = summary::build(run, devices, results, &ReportOptions::default());
+    let portability = portability::build(run, devices, results, &ReportOptions::default());
     let stats = StatsConfig { seed: stats_seed.unwrap_or(run.info.seed), ..Default::default() };
     let mut rows = Vec::new();
     for t in portability.targets.iter().filter(|t| t.device.mode() == Mode::Compiled) {
@@ -136,7 +127,7 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
             (t.framework, why)
         })
         .collect();
-    ModesReport { run: run.id, versions: super::render::versions(&portability), rows, eager_only, rule: rule_text() }
+    ModesReport { run: run.id, portability, rows, eager_only, rule: rule_text() }
 }
 
 fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
@@ -205,233 +196,17 @@ pub fn rule_text() -> String {
     )
 }
 
-const COLUMNS: [&str; 12] = [
-    "framework",
-    "device",
-    "functions",
-    "compile",
-    "fail to compile",
-    "failure reasons (cases)",
-    "recompile",
-    "changed answer",
-    "first call eager → compiled",
-    "compiled/eager median",
-    "geometric mean [95% CI]",
-    "faster compiled",
-];
-
-fn opt_latency(ns: Option<f64>) -> String {
-    ns.map_or("—".into(), latency)
-}
-
-fn cells(r: &ModeRow) -> Vec<String> {
-    let d = &r.steady;
-    vec![
-        r.framework.to_string(),
-        r.eager.to_string(),
-        r.functions.to_string(),
-        super::render::count_of(r.compile, r.functions),
-        super::render::count_of(r.fail_to_compile, r.functions),
-        super::render::reasons(&r.failure_reasons),
-        r.recompile.to_string(),
-        r.change_answer.to_string(),
-        format!("{} → {}", opt_latency(r.first_call_eager_ns), opt_latency(r.first_call_compiled_ns)),
-        d.median.map_or("—".into(), ratio),
-        match (d.geometric_mean, &d.geometric_mean_ci) {
-            (Some(g), Some(ci)) => format!("{} {}", ratio(g), interval(ci)),
-            (Some(g), None) => ratio(g),
-            _ => "—".into(),
-        },
-        match d.share(d.faster) {
-            Some(s) => format!("{} of {} ({:.0}%)", d.faster, d.functions, 100.0 * s),
-            None => "—".into(),
-        },
-    ]
-}
-
-fn grid(rep: &ModesReport) -> Grid {
-    Grid {
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
-        right: vec![2, 3, 4, 6, 7, 8, 9, 10, 11],
-        rows: rep.rows.iter().map(cells).collect(),
-    }
-}
-
-/// CSV for spreadsheets and scripts: numbers only (counts, ns, ratios; empty when unknown),
-/// one row per framework; the failure reasons as `reason=cases` pairs joined by `;`.
-fn csv(rep: &ModesReport) -> String {
-    let header = [
-        "framework",
-        "eager",
-        "compiled",
-        "functions",
-        "compile",
-        "fail_to_compile",
-        "failure_reasons",
-        "recompile",
-        "changed_answer",
-        "first_call_eager_ns",
-        "first_call_compiled_ns",
-        "steady_ratio_functions",
-        "steady_ratio_median",
-        "steady_ratio_geometric_mean",
-        "steady_ratio_geometric_mean_lower",
-        "steady_ratio_geometric_mean_upper",
-        "faster_compiled",
-    ];
-    let num = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
-    let mut out = super::slowdown::csv_row(&header.map(String::from));
-    for r in &rep.rows {
-        let ci = r.steady.geometric_mean_ci;
-        let reasons: Vec<String> = r.failure_reasons.iter().map(|(k, n)| format!("{k}={n}")).collect();
-        out.push_str(&super::slowdown::csv_row(&[
-            r.framework.to_string(),
-            r.eager.to_string(),
-            r.compiled.to_string(),
-            r.functions.to_string(),
-            r.compile.to_string(),
-            r.fail_to_compile.to_string(),
-            reasons.join(";"),
-            r.recompile.to_string(),
-            r.change_answer.to_string(),
-            num(r.first_call_eager_ns),
-            num(r.first_call_compiled_ns),
-            r.steady.functions.to_string(),
-            num(r.steady.median),
-            num(r.steady.geometric_mean),
-            num(ci.map(|e| e.lower)),
-            num(ci.map(|e| e.upper)),
-            r.steady.faster.to_string(),
-        ]));
-    }
-    out
-}
-
-/// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
-pub fn histogram(r: &ModeRow) -> String {
-    let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).filter(|x| *x > 0.0).collect();
-    if ratios.is_empty() {
-        return String::new();
-    }
-    let bin = |x: f64| x.log2().floor() as i32;
-    let lo = ratios.iter().map(|&x| bin(x)).min().unwrap_or(0);
-    let hi = ratios.iter().map(|&x| bin(x)).max().unwrap_or(0);
-    let counts: Vec<usize> = (lo..=hi).map(|k| ratios.iter().filter(|&&x| bin(x) == k).count()).collect();
-    let most = counts.iter().copied().max().unwrap_or(1).max(1);
-    let edge = |k: i32| {
-        let v = 2f64.powi(k);
-        if v >= 1.0 { format!("{v:.0}×") } else { format!("1/{:.0}×", 1.0 / v) }
-    };
-    let mut out = format!("{} on {} vs {}, compiled/eager steady state:\n", r.framework, r.compiled, r.eager);
-    for (i, k) in (lo..=hi).enumerate() {
-        let bar = "#".repeat((counts[i] * 40).div_ceil(most));
-        let _ = writeln!(out, "  {:>16} {bar} {}", format!("[{}, {})", edge(k), edge(k + 1)), counts[i]);
-    }
-    out
-}
-
-/// Every reason with its count, most frequent first: `compile_error 2, wrong_result 1`.
-fn all_reasons(reasons: &BTreeMap<Reason, usize>) -> String {
-    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().collect();
-    sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
-}
-
-/// The functions that do not come through the compiler whole, as a grid.
-fn failures_grid(rep: &ModesReport) -> Grid {
-    let mut rows = Vec::new();
-    for r in &rep.rows {
-        for f in &r.failures {
-            rows.push(vec![
-                r.framework.to_string(),
-                r.compiled.to_string(),
-                f.function.clone(),
-                f.status.as_str().to_string(),
-                all_reasons(&f.reasons),
-                format!("#{} {}", f.result_id, f.first),
-            ]);
-        }
-    }
-    let columns = ["framework", "target", "function", "status", "reasons (cases)", "first failing case"];
-    Grid { columns: columns.iter().map(|c| c.to_string()).collect(), right: Vec::new(), rows }
-}
-
-/// Renders the view. Table and Markdown: the summary table, per row a histogram of the
-/// steady-state ratios, the functions that fail, recompile or change their answer, the rule.
-/// CSV: the summary table's numbers ([`csv`]). JSON: everything, `{"format": "mlport.modes", "version": 1}`.
-pub fn render(rep: &ModesReport, format: Format) -> String {
-    match format {
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                format: &'static str,
-                version: u32,
-                #[serde(flatten)]
-                report: &'a ModesReport,
-            }
-            serde_json::to_string_pretty(&Doc { format: JSON_FORMAT, version: JSON_VERSION, report: rep })
-                .expect("serialisable")
-                + "\n"
-        }
-        Format::Csv => csv(rep),
-        Format::Table | Format::Markdown => {
-            let md = format == Format::Markdown;
-            let mut out = String::new();
-            let title = format!("Eager vs compiled, run {}", rep.run);
-            if md {
-                let _ = writeln!(out, "# {title}\n\n{}\n", super::markdown::escape(&rep.versions));
-            } else {
-                let _ = writeln!(out, "{title}\n{}", rep.versions);
-            }
-            if rep.rows.is_empty() {
-                out.push_str("No framework ran in both modes (run with `mlport run --modes eager,compiled`).\n");
-            } else {
-                out.push_str(&if md { grid(rep).markdown() } else { grid(rep).table() });
-            }
-            for (fw, why) in &rep.eager_only {
-                let line = format!("{fw}: eager only ({why})");
-                let _ = writeln!(out, "{}", if md { format!("\n- {}", super::markdown::escape(&line)) } else { line });
-            }
-            let hist: Vec<String> = rep.rows.iter().map(histogram).filter(|h| !h.is_empty()).collect();
-            if !hist.is_empty() {
-                let body = hist.join("\n");
-                if md {
-                    let _ = write!(out, "\n```\n{body}```\n");
-                } else {
-                    let _ = write!(out, "\n{body}");
-                }
-            }
-            let failures = failures_grid(rep);
-            if !failures.rows.is_empty() {
-                let heading = "Functions that fail, recompile or change their answer under the compiler";
-                if md {
-                    let _ = write!(out, "\n## {heading}\n\n{}", failures.markdown());
-                } else {
-                    let _ = write!(out, "\n{heading}:\n{}", failures.table());
-                }
-            }
-            let rule = if md {
-                format!("\n**Rule.** {}\n", super::markdown::escape(&rep.rule))
-            } else {
-                format!("\nRule: {}\n", rep.rule)
-            };
-            out.push_str(&rule);
-            out
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::analysis::portability::tests::{row, run_summary};
     use crate::model::Outcome;
     use crate::model::Outcome::{Fail, Pass, WrongResult};
-    use crate::report::summary::tests::{row, run_summary};
 
     /// torch on cpu and cpu/compiled: a compiles and is 2× faster; b fails to compile in one of
     /// two cases; c recompiles; d changes its answer; e fails in both modes (not attributable);
     /// numpy on cpu only.
-    fn results() -> Vec<ResultRow> {
+    pub(crate) fn results() -> Vec<ResultRow> {
         let t = Framework::Torch;
         let mut rows = vec![
             row(t, "a", 1, "cpu", Pass, None, &[100, 100, 100]),
@@ -460,7 +235,7 @@ mod tests {
         rows
     }
 
-    fn devices() -> Vec<DeviceInfo> {
+    pub(crate) fn devices() -> Vec<DeviceInfo> {
         vec![DeviceInfo {
             framework: Framework::Numpy,
             device: "cpu/compiled".parse().unwrap(),
@@ -469,7 +244,7 @@ mod tests {
         }]
     }
 
-    fn example() -> ModesReport {
+    pub(crate) fn example() -> ModesReport {
         build(&run_summary(), &devices(), &results(), None)
     }
 
@@ -496,27 +271,5 @@ mod tests {
             rep.eager_only,
             vec![(Framework::Numpy, "numpy has no compiled mode: NumPy runs eagerly only".into())]
         );
-    }
-
-    #[test]
-    fn snapshots() {
-        let rep = example();
-        insta::assert_snapshot!("modes_table", render(&rep, Format::Table));
-        insta::assert_snapshot!("modes_markdown", render(&rep, Format::Markdown));
-        insta::assert_snapshot!("modes_csv", render(&rep, Format::Csv));
-        let json = render(&rep, Format::Json);
-        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
-        insta::assert_snapshot!("modes_json", json);
-    }
-
-    #[test]
-    fn without_compiled_results_it_says_how_to_get_them() {
-        let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.mode() == Mode::Eager).collect();
-        let rep = build(&run_summary(), &[], &rows, None);
-        assert!(rep.rows.is_empty());
-        assert!(render(&rep, Format::Table).contains("--modes eager,compiled"));
-        assert_eq!(rep.eager_only.len(), 2);
-        assert_eq!(rep.eager_only[0].1, "no result on cpu/compiled");
     }
 }

@@ -1,30 +1,26 @@
 //! The cross-framework table (`mlport report --frameworks`): per canonical op, case and dtype,
 //! how each framework's function did against the float64 reference (NumPy/SciPy on the same
-//! inputs upcast), with the largest error and the steady-state latency side by side. Rendered
-//! as a table, Markdown, versioned JSON (`{"format": "mlport.frameworks", "version": 1}`) or CSV.
+//! inputs upcast), with the largest error and the steady-state latency side by side
+//! (rendered by [`crate::render::frameworks`]).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::Format;
-use super::grid::Grid;
-use super::render::latency;
 use crate::agreement::FLOAT64;
 use crate::model::{Device, Framework, Outcome, Reason};
 use crate::store::{ComparisonRow, ReferenceRow, ResultRow};
 
-/// The `format` of the JSON document.
-pub const JSON_FORMAT: &str = "mlport.frameworks";
-/// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
-
 /// One framework function's result in a row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Entry {
+    /// The result's id, for `mlport repro`.
     pub result_id: i64,
+    /// Fully qualified name.
     pub function: String,
+    /// What happened.
     pub outcome: Outcome,
+    /// Why it failed, when it did.
     pub reason: Option<Reason>,
     /// The first line of the error or of the disagreement.
     pub message: Option<String>,
@@ -37,9 +33,13 @@ pub struct Entry {
 /// One (op, case, dtype, device).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpRow {
+    /// The catalogue's canonical op.
     pub op: String,
+    /// The case's id.
     pub case_id: String,
+    /// The case's dtype.
     pub dtype: String,
+    /// The target.
     pub device: Device,
     /// `numpy.cumsum in float64`, or why there is none.
     pub reference: String,
@@ -64,14 +64,15 @@ pub struct Tally {
 /// The table of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FrameworkTable {
-    pub format: &'static str,
-    pub version: u32,
+    /// The run's id.
     pub run: i64,
     /// The framework columns, in report order.
     pub frameworks: Vec<Framework>,
     /// Ops with functions in two or more frameworks.
     pub shared_ops: usize,
+    /// By op, case, dtype (in [`crate::model::DTYPES`] order), then device.
     pub rows: Vec<OpRow>,
+    /// Counts over the rows, per framework.
     pub tally: BTreeMap<Framework, Tally>,
 }
 
@@ -156,173 +157,22 @@ pub fn build(
             }
         }
     }
-    FrameworkTable {
-        format: JSON_FORMAT,
-        version: JSON_VERSION,
-        run,
-        frameworks,
-        shared_ops: shared.len(),
-        rows,
-        tally,
-    }
+    FrameworkTable { run, frameworks, shared_ops: shared.len(), rows, tally }
 }
 
 fn dtype_order(d: &str) -> usize {
     crate::model::DTYPES.iter().position(|x| *x == d).unwrap_or(usize::MAX)
 }
 
-/// A number with three significant digits: `0.031`, `4.8e-4`, `83.3`, `13174`.
-fn num(x: f64) -> String {
-    let a = x.abs();
-    if x == 0.0 {
-        "0".into()
-    } else if (1e-2..1e5).contains(&a) {
-        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
-        let s = format!("{x:.decimals$}");
-        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
-    } else {
-        format!("{x:.1e}")
-    }
-}
-
-/// The largest error over an entry's float64 comparisons: `max abs 3.1e-2, 41 ULP`, or `exact`.
-/// ULPs are of the output's dtype at the reference value (fractional: 0.4 is a correctly
-/// rounded result).
-fn worst(cmp: &[ComparisonRow]) -> String {
-    let max = |f: fn(&ComparisonRow) -> Option<f64>| {
-        cmp.iter().filter_map(f).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-    };
-    match (max(|c| c.max_abs), max(|c| c.max_ulp)) {
-        (Some(a), Some(u)) if a == 0.0 && u == 0.0 => "exact".into(),
-        (Some(a), Some(u)) => {
-            format!("max abs {}, {} ULP", num(a), if u < 10.0 { format!("{u:.1}") } else { format!("{u:.0}") })
-        }
-        (Some(a), None) => format!("max abs {}", num(a)),
-        (None, Some(u)) => format!("{} ULP", num(u)),
-        (None, None) => "compared".into(),
-    }
-}
-
 /// Whether every float64 comparison of a passing entry reached a verdict.
-fn compared(e: &Entry) -> bool {
+pub fn compared(e: &Entry) -> bool {
     !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != "incomparable")
 }
 
-/// What a wrong result's disagreement is, in a few words: a shape or output count change, NaN/Inf
-/// patterns, or how many elements are off and by how much.
-fn disagreement(e: &Entry) -> String {
-    let bad: Vec<ComparisonRow> = e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
-    let Some(first) = bad.first() else {
-        // Not against float64: against the reference device; its message says how.
-        return e.message.clone().unwrap_or_else(|| "disagrees".into());
-    };
-    if first.shape_changed {
-        return match (first.detail["shape_actual"].as_array(), first.detail["shape_expected"].as_array()) {
-            (Some(a), Some(x)) => format!("shape {a:?} vs {x:?}").replace('"', ""),
-            _ => first.summary.clone(),
-        };
-    }
-    let mut parts = Vec::new();
-    let (nan, inf): (u64, u64) = bad.iter().fold((0, 0), |(n, i), c| (n + c.nan_mismatch, i + c.inf_mismatch));
-    if nan > 0 {
-        parts.push(format!("{nan} NaN differ"));
-    }
-    if inf > 0 {
-        parts.push(format!("{inf} Inf differ"));
-    }
-    let (off, of) = bad.iter().map(|c| (c.mismatched, c.elements)).max().unwrap_or((0, 0));
-    parts.push(format!("{off} of {of} off, {}", worst(&bad)));
-    parts.join(", ")
-}
-
-fn cell(entries: &[Entry]) -> String {
-    let several = entries.len() > 1;
-    entries
-        .iter()
-        .map(|e| {
-            let time = e.median_ns.map(|ns| format!(" · {}", latency(ns))).unwrap_or_default();
-            let text = match e.outcome {
-                Outcome::Pass if e.float64.is_empty() => format!("ran, not compared{time}"),
-                Outcome::Pass if !compared(e) => {
-                    let why = e.float64.iter().find(|c| c.verdict == "incomparable").map(|c| c.summary.as_str());
-                    format!("ran, not compared: {}{time}", why.unwrap_or("?"))
-                }
-                Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
-                Outcome::WrongResult => format!("✗ WRONG {}{time} #{}", disagreement(e), e.result_id),
-                Outcome::Skip => "skip".into(),
-                _ => {
-                    format!("✗ {} #{}", e.reason.map_or_else(|| e.outcome.to_string(), |r| r.to_string()), e.result_id)
-                }
-            };
-            if several { format!("{}: {text}", e.function) } else { text }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn grid(t: &FrameworkTable) -> Grid {
-    let mut columns: Vec<String> = ["op", "case", "dtype", "device", "float64 reference"].map(String::from).to_vec();
-    columns.extend(t.frameworks.iter().map(|f| f.to_string()));
-    let rows = t
-        .rows
-        .iter()
-        .map(|r| {
-            let mut cells =
-                vec![r.op.clone(), r.case_id.clone(), r.dtype.clone(), r.device.to_string(), r.reference.clone()];
-            cells.extend(t.frameworks.iter().map(|f| r.frameworks.get(f).map_or_else(|| "—".to_string(), |e| cell(e))));
-            cells
-        })
-        .collect();
-    Grid { columns, right: Vec::new(), rows }
-}
-
-/// One line per framework: how its results on the shared ops compare with float64.
-pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
-    let mut out = vec![format!(
-        "{} ops have functions in two or more frameworks; {} (op, case, dtype, device) rows.",
-        t.shared_ops,
-        t.rows.len()
-    )];
-    for (fw, n) in &t.tally {
-        out.push(format!(
-            "{fw}: {} agree with the float64 reference, {} wrong results, {} failed, {} ran without a reference.",
-            n.agree, n.wrong, n.failed, n.unchecked
-        ));
-    }
-    out.push(
-        "Cells: ✓ agrees (largest error over the compared outputs; ULP of the output's dtype) · ✗ WRONG: the \
-         elements beyond the dtype's tolerance (torch.testing.assert_close's defaults) · ✗ REASON: the call failed · \
-         the median steady-state time per call · #ID for `mlport repro ID` · — the framework has no function for the op or does not sweep the dtype."
-            .into(),
-    );
-    out
-}
-
-/// Renders the table and its summary. CSV is the table only; JSON holds every comparison.
-pub fn render(t: &FrameworkTable, format: Format) -> String {
-    let g = grid(t);
-    let lines = summary_lines(t);
-    match format {
-        Format::Json => serde_json::to_string_pretty(t).expect("serialisable") + "\n",
-        Format::Csv => g.csv(),
-        Format::Table => format!("Cross-framework agreement, run {}\n{}{}\n", t.run, g.table(), lines.join("\n")),
-        Format::Markdown => format!(
-            "# Cross-framework agreement, run {}\n\n{}\n{}\n",
-            t.run,
-            g.markdown(),
-            lines
-                .iter()
-                .map(|l| format!("- {}", super::markdown::escape(l).replace("\\`", "`")))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ),
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::report::summary::tests::row;
+    use crate::analysis::portability::tests::row;
 
     fn comparison(key: &str, verdict: &str, mismatched: u64, max_abs: f64, max_ulp: f64) -> ComparisonRow {
         ComparisonRow {
@@ -366,7 +216,7 @@ mod tests {
 
     /// Op `a` in numpy, torch, jax (torch wrong, jax failed); op `b` in torch and jax with a
     /// reference NumPy could not compute; op `c` in torch only (not shared, left out).
-    fn table() -> FrameworkTable {
+    pub(crate) fn table() -> FrameworkTable {
         let mut rows = vec![
             row(Framework::Numpy, "a", 1, "cpu", Outcome::Pass, None, &[100, 120, 110]),
             row(Framework::Torch, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::WrongResult), &[50]),
@@ -395,20 +245,5 @@ mod tests {
         assert_eq!(t.tally[&Framework::Jax], Tally { agree: 0, wrong: 0, failed: 1, unchecked: 1 });
         assert_eq!(t.rows[0].frameworks[&Framework::Numpy][0].median_ns, Some(110.0));
         assert_eq!(t.rows[1].reference, "numpy.b could not compute it: TypeError: no loop");
-        assert_eq!(num(0.031), "0.031");
-        assert_eq!(num(412.0), "412");
-        assert_eq!(num(83.281), "83.3");
-        assert_eq!(num(13174.4), "13174");
-        assert_eq!(num(1.5), "1.5");
-        assert_eq!(num(2.5e-7), "2.5e-7");
-    }
-
-    #[test]
-    fn snapshots() {
-        let t = table();
-        insta::assert_snapshot!("frameworks_table", render(&t, Format::Table));
-        insta::assert_snapshot!("frameworks_markdown", render(&t, Format::Markdown));
-        insta::assert_snapshot!("frameworks_csv", render(&t, Format::Csv));
-        insta::assert_snapshot!("frameworks_json", render(&t, Format::Json));
     }
 }

@@ -7,12 +7,14 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{CellAlignment, Table, presets};
 use serde::Serialize;
 
-use super::render::{Format, reasons};
-use super::slowdown::csv_row;
-use super::summary::{PortabilityReport, TargetSummary};
+use super::Format;
+use super::csv::Csv;
+use super::grid::Grid;
+use super::json::versioned;
+use super::units::reasons;
+use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::{Device, Framework, Reason};
 use crate::store::RunSource;
 
@@ -103,17 +105,11 @@ fn table(reports: &[PortabilityReport]) -> String {
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
-        let mut t = Table::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED).set_header(COLUMNS.to_vec());
-        for i in [0, 5, 6, 7, 8, 9] {
-            if let Some(c) = t.column_mut(i) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
-        }
+        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9]);
         for row in rows {
-            t.add_row(row);
+            t.push(row);
         }
-        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "{}", t.table());
     }
     out.push('\n');
     for rule in rules(reports) {
@@ -142,7 +138,8 @@ fn markdown(reports: &[PortabilityReport]) -> String {
 }
 
 fn csv(reports: &[PortabilityReport]) -> String {
-    let mut out = csv_row(&[
+    let mut out = Csv::new();
+    out.row([
         "run",
         "label",
         "source",
@@ -167,7 +164,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
     let pct = |t: &TargetSummary, n| t.percent(n).map(|p| format!("{p}")).unwrap_or_default();
     for r in reports {
         for t in &r.targets {
-            out.push_str(&csv_row(&[
+            out.row([
                 r.run.id.to_string(),
                 r.run.label.clone().unwrap_or_default(),
                 r.run.source.to_string(),
@@ -188,10 +185,10 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 t.cases_not_attributable.to_string(),
                 t.cases_skipped.to_string(),
                 t.median_latency_ns.map(|v| format!("{v}")).unwrap_or_default(),
-            ]));
+            ]);
         }
     }
-    out
+    out.finish()
 }
 
 fn json(reports: &[PortabilityReport]) -> String {
@@ -214,9 +211,7 @@ fn json(reports: &[PortabilityReport]) -> String {
         median_latency_ns: Option<f64>,
     }
     #[derive(Serialize)]
-    struct Doc<'a> {
-        format: &'static str,
-        version: u32,
+    struct Body<'a> {
         rows: Vec<Row<'a>>,
         rules: Vec<String>,
     }
@@ -242,51 +237,17 @@ fn json(reports: &[PortabilityReport]) -> String {
             })
         })
         .collect();
-    let doc = Doc { format: JSON_FORMAT, version: JSON_VERSION, rows, rules: rules(reports) };
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-}
-
-/// Per-function CSV of one report: every function with a result on every target.
-pub fn functions_csv(r: &PortabilityReport) -> String {
-    let mut out = csv_row(&[
-        "run",
-        "framework",
-        "device",
-        "function",
-        "status",
-        "passed",
-        "failed",
-        "wrong_result",
-        "not_attributable",
-        "reasons",
-    ]);
-    for t in &r.targets {
-        for f in &t.functions {
-            let reasons: Vec<String> = f.reasons.iter().map(|(r, n)| format!("{r}={n}")).collect();
-            out.push_str(&csv_row(&[
-                r.run.id.to_string(),
-                t.framework.to_string(),
-                t.device.to_string(),
-                f.name.clone(),
-                f.status.map_or("not_run", |s| s.as_str()).to_string(),
-                f.passed.to_string(),
-                f.failed.to_string(),
-                f.wrong.to_string(),
-                f.not_attributable.to_string(),
-                reasons.join(";"),
-            ]));
-        }
-    }
-    out
+    versioned(JSON_FORMAT, JSON_VERSION, &Body { rows, rules: rules(reports) })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::summary::tests::{devices, results, run_summary};
-    use super::super::summary::{ReportOptions, build};
+pub(crate) mod tests {
     use super::*;
+    use crate::analysis::portability::tests::{devices, results, run_summary};
+    use crate::analysis::{ReportOptions, build};
 
-    fn reports() -> Vec<PortabilityReport> {
+    /// A live run and an imported one.
+    pub(crate) fn reports() -> Vec<PortabilityReport> {
         let live = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
         let mut run = run_summary();
         run.id = 9;
@@ -307,7 +268,6 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
         insta::assert_snapshot!("overview_json", json);
-        insta::assert_snapshot!("functions_csv", functions_csv(&r[1]));
     }
 
     #[test]

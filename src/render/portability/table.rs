@@ -1,24 +1,23 @@
-//! The terminal rendering of a report: comfy-table with UTF-8 borders, fixed width
-//! (no wrapping), numbers right-aligned.
+//! The terminal rendering of a portability report: comfy-table with UTF-8 borders, fixed
+//! width (no wrapping), numbers right-aligned.
 
-use comfy_table::{CellAlignment, Table, presets};
-
-use super::render::{
+use super::words::{
     FUNCTION_COLUMNS, SUMMARY_COLUMNS, function_cells, harness_heading, not_portable, notes, summary_cells,
     target_heading, title, versions,
 };
-use super::summary::PortabilityReport;
+use crate::analysis::PortabilityReport;
+use crate::render::grid::Grid;
 
 pub(super) fn report(report: &PortabilityReport) -> String {
     let mut lines = vec![title(report), versions(report), String::new()];
     if report.targets.is_empty() {
         lines.push("No results to report.".into());
     } else {
-        let mut table = new_table(&SUMMARY_COLUMNS, &[2, 3, 4, 5, 6, 8]);
+        let mut table = Grid::new(SUMMARY_COLUMNS).right_aligned(&[2, 3, 4, 5, 6, 8]);
         for t in &report.targets {
-            table.add_row(summary_cells(t));
+            table.push(summary_cells(t));
         }
-        lines.push(table.to_string());
+        lines.push(table.table());
     }
     let notes = notes(report);
     if !notes.is_empty() {
@@ -46,28 +45,15 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
     }
     for t in &report.targets {
         lines.push(target_heading(t));
-        let mut table = new_table(&FUNCTION_COLUMNS, &[2, 3, 4]);
-        let mut any = false;
+        let mut table = Grid::new(FUNCTION_COLUMNS).right_aligned(&[2, 3, 4]);
         for f in not_portable(t) {
-            table.add_row(function_cells(f));
-            any = true;
+            table.push(function_cells(f));
         }
-        if any {
-            lines.push(table.to_string());
+        if !table.rows.is_empty() {
+            lines.push(table.table());
         }
         lines.push(String::new());
     }
     lines.push(format!("Rule: {}", report.rule));
     lines.join("\n") + "\n"
-}
-
-fn new_table(columns: &[&str], right_aligned: &[usize]) -> Table {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED).set_header(columns.to_vec());
-    for &i in right_aligned {
-        if let Some(column) = table.column_mut(i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table
 }

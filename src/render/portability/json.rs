@@ -1,4 +1,4 @@
-//! The JSON rendering of a report: a durable, versioned format
+//! The JSON rendering of a portability report: a durable, versioned format
 //! (`{"format": "mlport.portability", "version": 1, ...}`) written from its own
 //! borrowed structs, so renaming a report field never changes it. Latencies are ns;
 //! percentages are of the functions run (`null` when none ran); enums and map keys use
@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::render::not_portable;
-use super::summary::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
+use super::words::not_portable;
+use crate::analysis::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
 use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::render::json::pretty;
 use crate::store::RunSource;
 
 /// The `format` of the summary document.
@@ -271,9 +272,4 @@ pub(super) fn bundle(report: &PortabilityReport) -> String {
         "summary": parse(self::report(report)),
         "functions": parse(functions(report)),
     }))
-}
-
-fn pretty(doc: &impl Serialize) -> String {
-    // These documents hold only strings, numbers and string-keyed maps: serialising cannot fail.
-    serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
 }

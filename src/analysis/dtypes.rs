@@ -1,92 +1,35 @@
 //! The dtype matrix (`mlport report --dtypes`): per function × device, which of the swept
 //! dtypes pass, fail (with the reason) or give a wrong result; then every case that did not
-//! pass, with its result id for `mlport repro`. Rendered as a table, Markdown, versioned JSON
-//! (`{"format": "mlport.dtypes", "version": 1}`) or CSV.
+//! pass, with its result id for `mlport repro` (rendered by [`crate::render::dtypes`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Format;
-use super::grid::Grid;
 use crate::model::{DTYPES, Device, Framework, Outcome, Reason};
 use crate::store::ResultRow;
-
-/// The `format` of the JSON document.
-pub const JSON_FORMAT: &str = "mlport.dtypes";
-/// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
 
 /// The outcomes of one function's cases at one dtype on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Cell {
+    /// Cases that passed.
     pub passed: usize,
     /// Ran but disagreed with a reference (`wrong_result`).
     pub wrong: usize,
     /// Failed (raised, timed out, crashed), by reason.
     pub failed: BTreeMap<Reason, usize>,
+    /// Cases skipped.
     pub skipped: usize,
-}
-
-impl Cell {
-    /// The cell's marks: `✓` when a case passed, `W` for a wrong result, then one letter per
-    /// failure reason ([`reason_mark`]); `s` when every case was skipped. `✓D` means the cases
-    /// at this dtype differ: some pass, some are dtype_unsupported.
-    pub fn marks(&self) -> String {
-        let mut s = String::new();
-        if self.passed > 0 {
-            s.push('✓');
-        }
-        if self.wrong > 0 {
-            s.push('W');
-        }
-        for r in self.failed.keys() {
-            s.push(reason_mark(*r));
-        }
-        if s.is_empty() && self.skipped > 0 {
-            s.push('s');
-        }
-        s
-    }
-}
-
-/// One letter per failure reason, for the matrix's cells.
-pub fn reason_mark(r: Reason) -> char {
-    match r {
-        Reason::NotImplemented => 'N',
-        Reason::DtypeUnsupported => 'D',
-        Reason::WrongResult => 'W',
-        Reason::OutOfMemory => 'M',
-        Reason::Timeout => 'T',
-        Reason::Crash => 'C',
-        Reason::SilentFallback => 'F',
-        Reason::CompileError => 'X',
-        Reason::Recompiles => 'R',
-        Reason::ApiMissing => 'A',
-        Reason::HarnessError => 'H',
-        Reason::Other => 'O',
-    }
-}
-
-/// The legend printed under the matrix.
-pub fn legend() -> String {
-    let reasons: Vec<String> = Reason::ALL
-        .iter()
-        .filter(|r| **r != Reason::WrongResult)
-        .map(|r| format!("{} {}", reason_mark(*r), r))
-        .collect();
-    format!(
-        "✓ passed · W wrong_result (ran, disagreed with its reference beyond tolerance) · {} · s skipped · \
-         (blank) not in the sweep. Several marks: the function's cases at that dtype differ.",
-        reasons.join(" · ")
-    )
 }
 
 /// One function on one device.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MatrixRow {
+    /// The function's framework.
     pub framework: Framework,
+    /// Fully qualified name.
     pub function: String,
+    /// The target.
     pub device: Device,
     /// By dtype name; dtypes the function does not sweep are absent.
     pub cells: BTreeMap<String, Cell>,
@@ -97,12 +40,19 @@ pub struct MatrixRow {
 pub struct Problem {
     /// The result's id: `mlport repro ID` writes a script that reproduces it.
     pub result_id: i64,
+    /// The function's framework.
     pub framework: Framework,
+    /// Fully qualified name.
     pub function: String,
+    /// The target.
     pub device: Device,
+    /// The case's dtype.
     pub dtype: String,
+    /// The case's id within the function.
     pub case_id: String,
+    /// What happened.
     pub outcome: Outcome,
+    /// Why it failed, when it did.
     pub reason: Option<Reason>,
     /// The first line of the error or disagreement.
     pub message: String,
@@ -111,13 +61,13 @@ pub struct Problem {
 /// The matrix of a run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DtypeMatrix {
-    pub format: &'static str,
-    pub version: u32,
+    /// The run's id.
     pub run: i64,
     /// The dtypes of the columns, in [`DTYPES`] order: those swept by any row.
     pub dtypes: Vec<String>,
     /// In planned function order, then device.
     pub rows: Vec<MatrixRow>,
+    /// Every case that did not pass (nor was skipped), in result order.
     pub problems: Vec<Problem>,
 }
 
@@ -166,7 +116,7 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
     rows.sort_by_key(|r| (order[&(r.framework, r.function.clone())], r.device.clone()));
     let dtypes =
         DTYPES.iter().filter(|d| rows.iter().any(|r| r.cells.contains_key(**d))).map(|d| d.to_string()).collect();
-    DtypeMatrix { format: JSON_FORMAT, version: JSON_VERSION, run, dtypes, rows, problems }
+    DtypeMatrix { run, dtypes, rows, problems }
 }
 
 fn first_line(error_type: Option<&str>, message: Option<&str>) -> String {
@@ -182,72 +132,14 @@ fn first_line(error_type: Option<&str>, message: Option<&str>) -> String {
     }
 }
 
-fn grid(m: &DtypeMatrix) -> Grid {
-    let mut columns = vec!["function".to_string(), "device".to_string()];
-    columns.extend(m.dtypes.iter().cloned());
-    let rows = m
-        .rows
-        .iter()
-        .map(|r| {
-            let mut cells = vec![r.function.clone(), r.device.to_string()];
-            cells.extend(m.dtypes.iter().map(|d| r.cells.get(d).map_or_else(String::new, Cell::marks)));
-            cells
-        })
-        .collect();
-    Grid { columns, right: Vec::new(), rows }
-}
-
-fn problem_line(p: &Problem) -> String {
-    let what = match (p.outcome, p.reason) {
-        (Outcome::WrongResult, _) | (_, None) => p.outcome.to_string(),
-        (_, Some(r)) => r.to_string(),
-    };
-    format!("#{} {} on {} at {} [{}]: {what} — {}", p.result_id, p.function, p.device, p.dtype, p.case_id, p.message)
-}
-
-/// Renders the matrix, its legend and the list of cases that did not pass. CSV is the matrix
-/// only (marks as in the table); JSON holds everything with counts per cell.
-pub fn render(m: &DtypeMatrix, format: Format) -> String {
-    let g = grid(m);
-    match format {
-        Format::Json => serde_json::to_string_pretty(m).expect("serialisable") + "\n",
-        Format::Csv => g.csv(),
-        Format::Table => {
-            let mut out = format!("Dtype matrix of run {}\n{}{}\n", m.run, g.table(), legend());
-            if !m.problems.is_empty() {
-                out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n");
-                for p in &m.problems {
-                    out.push_str(&format!("  {}\n", problem_line(p)));
-                }
-            }
-            out
-        }
-        Format::Markdown => {
-            let mut out = format!(
-                "# Dtype matrix of run {}\n\n{}\n{}\n",
-                m.run,
-                g.markdown(),
-                super::markdown::escape(&legend())
-            );
-            if !m.problems.is_empty() {
-                out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n\n");
-                for p in &m.problems {
-                    out.push_str(&format!("- {}\n", super::markdown::escape(&problem_line(p))));
-                }
-            }
-            out
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::report::summary::tests::row;
+    use crate::analysis::portability::tests::row;
 
     /// torch.a: float16 wrong, float32 pass, bfloat16 one case unsupported and one passing;
     /// jax.a: float32 pass on cpu, float32 not implemented on tpu:0.
-    fn rows() -> Vec<ResultRow> {
+    pub(crate) fn rows() -> Vec<ResultRow> {
         let at = |mut r: ResultRow, dtype: &str, id: i64, message: Option<&str>| {
             r.case.dtype = dtype.into();
             r.case.key = r.case.key.replace("float32", dtype);
@@ -282,25 +174,16 @@ mod tests {
     }
 
     #[test]
-    fn cells_mark_pass_wrong_and_reasons() {
+    fn cells_count_pass_wrong_and_reasons() {
         let m = build(3, &rows(), &|_| true);
         assert_eq!(m.dtypes, ["float16", "bfloat16", "float32"], "DTYPES order, swept ones only");
         let torch = &m.rows[0];
-        assert_eq!(torch.cells["float16"].marks(), "W");
-        assert_eq!(torch.cells["bfloat16"].marks(), "✓D");
-        assert_eq!(torch.cells["float32"].marks(), "✓");
+        assert_eq!((torch.cells["float16"].wrong, torch.cells["float16"].passed), (1, 0));
+        assert_eq!(torch.cells["bfloat16"].failed, BTreeMap::from([(Reason::DtypeUnsupported, 1)]));
+        assert_eq!(torch.cells["bfloat16"].passed, 1);
         assert_eq!(m.problems.iter().map(|p| p.result_id).collect::<Vec<_>>(), [1, 3, 6]);
         let only_jax = build(3, &rows(), &|r| r.function.framework == Framework::Jax);
         assert_eq!(only_jax.rows.len(), 2);
         assert_eq!(only_jax.dtypes, ["float32"]);
-    }
-
-    #[test]
-    fn snapshots() {
-        let m = build(3, &rows(), &|_| true);
-        insta::assert_snapshot!("dtypes_table", render(&m, Format::Table));
-        insta::assert_snapshot!("dtypes_markdown", render(&m, Format::Markdown));
-        insta::assert_snapshot!("dtypes_csv", render(&m, Format::Csv));
-        insta::assert_snapshot!("dtypes_json", render(&m, Format::Json));
     }
 }

@@ -1,0 +1,142 @@
+//! The dtype matrix ([`crate::analysis::dtypes`]) as a table, Markdown, versioned JSON
+//! (`{"format": "mlport.dtypes", "version": 1}`) or CSV: one mark per cell, a legend, then
+//! the cases that did not pass.
+
+use super::Format;
+use super::grid::Grid;
+use super::json::versioned;
+use super::markdown::escape;
+use crate::analysis::dtypes::{Cell, DtypeMatrix, Problem};
+use crate::model::{Outcome, Reason};
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.dtypes";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+/// A cell's marks: `✓` when a case passed, `W` for a wrong result, then one letter per
+/// failure reason ([`reason_mark`]); `s` when every case was skipped. `✓D` means the cases
+/// at this dtype differ: some pass, some are dtype_unsupported.
+pub fn marks(cell: &Cell) -> String {
+    let mut s = String::new();
+    if cell.passed > 0 {
+        s.push('✓');
+    }
+    if cell.wrong > 0 {
+        s.push('W');
+    }
+    for r in cell.failed.keys() {
+        s.push(reason_mark(*r));
+    }
+    if s.is_empty() && cell.skipped > 0 {
+        s.push('s');
+    }
+    s
+}
+
+/// One letter per failure reason, for the matrix's cells.
+pub fn reason_mark(r: Reason) -> char {
+    match r {
+        Reason::NotImplemented => 'N',
+        Reason::DtypeUnsupported => 'D',
+        Reason::WrongResult => 'W',
+        Reason::OutOfMemory => 'M',
+        Reason::Timeout => 'T',
+        Reason::Crash => 'C',
+        Reason::SilentFallback => 'F',
+        Reason::CompileError => 'X',
+        Reason::Recompiles => 'R',
+        Reason::ApiMissing => 'A',
+        Reason::HarnessError => 'H',
+        Reason::Other => 'O',
+    }
+}
+
+/// The legend printed under the matrix.
+pub fn legend() -> String {
+    let reasons: Vec<String> = Reason::ALL
+        .iter()
+        .filter(|r| **r != Reason::WrongResult)
+        .map(|r| format!("{} {}", reason_mark(*r), r))
+        .collect();
+    format!(
+        "✓ passed · W wrong_result (ran, disagreed with its reference beyond tolerance) · {} · s skipped · \
+         (blank) not in the sweep. Several marks: the function's cases at that dtype differ.",
+        reasons.join(" · ")
+    )
+}
+
+fn grid(m: &DtypeMatrix) -> Grid {
+    let mut columns = vec!["function".to_string(), "device".to_string()];
+    columns.extend(m.dtypes.iter().cloned());
+    let mut g = Grid::new(columns);
+    for r in &m.rows {
+        let mut cells = vec![r.function.clone(), r.device.to_string()];
+        cells.extend(m.dtypes.iter().map(|d| r.cells.get(d).map_or_else(String::new, marks)));
+        g.push(cells);
+    }
+    g
+}
+
+fn problem_line(p: &Problem) -> String {
+    let what = match (p.outcome, p.reason) {
+        (Outcome::WrongResult, _) | (_, None) => p.outcome.to_string(),
+        (_, Some(r)) => r.to_string(),
+    };
+    format!("#{} {} on {} at {} [{}]: {what} — {}", p.result_id, p.function, p.device, p.dtype, p.case_id, p.message)
+}
+
+/// Renders the matrix, its legend and the list of cases that did not pass. CSV is the matrix
+/// only (marks as in the table); JSON holds everything with counts per cell.
+pub fn render(m: &DtypeMatrix, format: Format) -> String {
+    let g = grid(m);
+    match format {
+        Format::Json => versioned(JSON_FORMAT, JSON_VERSION, m),
+        Format::Csv => g.csv(),
+        Format::Table => {
+            let mut out = format!("Dtype matrix of run {}\n{}\n{}\n", m.run, g.table(), legend());
+            if !m.problems.is_empty() {
+                out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n");
+                for p in &m.problems {
+                    out.push_str(&format!("  {}\n", problem_line(p)));
+                }
+            }
+            out
+        }
+        Format::Markdown => {
+            let mut out = format!("# Dtype matrix of run {}\n\n{}\n{}\n", m.run, g.markdown(), escape(&legend()));
+            if !m.problems.is_empty() {
+                out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n\n");
+                for p in &m.problems {
+                    out.push_str(&format!("- {}\n", escape(&problem_line(p))));
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::dtypes::build;
+    use crate::analysis::dtypes::tests::rows;
+
+    #[test]
+    fn cells_mark_pass_wrong_and_reasons() {
+        let m = build(3, &rows(), &|_| true);
+        let torch = &m.rows[0];
+        assert_eq!(marks(&torch.cells["float16"]), "W");
+        assert_eq!(marks(&torch.cells["bfloat16"]), "✓D");
+        assert_eq!(marks(&torch.cells["float32"]), "✓");
+    }
+
+    #[test]
+    fn snapshots() {
+        let m = build(3, &rows(), &|_| true);
+        insta::assert_snapshot!("dtypes_table", render(&m, Format::Table));
+        insta::assert_snapshot!("dtypes_markdown", render(&m, Format::Markdown));
+        insta::assert_snapshot!("dtypes_csv", render(&m, Format::Csv));
+        insta::assert_snapshot!("dtypes_json", render(&m, Format::Json));
+    }
+}

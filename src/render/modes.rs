@@ -1,0 +1,274 @@
+//! The eager-against-compiled view ([`crate::analysis::modes`]) as a table, Markdown,
+//! versioned JSON (`{"format": "mlport.modes", "version": 1}`) or CSV.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Format;
+use super::csv::Csv;
+use super::grid::Grid;
+use super::json::versioned;
+use super::markdown::escape;
+use super::portability::words::versions;
+use super::units::{count_of, interval, latency, ratio, reasons};
+use crate::analysis::modes::{ModeRow, ModesReport};
+use crate::model::{Framework, Reason};
+
+/// The `format` of the JSON document.
+pub const JSON_FORMAT: &str = "mlport.modes";
+/// Its version; bumped on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+const COLUMNS: [&str; 12] = [
+    "framework",
+    "device",
+    "functions",
+    "compile",
+    "fail to compile",
+    "failure reasons (cases)",
+    "recompile",
+    "changed answer",
+    "first call eager → compiled",
+    "compiled/eager median",
+    "geometric mean [95% CI]",
+    "faster compiled",
+];
+
+fn opt_latency(ns: Option<f64>) -> String {
+    ns.map_or("—".into(), latency)
+}
+
+fn cells(r: &ModeRow) -> Vec<String> {
+    let d = &r.steady;
+    vec![
+        r.framework.to_string(),
+        r.eager.to_string(),
+        r.functions.to_string(),
+        count_of(r.compile, r.functions),
+        count_of(r.fail_to_compile, r.functions),
+        reasons(&r.failure_reasons),
+        r.recompile.to_string(),
+        r.change_answer.to_string(),
+        format!("{} → {}", opt_latency(r.first_call_eager_ns), opt_latency(r.first_call_compiled_ns)),
+        d.median.map_or("—".into(), ratio),
+        match (d.geometric_mean, &d.geometric_mean_ci) {
+            (Some(g), Some(ci)) => format!("{} {}", ratio(g), interval(ci)),
+            (Some(g), None) => ratio(g),
+            _ => "—".into(),
+        },
+        match d.share(d.faster) {
+            Some(s) => format!("{} of {} ({:.0}%)", d.faster, d.functions, 100.0 * s),
+            None => "—".into(),
+        },
+    ]
+}
+
+fn grid(rep: &ModesReport) -> Grid {
+    let mut g = Grid::new(COLUMNS).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11]);
+    for r in &rep.rows {
+        g.push(cells(r));
+    }
+    g
+}
+
+/// CSV for spreadsheets and scripts: numbers only (counts, ns, ratios; empty when unknown),
+/// one row per framework; the failure reasons as `reason=cases` pairs joined by `;`.
+fn csv(rep: &ModesReport) -> String {
+    let header = [
+        "framework",
+        "eager",
+        "compiled",
+        "functions",
+        "compile",
+        "fail_to_compile",
+        "failure_reasons",
+        "recompile",
+        "changed_answer",
+        "first_call_eager_ns",
+        "first_call_compiled_ns",
+        "steady_ratio_functions",
+        "steady_ratio_median",
+        "steady_ratio_geometric_mean",
+        "steady_ratio_geometric_mean_lower",
+        "steady_ratio_geometric_mean_upper",
+        "faster_compiled",
+    ];
+    let num = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
+    let mut out = Csv::new();
+    out.row(header);
+    for r in &rep.rows {
+        let ci = r.steady.geometric_mean_ci;
+        let reasons: Vec<String> = r.failure_reasons.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        out.row([
+            r.framework.to_string(),
+            r.eager.to_string(),
+            r.compiled.to_string(),
+            r.functions.to_string(),
+            r.compile.to_string(),
+            r.fail_to_compile.to_string(),
+            reasons.join(";"),
+            r.recompile.to_string(),
+            r.change_answer.to_string(),
+            num(r.first_call_eager_ns),
+            num(r.first_call_compiled_ns),
+            r.steady.functions.to_string(),
+            num(r.steady.median),
+            num(r.steady.geometric_mean),
+            num(ci.map(|e| e.lower)),
+            num(ci.map(|e| e.upper)),
+            r.steady.faster.to_string(),
+        ]);
+    }
+    out.finish()
+}
+
+/// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
+pub fn histogram(r: &ModeRow) -> String {
+    let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).filter(|x| *x > 0.0).collect();
+    if ratios.is_empty() {
+        return String::new();
+    }
+    let bin = |x: f64| x.log2().floor() as i32;
+    let lo = ratios.iter().map(|&x| bin(x)).min().unwrap_or(0);
+    let hi = ratios.iter().map(|&x| bin(x)).max().unwrap_or(0);
+    let counts: Vec<usize> = (lo..=hi).map(|k| ratios.iter().filter(|&&x| bin(x) == k).count()).collect();
+    let most = counts.iter().copied().max().unwrap_or(1).max(1);
+    let edge = |k: i32| {
+        let v = 2f64.powi(k);
+        if v >= 1.0 { format!("{v:.0}×") } else { format!("1/{:.0}×", 1.0 / v) }
+    };
+    let mut out = format!("{} on {} vs {}, compiled/eager steady state:\n", r.framework, r.compiled, r.eager);
+    for (i, k) in (lo..=hi).enumerate() {
+        let bar = "#".repeat((counts[i] * 40).div_ceil(most));
+        let _ = writeln!(out, "  {:>16} {bar} {}", format!("[{}, {})", edge(k), edge(k + 1)), counts[i]);
+    }
+    out
+}
+
+/// Every reason with its count, most frequent first: `compile_error 2, wrong_result 1`.
+fn all_reasons(reasons: &BTreeMap<Reason, usize>) -> String {
+    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The functions that do not come through the compiler whole, as a grid.
+fn failures_grid(rep: &ModesReport) -> Grid {
+    let columns = ["framework", "target", "function", "status", "reasons (cases)", "first failing case"];
+    let mut g = Grid::new(columns);
+    for r in &rep.rows {
+        for f in &r.failures {
+            g.push([
+                r.framework.to_string(),
+                r.compiled.to_string(),
+                f.function.clone(),
+                f.status.as_str().to_string(),
+                all_reasons(&f.reasons),
+                format!("#{} {}", f.result_id, f.first),
+            ]);
+        }
+    }
+    g
+}
+
+/// Renders the view. Table and Markdown: the summary table, per row a histogram of the
+/// steady-state ratios, the functions that fail, recompile or change their answer, the rule.
+/// CSV: the summary table's numbers ([`csv`]). JSON: everything, `{"format": "mlport.modes", "version": 1}`.
+pub fn render(rep: &ModesReport, format: Format) -> String {
+    match format {
+        Format::Json => {
+            #[derive(Serialize)]
+            struct Body<'a> {
+                run: i64,
+                versions: String,
+                rows: &'a [ModeRow],
+                eager_only: &'a [(Framework, String)],
+                rule: &'a str,
+            }
+            let body = Body {
+                run: rep.run,
+                versions: versions(&rep.portability),
+                rows: &rep.rows,
+                eager_only: &rep.eager_only,
+                rule: &rep.rule,
+            };
+            versioned(JSON_FORMAT, JSON_VERSION, &body)
+        }
+        Format::Csv => csv(rep),
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            let mut out = String::new();
+            let title = format!("Eager vs compiled, run {}", rep.run);
+            if md {
+                let _ = writeln!(out, "# {title}\n\n{}\n", escape(&versions(&rep.portability)));
+            } else {
+                let _ = writeln!(out, "{title}\n{}", versions(&rep.portability));
+            }
+            if rep.rows.is_empty() {
+                out.push_str("No framework ran in both modes (run with `mlport run --modes eager,compiled`).\n");
+            } else {
+                out.push_str(&if md { grid(rep).markdown() } else { grid(rep).table() + "\n" });
+            }
+            for (fw, why) in &rep.eager_only {
+                let line = format!("{fw}: eager only ({why})");
+                let _ = writeln!(out, "{}", if md { format!("\n- {}", escape(&line)) } else { line });
+            }
+            let hist: Vec<String> = rep.rows.iter().map(histogram).filter(|h| !h.is_empty()).collect();
+            if !hist.is_empty() {
+                let body = hist.join("\n");
+                if md {
+                    let _ = write!(out, "\n```\n{body}```\n");
+                } else {
+                    let _ = write!(out, "\n{body}");
+                }
+            }
+            let failures = failures_grid(rep);
+            if !failures.rows.is_empty() {
+                let heading = "Functions that fail, recompile or change their answer under the compiler";
+                if md {
+                    let _ = write!(out, "\n## {heading}\n\n{}", failures.markdown());
+                } else {
+                    let _ = write!(out, "\n{heading}:\n{}\n", failures.table());
+                }
+            }
+            let rule =
+                if md { format!("\n**Rule.** {}\n", escape(&rep.rule)) } else { format!("\nRule: {}\n", rep.rule) };
+            out.push_str(&rule);
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::modes::build;
+    use crate::analysis::modes::tests::{example, results};
+    use crate::analysis::portability::tests::run_summary;
+    use crate::model::Mode;
+    use crate::store::ResultRow;
+
+    #[test]
+    fn snapshots() {
+        let rep = example();
+        insta::assert_snapshot!("modes_table", render(&rep, Format::Table));
+        insta::assert_snapshot!("modes_markdown", render(&rep, Format::Markdown));
+        insta::assert_snapshot!("modes_csv", render(&rep, Format::Csv));
+        let json = render(&rep, Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        insta::assert_snapshot!("modes_json", json);
+    }
+
+    #[test]
+    fn without_compiled_results_it_says_how_to_get_them() {
+        let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.mode() == Mode::Eager).collect();
+        let rep = build(&run_summary(), &[], &rows, None);
+        assert!(rep.rows.is_empty());
+        assert!(render(&rep, Format::Table).contains("--modes eager,compiled"));
+        assert_eq!(rep.eager_only.len(), 2);
+        assert_eq!(rep.eager_only[0].1, "no result on cpu/compiled");
+    }
+}

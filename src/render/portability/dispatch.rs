@@ -1,0 +1,148 @@
+//! Picks a renderer for a [`PortabilityReport`]: the summary, the per-function detail, or
+//! both (one JSON document).
+
+use super::{csv, json, markdown, table};
+use crate::analysis::PortabilityReport;
+use crate::render::Format;
+
+/// The summary: one row per (framework, device), then unavailable devices, harness
+/// errors and the counting rule. Ends with a newline.
+pub fn render(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Table => table::report(report),
+        Format::Markdown => markdown::report(report),
+        Format::Json => json::report(report),
+        Format::Csv => csv::report(report),
+    }
+}
+
+/// Per-function detail: for each target, the functions that are partial or complete
+/// failures, with their failure reasons. Ends with a newline.
+pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Table => table::functions(report),
+        Format::Markdown => markdown::functions(report),
+        Format::Json => json::functions(report),
+        Format::Csv => csv::functions(report),
+    }
+}
+
+/// The summary followed by the per-function detail; in JSON one document holding both
+/// (`mlport.portability.bundle`), so the output stays a single parseable value.
+pub fn render_with_functions(report: &PortabilityReport, format: Format) -> String {
+    match format {
+        Format::Json => json::bundle(report),
+        _ => render(report, format) + &render_functions(report, format),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::portability::tests::{devices, report, results, run_summary};
+    use crate::analysis::{ReportOptions, build};
+    use crate::render::portability::words;
+    use crate::store::{ResultRow, RunSource};
+
+    #[test]
+    fn table_snapshot() {
+        insta::assert_snapshot!("table", render(&report(), Format::Table));
+        insta::assert_snapshot!("table_functions", render_functions(&report(), Format::Table));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!("markdown", render(&report(), Format::Markdown));
+        insta::assert_snapshot!("markdown_functions", render_functions(&report(), Format::Markdown));
+    }
+
+    #[test]
+    fn json_snapshot() {
+        let text = render(&report(), Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(1)));
+        insta::assert_snapshot!("json", text);
+        let text = render_functions(&report(), Format::Json);
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["format"], "mlport.portability.functions");
+        insta::assert_snapshot!("json_functions", text);
+        // With --functions, JSON stays one document: the two above, bundled.
+        let bundle: serde_json::Value = serde_json::from_str(&render_with_functions(&report(), Format::Json)).unwrap();
+        assert_eq!(bundle["format"], "mlport.portability.bundle");
+        assert_eq!(
+            bundle["summary"],
+            serde_json::from_str::<serde_json::Value>(&render(&report(), Format::Json)).unwrap()
+        );
+        assert_eq!(bundle["functions"]["format"], "mlport.portability.functions");
+    }
+
+    #[test]
+    fn unattributed_table_snapshot() {
+        let opts = ReportOptions { attributable: false, ..Default::default() };
+        let report = build(&run_summary(), &devices(), &results(), &opts);
+        insta::assert_snapshot!("table_unattributed", render(&report, Format::Table));
+    }
+
+    #[test]
+    fn imported_run_table_snapshot() {
+        let mut run = run_summary();
+        run.origin = crate::store::RunOrigin {
+            source: RunSource::ImportPaper,
+            label: Some("paper/torch/tpu_vm/tpu".into()),
+            machine: Some("tpu_vm".into()),
+            notes: vec![
+                "imported from the paper's data: 3 sessions merged (tpu_1.json, tpu_2.json, tpu_3.json)".into(),
+            ],
+        };
+        run.info.python_version = String::new();
+        run.info.frameworks.get_mut(&crate::model::Framework::Torch).unwrap().version = None;
+        let report = build(&run, &devices(), &results(), &ReportOptions::default());
+        let text = render(&report, Format::Table);
+        assert!(text.contains("torch version unknown") && text.contains("python unknown"), "{text}");
+        assert!(text.contains("not attributable (failed on cpu)"), "{text}");
+        insta::assert_snapshot!("table_imported", text);
+        let json = render(&report, Format::Json);
+        assert!(json.contains("\"source\": \"import:paper\"") && json.contains("\"machine\": \"tpu_vm\""), "{json}");
+    }
+
+    #[test]
+    fn every_format_ends_with_the_rule() {
+        let report = report();
+        for format in [Format::Table, Format::Markdown, Format::Json] {
+            for text in [render(&report, format), render_functions(&report, format)] {
+                let tail: String = text.lines().rev().take(3).collect();
+                assert!(tail.contains(&report.rule), "{format}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_run_renders() {
+        let report = build(&run_summary(), &[], &[], &ReportOptions::default());
+        for format in [Format::Table, Format::Markdown, Format::Json] {
+            assert!(render(&report, format).contains(&report.rule));
+            assert!(render_functions(&report, format).contains(&report.rule));
+        }
+        assert!(render(&report, Format::Table).contains("No results to report."));
+    }
+
+    #[test]
+    fn functions_csv_snapshot() {
+        insta::assert_snapshot!("functions_csv", csv::functions(&crate::render::overview::tests::reports()[1]));
+    }
+
+    #[test]
+    fn frameworks_that_did_not_import_are_named_apart() {
+        let notes = words::notes(&report());
+        assert!(notes.iter().any(|l| l == "jax: not usable (ImportError) — its functions did not run"), "{notes:?}");
+    }
+
+    #[test]
+    fn without_results_on_the_reference_every_failure_counts() {
+        // Only the cuda:0 rows: the reference cpu never ran, so nothing can be attributed.
+        let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.as_str() != "cpu").collect();
+        let report = build(&run_summary(), &devices(), &rows, &ReportOptions::default());
+        let notes = words::notes(&report);
+        assert!(notes.iter().any(|l| l.contains("torch: no result on the reference cpu")), "{notes:?}");
+    }
+}

@@ -1,0 +1,190 @@
+//! The wording every human-readable rendering of a portability report shares (title,
+//! versions line, cells, notes, headings), so the table and Markdown agree.
+
+use crate::analysis::{Attribution, FunctionSummary, PortabilityReport, TargetSummary};
+use crate::model::FunctionStatus;
+use crate::render::units::{count_of, latency, reasons};
+use crate::store::RunSource;
+
+/// The report's title line.
+pub(crate) fn title(report: &PortabilityReport) -> String {
+    let r = &report.run;
+    if r.source == RunSource::Live && r.label.is_none() {
+        return format!(
+            "mlport portability report — run {} on {}, started {} ({}), mlport {}",
+            r.id, r.host, r.started_at, r.state, r.mlport_version
+        );
+    }
+    let label = r.label.as_ref().map(|l| format!(" {l}")).unwrap_or_default();
+    let machine = r.machine.as_deref().unwrap_or(&r.host);
+    let started = if r.started_at.is_empty() { "unknown" } else { &r.started_at };
+    format!(
+        "mlport portability report — run {}{label} ({}) on {machine}, started {started} ({}), mlport {}",
+        r.id, r.source, r.state, r.mlport_version
+    )
+}
+
+/// Python, framework and catalogue versions, seed and reference device on one line.
+pub(crate) fn versions(report: &PortabilityReport) -> String {
+    let r = &report.run;
+    let python = if r.python_version.is_empty() { "unknown" } else { &r.python_version };
+    let mut parts = vec![format!("python {python}")];
+    parts.extend(r.frameworks.iter().map(|(f, v)| match v {
+        Some(v) => format!("{f} {v}"),
+        None if report.not_usable.contains_key(f) || r.source == RunSource::Live => format!("{f} not importable"),
+        None => format!("{f} version unknown"),
+    }));
+    if !r.catalogue_version.is_empty() {
+        let cat: Vec<String> = r.catalogue_version.iter().map(|(f, v)| format!("{f} {v}")).collect();
+        parts.push(format!("catalogue {}", cat.join(", ")));
+    }
+    parts.push(format!("seed {}", r.seed));
+    let attribution = if report.attributable { "" } else { " (attribution off)" };
+    parts.push(format!("reference {}{attribution}", report.reference));
+    parts.join(" · ")
+}
+
+/// Column titles of the summary table.
+pub(crate) const SUMMARY_COLUMNS: [&str; 9] = [
+    "framework",
+    "device",
+    "functions",
+    "success",
+    "partial",
+    "complete failure",
+    "wrong result",
+    "failure reasons",
+    "median latency",
+];
+
+/// Column titles of a per-function detail table.
+pub(crate) const FUNCTION_COLUMNS: [&str; 7] = [
+    "function",
+    "status",
+    "passed",
+    "failed",
+    "wrong result",
+    "failure reasons",
+    "failing cases (dtype [case]: reason — message)",
+];
+
+/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order. `wrong result` counts
+/// the functions with a case that ran but disagreed with its reference; `failure reasons`
+/// lists the errors only.
+pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 9] {
+    [
+        t.framework.to_string(),
+        t.device.to_string(),
+        t.functions_run.to_string(),
+        count_percent(t, t.success),
+        count_percent(t, t.partial),
+        count_percent(t, t.complete_failure),
+        count_percent(t, t.wrong_result_functions),
+        reasons(&t.reasons),
+        t.median_latency_ns.map_or_else(|| "—".to_string(), latency),
+    ]
+}
+
+/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order: `failed` counts the
+/// cases that raised (or timed out, or crashed), `wrong result` those that disagreed.
+pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 7] {
+    [
+        f.name.clone(),
+        f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
+        f.passed.to_string(),
+        f.failed.to_string(),
+        f.wrong.to_string(),
+        reasons(&f.reasons),
+        failing_cases(f).join("\n"),
+    ]
+}
+
+/// One line per counted failing case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12`
+/// is the result id `mlport repro` takes).
+pub(crate) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
+    f.failures
+        .iter()
+        .map(|c| {
+            let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
+            format!("{} [{}]{id}: {} — {}", c.dtype, c.case_id, c.reason, c.message)
+        })
+        .collect()
+}
+
+/// `n` and its share of the functions run, e.g. `12 (80.0%)`.
+pub(crate) fn count_percent(t: &TargetSummary, n: usize) -> String {
+    count_of(n, t.functions_run)
+}
+
+/// Lines about what was not counted: unavailable devices, frameworks that are not
+/// usable, then per target the failing
+/// cases not attributable to the device and the skipped cases.
+pub(crate) fn notes(report: &PortabilityReport) -> Vec<String> {
+    let mut lines: Vec<String> = report.run.notes.clone();
+    lines.extend(report.unavailable.iter().map(|d| {
+        let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
+        format!("{}: unavailable to {}{detail} — not counted", d.device, d.framework)
+    }));
+    for fw in &report.without_reference {
+        lines.push(format!(
+            "{fw}: no result on the reference {}, so failures cannot be attributed — every failure is counted",
+            report.reference
+        ));
+    }
+    for (fw, error) in &report.not_usable {
+        let first = error.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        lines.push(format!("{fw}: not usable ({first}) — its functions did not run"));
+    }
+    for t in &report.targets {
+        let mut parts = Vec::new();
+        if t.cases_not_attributable > 0 {
+            let why = match report.attribution {
+                Attribution::ReferencePassed => "did not pass on",
+                Attribution::ReferenceNotFailed => "failed on",
+            };
+            parts.push(format!(
+                "{} not attributable ({why} {})",
+                plural(t.cases_not_attributable, "failing case"),
+                report.reference
+            ));
+        }
+        if t.cases_skipped > 0 {
+            parts.push(format!("{} skipped", plural(t.cases_skipped, "case")));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{} on {}: {} — not counted", t.framework, t.device, parts.join(", ")));
+        }
+    }
+    lines
+}
+
+/// The heading of a target in the per-function detail.
+pub(crate) fn target_heading(t: &TargetSummary) -> String {
+    let run = plural(t.functions_run, "function");
+    let what = match (t.functions_run, not_portable(t).count()) {
+        (0, _) => "no function ran".to_string(),
+        (_, 0) => format!("{run} run, all succeed"),
+        (_, bad) => format!("{bad} of {run} not fully portable"),
+    };
+    format!("{} on {}: {what}", t.framework, t.device)
+}
+
+/// A target's partial and complete failures, in planned order.
+pub(crate) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
+    t.functions.iter().filter(|f| matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)))
+}
+
+/// The heading over the harness error list: mlport's own bugs for live runs, the test
+/// harness's (e.g. the paper's timer) for test suites.
+pub(crate) fn harness_heading(report: &PortabilityReport) -> &'static str {
+    if report.run.source.is_test_suite() {
+        "Harness errors (bugs of the test harness, never counted against a framework)"
+    } else {
+        "Harness errors (mlport's own bugs, never counted against a framework)"
+    }
+}
+
+/// `1 case`, `3 cases`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("{n} {noun}") } else { format!("{n} {noun}s") }
+}

@@ -1,0 +1,86 @@
+//! Numbers in words, as every human-readable rendering writes them: durations, ratios and
+//! their intervals, counts with shares, failure reasons.
+
+use std::collections::BTreeMap;
+
+use crate::model::Reason;
+use crate::stats::Estimate;
+
+/// A duration in ns in human units with three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`.
+pub fn latency(ns: f64) -> String {
+    let (value, unit) = if ns < 1e3 {
+        return format!("{ns:.0} ns");
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let digits = if value < 10.0 {
+        2
+    } else if value < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+/// A ratio for people: `3.21×`, `0.052×`, `1234×`.
+pub fn ratio(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}×")
+    } else if r >= 0.1 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.3}×")
+    }
+}
+
+/// `[1.62, 2.03]`: an interval with the precision of [`ratio`].
+pub fn interval(e: &Estimate) -> String {
+    let r = ratio(e.lower);
+    let u = ratio(e.upper);
+    format!("[{}, {}]", r.trim_end_matches('×'), u.trim_end_matches('×'))
+}
+
+/// `n` and its share of `of`, e.g. `12 (80.0%)`; `n` alone when `of` is 0.
+pub fn count_of(n: usize, of: usize) -> String {
+    match crate::analysis::percent_of(n, of) {
+        Some(p) => format!("{n} ({p:.1}%)"),
+        None => n.to_string(),
+    }
+}
+
+/// Failure reasons, most frequent first, e.g. `dtype_unsupported 12, api_missing 3`; `—` when none.
+/// `wrong_result` is left out: it is not an error and has its own column.
+pub fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
+    let mut sorted: Vec<(&Reason, &usize)> = reasons.iter().filter(|(r, _)| **r != Reason::WrongResult).collect();
+    if sorted.is_empty() {
+        return "—".into();
+    }
+    sorted.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    sorted.iter().map(|(r, n)| format!("{r} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_units() {
+        assert_eq!(latency(850.0), "850 ns");
+        assert_eq!(latency(12_345.0), "12.3 µs");
+        assert_eq!(latency(4_561_000.0), "4.56 ms");
+        assert_eq!(latency(123_400_000.0), "123 ms");
+        assert_eq!(latency(1.2e9), "1.20 s");
+    }
+
+    #[test]
+    fn reasons_most_frequent_first() {
+        let r = BTreeMap::from([(Reason::NotImplemented, 1), (Reason::DtypeUnsupported, 12), (Reason::ApiMissing, 3)]);
+        assert_eq!(reasons(&r), "dtype_unsupported 12, api_missing 3, not_implemented 1");
+        assert_eq!(reasons(&BTreeMap::new()), "—");
+    }
+}
