@@ -14,13 +14,12 @@ use crate::cli::{
     self, FormatArg, ImportPaperArgs, ImportPytestJsonArgs, ListArgs, PytestArgs, PythonArg, ReportArgs, RunArgs,
 };
 use crate::import;
-use crate::model::{Device, Framework};
+use crate::model::{CaseRow, Device, Framework, RunInfo, RunSummary};
 use crate::plan::{self, Plan, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
 use crate::report::{self, Format, ReportOptions};
 use crate::runner::{self, Ending, RunConfig};
-use crate::store::records::{CaseRow, RunInfo, RunSummary};
 use crate::store::{FrameworkInfo, RunSource, Store};
 use crate::worker::{self, protocol::Timing};
 

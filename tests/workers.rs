@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mlport::catalogue::{Catalogue, load_path};
+use mlport::model::RunInfo;
 use mlport::model::{Device, Framework, Outcome, Reason};
 use mlport::plan::{Selection, plan};
 use mlport::runner::{self, Ending, Event, EventSink, NullSink, RunConfig};
 use mlport::store::Store;
-use mlport::store::records::RunInfo;
 use mlport::worker::{self, WorkerSpec};
 
 fn info() -> RunInfo {

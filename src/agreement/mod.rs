@@ -19,8 +19,7 @@ pub use pairs::{OutputPair, compare_outputs, wrong_message};
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{Device, Framework, Outcome};
-use crate::store::records::{CaseResult, CaseRow, ComparisonRow, ReferenceRow, ResultRow};
+use crate::model::{CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
 use crate::store::{Store, StoreError};
 
 /// `against` of comparisons with the float64 reference.
@@ -203,7 +202,7 @@ mod tests {
     use super::*;
     use crate::compare::{Data, NpyArray, write_npy};
     use crate::model::Framework;
-    use crate::store::records::{FunctionRow, RunInfo};
+    use crate::model::{FunctionRow, RunInfo};
     use serde_json::json;
 
     fn write(dir: &std::path::Path, name: &str, data: Data) -> Value {

@@ -6,8 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::compare::{Comparison, Rule, Tolerance, Verdict, compare, read_npy};
-use crate::model::Device;
-use crate::store::records::ComparisonRow;
+use crate::model::{ComparisonRow, Device};
 
 /// The two sides of a comparison and how to judge them.
 #[derive(Clone, Copy, Debug)]

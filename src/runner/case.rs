@@ -7,9 +7,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::RunConfig;
-use crate::model::{Device, Mode, Outcome, Reason};
+use crate::model::{CaseResult, CaseRow, Device, Mode, Outcome, Reason};
 use crate::outcome::{ErrorReport, classify};
-use crate::store::records::{CaseResult, CaseRow};
 use crate::worker::protocol::{PROTOCOL_VERSION, Request};
 use crate::worker::{Failure, Worker};
 

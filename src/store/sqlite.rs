@@ -21,11 +21,10 @@ use serde::de::DeserializeOwned;
 
 mod agreement;
 
-use super::records::{
-    CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSummary,
-};
 use super::schema::{self, Dialect};
-use crate::model::{Device, Framework};
+use crate::model::{
+    CaseResult, CaseRow, Device, DeviceInfo, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSummary,
+};
 
 /// How long a writer waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -984,8 +983,8 @@ mod tests {
     use tempfile::TempDir;
 
     use super::*;
+    use crate::model::{FrameworkInfo, RunSource};
     use crate::model::{Outcome, Reason};
-    use crate::store::records::{FrameworkInfo, RunSource};
 
     fn dev(s: &str) -> Device {
         s.parse().unwrap()

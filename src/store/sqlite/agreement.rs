@@ -7,8 +7,7 @@ use std::collections::HashSet;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Ctx, Store, StoreError, json, parse, parse_opt, prepare, to_u64};
-use crate::model::{Device, Outcome, Reason};
-use crate::store::records::{ComparisonRow, ReferenceRow};
+use crate::model::{ComparisonRow, Device, Outcome, Reason, ReferenceRow};
 
 impl Store {
     /// Plans float64 references for a run; keys already planned are left as they are (so a
