@@ -15,11 +15,12 @@
 
 mod pairs;
 
-pub use pairs::{OutputPair, compare_outputs, wrong_message};
+pub use pairs::{OutputPair, compare_outputs};
 
 use std::collections::{HashMap, HashSet};
 
 use crate::model::{CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
+use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
 
 /// `against` of comparisons with the float64 reference.
@@ -81,18 +82,31 @@ impl Checker {
     }
 
     /// Compares a just-recorded passing result with its float64 reference and stores the
-    /// comparisons; returns the `wrong_result` message when it disagrees (the stored outcome
-    /// is already changed). Nothing happens for results that did not pass or have no reference.
+    /// comparisons; returns [`crate::outcome::wrong_result`]'s decision when it disagrees (the
+    /// stored result already has it). Nothing happens for results that did not pass or have no
+    /// reference.
     pub fn check_float64(
         &self,
         store: &mut Store,
         run: i64,
         case: &CaseRow,
         result: &CaseResult,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<Decision>, StoreError> {
         if result.outcome != Outcome::Pass {
             return Ok(None);
         }
+        self.compare_float64(store, run, case, result)
+    }
+
+    /// [`Checker::check_float64`] whatever the result's outcome (a pass, or a `wrong_result`
+    /// compared again).
+    fn compare_float64(
+        &self,
+        store: &mut Store,
+        run: i64,
+        case: &CaseRow,
+        result: &CaseResult,
+    ) -> Result<Option<Decision>, StoreError> {
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
         let label = reference_label(&reference.function, &case.dtype);
         let pair = OutputPair {
@@ -106,7 +120,8 @@ impl Checker {
     }
 }
 
-/// Compares and stores; the `wrong_result` message when any compared output disagrees.
+/// Compares and stores; [`crate::outcome::wrong_result`]'s decision when any compared output
+/// disagrees, stored with the comparisons.
 fn record(
     store: &mut Store,
     run: i64,
@@ -115,13 +130,13 @@ fn record(
     against: &str,
     label: &str,
     pair: &OutputPair<'_>,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<Decision>, StoreError> {
     let rows = compare_outputs(pair, &case.key, &result.device, against, label);
     if rows.is_empty() {
         return Ok(None);
     }
-    let wrong = wrong_message(&rows);
-    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_deref())?;
+    let wrong = crate::outcome::wrong_result(&rows);
+    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_ref())?;
     Ok(wrong)
 }
 
@@ -156,11 +171,10 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
             continue;
         }
         let seen = |against: &str| done.contains(&(case.key.clone(), result.device.to_string(), against.to_string()));
-        let mut pass_result = result.clone();
-        pass_result.outcome = Outcome::Pass; // compare what ran, whatever an earlier verdict said
+        // Compared whatever an earlier verdict said: what ran is compared.
         if !seen(FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
-            if checker.check_float64(store, run, case, &pass_result)?.is_some() {
+            if checker.compare_float64(store, run, case, result)?.is_some() {
                 summary.wrong += 1;
             }
         }

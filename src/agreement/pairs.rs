@@ -233,15 +233,6 @@ fn fill(row: &mut ComparisonRow, c: &Comparison, check_dtype: bool) {
     row.detail = serde_json::to_value(c).unwrap_or(Value::Null);
 }
 
-/// The `wrong_result` message of a result whose comparisons include a disagreement:
-/// `disagrees with numpy.cumsum in float64 (output 0): <summary>`; `None` when all agree.
-pub fn wrong_message(rows: &[ComparisonRow]) -> Option<String> {
-    let bad: Vec<&ComparisonRow> = rows.iter().filter(|r| r.verdict == "disagree").collect();
-    let first = bad.first()?;
-    let more = if bad.len() > 1 { format!(" (and {} more outputs)", bad.len() - 1) } else { String::new() };
-    Some(format!("disagrees with {} (output {}): {}{more}", first.reference, first.output_index, first.summary))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,7 +272,7 @@ mod tests {
             "{}",
             bad.summary
         );
-        assert!(wrong_message(&fewer).is_some());
+        assert!(crate::outcome::wrong_result(&fewer).is_some());
         let more = cmp(&three, &one, &spec);
         assert_eq!(more.iter().filter(|r| r.verdict == "disagree").count(), 2, "outputs 1 and 2 have no counterpart");
         let short = cmp(&three, &three, &json!({"compare": ["up_to_sign"]}));
@@ -333,6 +324,6 @@ mod tests {
             "{}",
             rows[1].summary
         );
-        assert_eq!(wrong_message(&rows), None, "incomparable is not wrong");
+        assert_eq!(crate::outcome::wrong_result(&rows), None, "incomparable is not wrong");
     }
 }

@@ -163,7 +163,7 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
         report: Some(&report),
         timings: &timings,
         namer: &namer,
-        reason_hook: None,
+        harness_bugs: &[],
     };
     let mut info = blank_info(framework, &args.command_line);
     describe_report(&mut info, &report);

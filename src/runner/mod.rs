@@ -298,10 +298,8 @@ fn run_device(
         store.record_result(run_id, &result)?;
         // Compared with its float64 reference at once, so that progress shows a wrong result
         // as it happens; the comparison with the reference device comes in the closing pass.
-        if let Some(message) = checker.check_float64(store, run_id, case, &result)? {
-            result.outcome = Outcome::WrongResult;
-            result.reason = Some(crate::model::Reason::WrongResult);
-            result.message = Some(message);
+        if let Some(wrong) = checker.check_float64(store, run_id, case, &result)? {
+            wrong.apply(&mut result);
         }
         sink.event(&Event::CaseFinished { case, result: &result });
     }

@@ -1,13 +1,14 @@
 //! The store's side of numeric agreement (schema 4): planned float64 references, their
-//! results, and the comparisons of results with them; a disagreeing result becomes
-//! `wrong_result` in the same transaction as its comparisons.
+//! results, and the comparisons of results with them; the outcome [`crate::outcome`] decided
+//! from a result's comparisons is written in the same transaction as they are.
 
 use std::collections::HashSet;
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Ctx, Store, StoreError, json, parse, parse_opt, prepare, to_u64};
-use crate::model::{ComparisonRow, Device, Outcome, Reason, ReferenceRow};
+use crate::model::{ComparisonRow, Device, Outcome, ReferenceRow};
+use crate::outcome::Decision;
 
 impl Store {
     /// Plans float64 references for a run; keys already planned are left as they are (so a
@@ -89,8 +90,8 @@ impl Store {
     }
 
     /// Stores the comparisons of one result (all against one reference, usually) and, when
-    /// `wrong` is given, turns the result's outcome into `wrong_result` with that message,
-    /// in one transaction. A comparison already stored for the same (result, against,
+    /// `verdict` is given (the outcome [`crate::outcome::wrong_result`] decided from them),
+    /// writes its outcome, reason and message into the result, in one transaction. A comparison already stored for the same (result, against,
     /// output) is replaced.
     ///
     /// Errors: [`StoreError::Invalid`] when the run has no result for the case on the device.
@@ -100,7 +101,7 @@ impl Store {
         case_key: &str,
         device: &Device,
         rows: &[ComparisonRow],
-        wrong: Option<&str>,
+        verdict: Option<&Decision>,
     ) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
@@ -156,10 +157,10 @@ impl Store {
                     .map_err(|e| ctx.db(e))?;
             }
         }
-        if let Some(message) = wrong {
+        if let Some(d) = verdict {
             prepare(&tx, "UPDATE results SET outcome = $1, reason = $2, message = $3 WHERE id = $4")
                 .and_then(|mut s| {
-                    s.execute(params![Outcome::WrongResult.as_str(), Reason::WrongResult.as_str(), message, result])
+                    s.execute(params![d.outcome.as_str(), d.reason.map(|r| r.as_str()), d.message, result])
                 })
                 .map_err(|e| ctx.db(e))?;
         }
