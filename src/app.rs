@@ -14,7 +14,7 @@ use crate::cli::{
     self, FormatArg, ImportPaperArgs, ImportPytestJsonArgs, ListArgs, PytestArgs, PythonArg, ReportArgs, RunArgs,
 };
 use crate::import;
-use crate::model::{CaseRow, Device, Framework, RunInfo, RunSummary};
+use crate::model::{CaseRow, Device, Framework, RunInfo, RunState, RunSummary};
 use crate::plan::{self, Plan, Selection};
 use crate::progress::Progress;
 use crate::pyenv::{self, PythonEnv};
@@ -249,7 +249,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
     match ending {
         Ending::Interrupted => {
-            store.finish_run(run_id, "interrupted")?;
+            store.finish_run(run_id, RunState::Interrupted)?;
             let s = store.run(run_id)?;
             eprintln!(
                 "mlport: interrupted after {elapsed:.0?}: {} of {} cases recorded in {}; continue with {resume_hint}",
@@ -261,7 +261,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         Ending::Finished => {
             let left = pending_cases(&store, run_id)?;
-            store.finish_run(run_id, if left == 0 { "finished" } else { "incomplete" })?;
+            store.finish_run(run_id, if left == 0 { RunState::Finished } else { RunState::Incomplete })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
@@ -339,8 +339,8 @@ fn resume_start(
             );
         }
         eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
-        if summary.state != "finished" {
-            store.finish_run(summary.id, "finished")?;
+        if summary.state != RunState::Finished {
+            store.finish_run(summary.id, RunState::Finished)?;
         }
         print_report(store, summary.id, format_of(args.format), &ReportOptions::default(), false)?;
         return Ok(None);
@@ -887,7 +887,7 @@ pub fn runs(args: cli::DbArg) -> Result<i32> {
         t.add_row([
             r.id.to_string(),
             r.info.started_at.clone(),
-            r.state.clone(),
+            r.state.to_string(),
             r.cases_planned.to_string(),
             r.results.to_string(),
             r.origin.machine.clone().unwrap_or_else(|| r.info.host.clone()),

@@ -359,7 +359,7 @@ fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
         .code(1)
         .stderr(predicate::str::contains("4 cases still pending").and(predicate::str::contains("no case could run")));
     let store = mlport::store::Store::open(&db).unwrap();
-    assert_eq!(store.run(run).unwrap().state, "incomplete");
+    assert_eq!(store.run(run).unwrap().state.as_str(), "incomplete");
     drop(store);
 
     // An imported run is never resumed.

@@ -31,7 +31,7 @@ fn report_of(label: &str) -> PortabilityReport {
         id: 1,
         info: data.info.clone(),
         origin: data.origin.clone(),
-        state: "finished".into(),
+        state: mlport::model::RunState::Finished,
         finished_at: None,
         cases_planned: data.cases.len() as u64,
         results: data.results.len() as u64,

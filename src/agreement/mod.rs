@@ -19,17 +19,12 @@ pub use pairs::{OutputPair, compare_outputs};
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
+use crate::model::{Against, CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
 use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
 
 /// `against` of comparisons with the float64 reference.
-pub const FLOAT64: &str = "float64";
-
-/// `against` of comparisons with the same case on `device`: `device:cpu`.
-pub fn against_device(device: &Device) -> String {
-    format!("device:{device}")
-}
+pub const FLOAT64: Against = Against::Float64;
 
 /// The key of the float64 reference of an aligned case at one dtype: `reference/<op>/<case>/<dtype>`.
 pub fn reference_key(op: &str, case_id: &str, dtype: &str) -> String {
@@ -116,7 +111,7 @@ impl Checker {
             expected: &reference.outputs,
             check_dtype: false,
         };
-        record(store, run, case, result, FLOAT64, &label, &pair)
+        record(store, run, case, result, &FLOAT64, &label, &pair)
     }
 }
 
@@ -127,7 +122,7 @@ fn record(
     run: i64,
     case: &CaseRow,
     result: &CaseResult,
-    against: &str,
+    against: &Against,
     label: &str,
     pair: &OutputPair<'_>,
 ) -> Result<Option<Decision>, StoreError> {
@@ -157,7 +152,7 @@ pub struct PassSummary {
 /// only what is missing.
 pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
-    let done: HashSet<(String, String, String)> = store.compared(run)?;
+    let done: HashSet<(String, Device, Against)> = store.compared(run)?;
     let rows: Vec<ResultRow> = store.results(run)?;
     let ran: HashMap<(&str, &Device), &CaseResult> = rows
         .iter()
@@ -170,16 +165,16 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
         if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             continue;
         }
-        let seen = |against: &str| done.contains(&(case.key.clone(), result.device.to_string(), against.to_string()));
+        let seen = |against: &Against| done.contains(&(case.key.clone(), result.device.clone(), against.clone()));
         // Compared whatever an earlier verdict said: what ran is compared.
-        if !seen(FLOAT64) && checker.reference_of(case).is_some() {
+        if !seen(&FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
             if checker.compare_float64(store, run, case, result)?.is_some() {
                 summary.wrong += 1;
             }
         }
         let target = result.device.reference_target(reference_device);
-        let device_against = against_device(&target);
+        let device_against = Against::Target(target.clone());
         if result.device != target
             && !seen(&device_against)
             && let Some(expected) = ran.get(&(case.key.as_str(), &target))
@@ -280,7 +275,7 @@ mod tests {
         let cmp = store.comparisons(run).unwrap();
         let off_cmp = cmp.iter().find(|c| c.case_key.contains("/off/")).unwrap();
         assert_eq!(
-            (off_cmp.against.as_str(), off_cmp.mismatched, off_cmp.verdict.as_str()),
+            (off_cmp.against.to_string().as_str(), off_cmp.mismatched, off_cmp.verdict.as_str()),
             ("device:cpu", 1, "disagree")
         );
         // 2.001f32 - 2.0 is 0.0009999275 (the float32 nearest to 2.001 is 2.00099992752...).
@@ -322,9 +317,9 @@ mod tests {
         }
         assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary { compared: 2, wrong: 2 });
         let cmp = store.comparisons(run).unwrap();
-        let against: Vec<(&str, &str)> = cmp.iter().map(|c| (c.device.as_str(), c.against.as_str())).collect();
-        assert!(against.contains(&("cpu/compiled", "device:cpu")), "{against:?}");
-        assert!(against.contains(&("cpu", "device:cuda:0")), "{against:?}");
+        let against: Vec<(&str, String)> = cmp.iter().map(|c| (c.device.as_str(), c.against.to_string())).collect();
+        assert!(against.contains(&("cpu/compiled", "device:cpu".into())), "{against:?}");
+        assert!(against.contains(&("cpu", "device:cuda:0".into())), "{against:?}");
         let r = store.results(run).unwrap().into_iter().find(|r| r.result.device == cpu_compiled).unwrap();
         assert_eq!(r.result.outcome, Outcome::WrongResult);
         assert!(r.result.message.unwrap().starts_with("disagrees with cpu (output 0)"));

@@ -15,6 +15,6 @@ mod target;
 pub use case::{CaseResult, CaseRow, FunctionRow};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
-pub use results::{ComparisonRow, ReferenceRow, ResultRow};
-pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunSummary};
+pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
+pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
 pub use target::{DTYPES, Device, Mode};

@@ -193,13 +193,78 @@ pub struct RunSummary {
     pub info: RunInfo,
     /// Where the results came from; the default for live runs.
     pub origin: RunOrigin,
-    /// `running`, `finished` or `interrupted`.
-    pub state: String,
-    /// When the run was marked `finished` or `interrupted`: RFC 3339 UTC, seconds; `None` while
-    /// `running` (or after a run that was killed).
+    /// Where the run stands.
+    pub state: RunState,
+    /// When the run was marked `finished`, `interrupted` or `incomplete`: RFC 3339 UTC,
+    /// seconds; `None` while `running` (or after a run that was killed).
     pub finished_at: Option<String>,
     /// Number of planned cases (one per case and dtype, not multiplied by devices).
     pub cases_planned: u64,
     /// Number of stored results (one per case and device).
     pub results: u64,
+}
+
+/// Where a stored run stands (`runs.state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// `running`: created and not ended: its cases are being run, or the process running it
+    /// was killed before it could say how it ended (no `finished_at`).
+    Running,
+    /// `finished`: every planned case has its results; imported runs are finished when stored.
+    Finished,
+    /// `interrupted`: stopped by Ctrl-C (or SIGTERM); the case in flight stays pending and
+    /// `mlport run --resume` continues.
+    Interrupted,
+    /// `incomplete`: the run went through every framework, but cases remain pending (a device
+    /// was unavailable, a worker could not be restarted); `--resume` runs them once it can.
+    Incomplete,
+}
+
+impl RunState {
+    /// Every state, in the order above.
+    pub const ALL: [RunState; 4] = [RunState::Running, RunState::Finished, RunState::Interrupted, RunState::Incomplete];
+
+    /// The stored spelling: `running`, `finished`, `interrupted`, `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Finished => "finished",
+            RunState::Interrupted => "interrupted",
+            RunState::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl std::str::FromStr for RunState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RunState::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown run state `{s}` (expected running, finished, interrupted or incomplete)"))
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in RunState::ALL {
+            assert_eq!(s.as_str().parse::<RunState>().unwrap(), s);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+        for s in RunSource::ALL {
+            assert_eq!(s.as_str().parse::<RunSource>().unwrap(), s);
+        }
+        assert!("done".parse::<RunState>().unwrap_err().contains("unknown run state `done`"));
+    }
 }

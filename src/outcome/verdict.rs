@@ -3,14 +3,14 @@
 //! themselves are [`crate::agreement`]'s; this decides what they mean for the outcome.
 
 use super::Decision;
-use crate::model::{ComparisonRow, Outcome, Reason};
+use crate::model::{ComparisonRow, ComparisonVerdict, Outcome, Reason};
 
 /// The outcome of a result whose outputs were compared with one reference in `rows`: when any
 /// output disagrees, `wrong_result` (reason `wrong_result`) with the message `disagrees with
 /// numpy.cumsum in float64 (output 0): <summary>` (`(and N more outputs)` when several do);
 /// `None` when none disagrees (agreeing and incomparable outputs leave the outcome as it is).
 pub fn wrong_result(rows: &[ComparisonRow]) -> Option<Decision> {
-    let bad: Vec<&ComparisonRow> = rows.iter().filter(|r| r.verdict == "disagree").collect();
+    let bad: Vec<&ComparisonRow> = rows.iter().filter(|r| r.verdict == ComparisonVerdict::Disagree).collect();
     let first = bad.first()?;
     let more = if bad.len() > 1 { format!(" (and {} more outputs)", bad.len() - 1) } else { String::new() };
     let message =
@@ -23,17 +23,17 @@ mod tests {
     use super::*;
     use crate::model::Device;
 
-    fn row(index: u32, verdict: &str, summary: &str) -> ComparisonRow {
+    fn row(index: u32, verdict: ComparisonVerdict, summary: &str) -> ComparisonRow {
         ComparisonRow {
             case_key: "k".into(),
             device: Device::cpu(),
-            against: "float64".into(),
+            against: crate::model::Against::Float64,
             reference: "numpy.cumsum in float64".into(),
             output_index: index,
-            rule: "allclose".into(),
+            rule: crate::compare::Rule::AllClose,
             rtol: 1.3e-6,
             atol: 1e-5,
-            verdict: verdict.into(),
+            verdict,
             elements: 4,
             mismatched: 0,
             max_abs: None,
@@ -50,7 +50,8 @@ mod tests {
 
     #[test]
     fn a_disagreeing_output_makes_a_wrong_result() {
-        let rows = [row(0, "agree", "ok"), row(1, "disagree", "1 of 4 beyond tolerance"), row(2, "disagree", "x")];
+        use ComparisonVerdict::{Agree, Disagree};
+        let rows = [row(0, Agree, "ok"), row(1, Disagree, "1 of 4 beyond tolerance"), row(2, Disagree, "x")];
         assert_eq!(
             wrong_result(&rows),
             Some(Decision::with(
@@ -69,6 +70,7 @@ mod tests {
     #[test]
     fn agreeing_and_incomparable_outputs_decide_nothing() {
         assert_eq!(wrong_result(&[]), None);
-        assert_eq!(wrong_result(&[row(0, "agree", ""), row(1, "incomparable", "not saved")]), None);
+        let fine = [row(0, ComparisonVerdict::Agree, ""), row(1, ComparisonVerdict::Incomparable, "not saved")];
+        assert_eq!(wrong_result(&fine), None);
     }
 }

@@ -11,7 +11,7 @@ use super::Format;
 use super::grid::Grid;
 use super::render::latency;
 use crate::agreement::FLOAT64;
-use crate::model::{Device, Framework, Outcome, Reason};
+use crate::model::{ComparisonVerdict, Device, Framework, Outcome, Reason};
 use crate::store::{ComparisonRow, ReferenceRow, ResultRow};
 
 /// The `format` of the JSON document.
@@ -205,13 +205,14 @@ fn worst(cmp: &[ComparisonRow]) -> String {
 
 /// Whether every float64 comparison of a passing entry reached a verdict.
 fn compared(e: &Entry) -> bool {
-    !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != "incomparable")
+    !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != ComparisonVerdict::Incomparable)
 }
 
 /// What a wrong result's disagreement is, in a few words: a shape or output count change, NaN/Inf
 /// patterns, or how many elements are off and by how much.
 fn disagreement(e: &Entry) -> String {
-    let bad: Vec<ComparisonRow> = e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
+    let bad: Vec<ComparisonRow> =
+        e.float64.iter().filter(|c| c.verdict == ComparisonVerdict::Disagree).cloned().collect();
     let Some(first) = bad.first() else {
         // Not against float64: against the reference device; its message says how.
         return e.message.clone().unwrap_or_else(|| "disagrees".into());
@@ -244,7 +245,11 @@ fn cell(entries: &[Entry]) -> String {
             let text = match e.outcome {
                 Outcome::Pass if e.float64.is_empty() => format!("ran, not compared{time}"),
                 Outcome::Pass if !compared(e) => {
-                    let why = e.float64.iter().find(|c| c.verdict == "incomparable").map(|c| c.summary.as_str());
+                    let why = e
+                        .float64
+                        .iter()
+                        .find(|c| c.verdict == ComparisonVerdict::Incomparable)
+                        .map(|c| c.summary.as_str());
                     format!("ran, not compared: {}{time}", why.unwrap_or("?"))
                 }
                 Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
@@ -331,10 +336,10 @@ mod tests {
             against: FLOAT64.into(),
             reference: "numpy.a in float64".into(),
             output_index: 0,
-            rule: "allclose".into(),
+            rule: crate::compare::Rule::AllClose,
             rtol: 1.3e-6,
             atol: 1e-5,
-            verdict: verdict.into(),
+            verdict: verdict.parse().unwrap(),
             elements: 64,
             mismatched,
             max_abs: Some(max_abs),

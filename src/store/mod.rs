@@ -7,6 +7,6 @@ mod sqlite;
 // Re-exported from their old home for callers not yet moved to `crate::model`.
 pub use crate::model::{
     CaseResult, CaseRow, ComparisonRow, DeviceInfo, FrameworkInfo, FunctionRow, ReferenceRow, ResultRow, RunData,
-    RunInfo, RunOrigin, RunSource, RunSummary,
+    RunInfo, RunOrigin, RunSource, RunState, RunSummary,
 };
 pub use sqlite::{Store, StoreError};
