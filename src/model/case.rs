@@ -98,8 +98,6 @@ pub struct CaseResult {
     pub finished_at: String,
 }
 
-/// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
-
 impl FunctionRow {
     /// A function known only by its framework and name (no paper stem, decile, op or note).
     pub fn new(framework: Framework, name: &str) -> FunctionRow {

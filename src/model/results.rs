@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::{CaseResult, CaseRow, Device, FunctionRow, Outcome};
 use crate::compare::{Rule, Verdict};
 
+/// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
 /// once on the inputs of the aligned cases at one swept dtype, upcast to float64 (complex128).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceRow {

@@ -333,7 +333,7 @@ mod tests {
         ComparisonRow {
             case_key: key.into(),
             device: Device::cpu(),
-            against: FLOAT64.into(),
+            against: FLOAT64,
             reference: "numpy.a in float64".into(),
             output_index: 0,
             rule: crate::compare::Rule::AllClose,
