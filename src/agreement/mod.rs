@@ -76,10 +76,11 @@ impl Checker {
         self.references.get(&reference_key(op, &case.case_id, &case.dtype)).filter(|r| r.outcome == Some(Outcome::Pass))
     }
 
-    /// Compares a just-recorded passing result with its float64 reference and stores the
-    /// comparisons; returns [`crate::outcome::wrong_result`]'s decision when it disagrees (the
-    /// stored result already has it). Nothing happens for results that did not pass or have no
-    /// reference.
+    /// Compares a just-recorded result that ran to an answer (a pass, or a `wrong_result` compared
+    /// again: what ran is compared, whatever an earlier verdict said) with its float64 reference
+    /// and stores the comparisons; returns [`crate::outcome::wrong_result`]'s decision when it
+    /// disagrees (the stored result already has it). Nothing happens for other results or
+    /// without a reference.
     pub fn check_float64(
         &self,
         store: &mut Store,
@@ -87,21 +88,9 @@ impl Checker {
         case: &CaseRow,
         result: &CaseResult,
     ) -> Result<Option<Decision>, StoreError> {
-        if result.outcome != Outcome::Pass {
+        if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             return Ok(None);
         }
-        self.compare_float64(store, run, case, result)
-    }
-
-    /// [`Checker::check_float64`] whatever the result's outcome (a pass, or a `wrong_result`
-    /// compared again).
-    fn compare_float64(
-        &self,
-        store: &mut Store,
-        run: i64,
-        case: &CaseRow,
-        result: &CaseResult,
-    ) -> Result<Option<Decision>, StoreError> {
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
         let label = reference_label(&reference.function, &case.dtype);
         let pair = OutputPair {
@@ -166,10 +155,9 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
             continue;
         }
         let seen = |against: &Against| done.contains(&(case.key.clone(), result.device.clone(), against.clone()));
-        // Compared whatever an earlier verdict said: what ran is compared.
         if !seen(&FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
-            if checker.compare_float64(store, run, case, result)?.is_some() {
+            if checker.check_float64(store, run, case, result)?.is_some() {
                 summary.wrong += 1;
             }
         }

@@ -99,7 +99,7 @@ pub fn compare_outputs(
         let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype);
         let tol =
             if rule == Rule::Exact { Tolerance::EXACT } else { tolerance(pair.spec, pair.case_dtype, leaf_dtype) };
-        let mut row = blank_row(case_key, device, against, reference, index, rule, tol);
+        let mut row = ComparisonRow::incomparable(case_key, device, against, reference, index as u32, rule, tol);
         if let Some(why) = &list_mismatch {
             row.summary = why.clone();
             rows.push(row);
@@ -134,7 +134,15 @@ pub fn compare_outputs(
         let have: Vec<u64> = leaves(pair.actual);
         let missing: Vec<u64> = leaves(pair.expected).into_iter().filter(|i| !have.contains(i)).collect();
         if let Some(&first) = missing.first() {
-            let mut row = blank_row(case_key, device, against, reference, first, Rule::AllClose, Tolerance::EXACT);
+            let mut row = ComparisonRow::incomparable(
+                case_key,
+                device,
+                against,
+                reference,
+                first as u32,
+                Rule::AllClose,
+                Tolerance::EXACT,
+            );
             row.verdict = ComparisonVerdict::Disagree;
             row.shape_changed = true;
             row.summary = format!(
@@ -150,39 +158,6 @@ pub fn compare_outputs(
 
 fn leaves(outputs: &Value) -> Vec<u64> {
     outputs.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect())
-}
-
-fn blank_row(
-    case_key: &str,
-    device: &Device,
-    against: &Against,
-    reference: &str,
-    index: u64,
-    rule: Rule,
-    tol: Tolerance,
-) -> ComparisonRow {
-    ComparisonRow {
-        case_key: case_key.to_string(),
-        device: device.clone(),
-        against: against.clone(),
-        reference: reference.to_string(),
-        output_index: index as u32,
-        rule,
-        rtol: tol.rtol,
-        atol: tol.atol,
-        verdict: ComparisonVerdict::Incomparable,
-        elements: 0,
-        mismatched: 0,
-        max_abs: None,
-        max_rel: None,
-        max_ulp: None,
-        nan_mismatch: 0,
-        inf_mismatch: 0,
-        shape_changed: false,
-        dtype_changed: false,
-        summary: String::new(),
-        detail: Value::Null,
-    }
 }
 
 fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -> Result<Comparison, String> {

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{CaseResult, CaseRow, Device, FunctionRow, Outcome};
-use crate::compare::{Rule, Verdict};
+use crate::compare::{Rule, Tolerance, Verdict};
 
 /// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
 /// once on the inputs of the aligned cases at one swept dtype, upcast to float64 (complex128).
@@ -79,6 +79,44 @@ pub struct ComparisonRow {
     pub summary: String,
     /// The whole comparison as JSON.
     pub detail: serde_json::Value,
+}
+
+impl ComparisonRow {
+    /// A comparison of output `output_index` of the result of `case_key` on `device` with
+    /// `against` (`reference` for people) under `rule` and `tol`, not yet made: verdict
+    /// `incomparable`, no metrics, empty summary and detail. The comparison fills in the rest.
+    pub fn incomparable(
+        case_key: &str,
+        device: &Device,
+        against: &Against,
+        reference: &str,
+        output_index: u32,
+        rule: Rule,
+        tol: Tolerance,
+    ) -> ComparisonRow {
+        ComparisonRow {
+            case_key: case_key.to_string(),
+            device: device.clone(),
+            against: against.clone(),
+            reference: reference.to_string(),
+            output_index,
+            rule,
+            rtol: tol.rtol,
+            atol: tol.atol,
+            verdict: ComparisonVerdict::Incomparable,
+            elements: 0,
+            mismatched: 0,
+            max_abs: None,
+            max_rel: None,
+            max_ulp: None,
+            nan_mismatch: 0,
+            inf_mismatch: 0,
+            shape_changed: false,
+            dtype_changed: false,
+            summary: String::new(),
+            detail: serde_json::Value::Null,
+        }
+    }
 }
 
 /// A result joined with its case and function, as reports read it.

@@ -24,28 +24,11 @@ mod tests {
     use crate::model::Device;
 
     fn row(index: u32, verdict: ComparisonVerdict, summary: &str) -> ComparisonRow {
-        ComparisonRow {
-            case_key: "k".into(),
-            device: Device::cpu(),
-            against: crate::model::Against::Float64,
-            reference: "numpy.cumsum in float64".into(),
-            output_index: index,
-            rule: crate::compare::Rule::AllClose,
-            rtol: 1.3e-6,
-            atol: 1e-5,
-            verdict,
-            elements: 4,
-            mismatched: 0,
-            max_abs: None,
-            max_rel: None,
-            max_ulp: None,
-            nan_mismatch: 0,
-            inf_mismatch: 0,
-            shape_changed: false,
-            dtype_changed: false,
-            summary: summary.into(),
-            detail: serde_json::Value::Null,
-        }
+        let (against, rule) = (crate::model::Against::Float64, crate::compare::Rule::AllClose);
+        let tol = crate::compare::Tolerance::for_dtype("float32");
+        let reference = "numpy.cumsum in float64";
+        let row = ComparisonRow::incomparable("k", &Device::cpu(), &against, reference, index, rule, tol);
+        ComparisonRow { verdict, summary: summary.into(), ..row }
     }
 
     #[test]

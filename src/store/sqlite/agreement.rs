@@ -238,7 +238,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::compare::Rule;
+    use crate::compare::{Rule, Tolerance};
     use crate::model::{
         Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Device, Framework, FunctionRow, Outcome,
         Reason, RunInfo,
@@ -247,28 +247,9 @@ mod tests {
     use crate::store::Store;
 
     fn comparison(key: &str, against: Against, verdict: ComparisonVerdict) -> ComparisonRow {
-        ComparisonRow {
-            case_key: key.into(),
-            device: Device::cpu(),
-            against,
-            reference: "numpy.exp in float64".into(),
-            output_index: 0,
-            rule: Rule::UpToSign { axis: -1 },
-            rtol: 1.3e-6,
-            atol: 1e-5,
-            verdict,
-            elements: 4,
-            mismatched: 1,
-            max_abs: Some(0.5),
-            max_rel: None,
-            max_ulp: None,
-            nan_mismatch: 0,
-            inf_mismatch: 0,
-            shape_changed: false,
-            dtype_changed: false,
-            summary: "1 of 4 beyond tolerance".into(),
-            detail: serde_json::Value::Null,
-        }
+        let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype("float32"));
+        let row = ComparisonRow::incomparable(key, &Device::cpu(), &against, "numpy.exp in float64", 0, rule, tol);
+        ComparisonRow { verdict, elements: 4, mismatched: 1, max_abs: Some(0.5), summary: "1 of 4".into(), ..row }
     }
 
     #[test]
