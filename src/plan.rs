@@ -4,8 +4,7 @@
 use anyhow::{Result, bail};
 
 use crate::catalogue::Catalogue;
-use crate::model::{DTYPES, Framework};
-use crate::store::records::{CaseRow, FunctionRow, ReferenceRow};
+use crate::model::{CaseRow, DTYPES, Framework, FunctionRow, ReferenceRow};
 
 /// What to run, from the command line.
 #[derive(Clone, Debug, Default)]

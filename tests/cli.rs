@@ -346,7 +346,7 @@ fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
         let cat = Catalogue::new(load_path(&common::fixture("small/numpy.toml")).unwrap()).unwrap();
         let p = plan(&cat, &Selection::default(), 0).unwrap();
         let mut store = mlport::store::Store::open(&db).unwrap();
-        let info = mlport::store::RunInfo::blank("test", mlport::model::Device::cpu());
+        let info = mlport::model::RunInfo::blank("test", mlport::model::Device::cpu());
         store.create_run(&info, &p.functions, &p.cases).unwrap()
     };
     // Resumed on a device this machine lacks: nothing can run, the run is incomplete, not finished.
@@ -359,7 +359,7 @@ fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
         .code(1)
         .stderr(predicate::str::contains("4 cases still pending").and(predicate::str::contains("no case could run")));
     let store = mlport::store::Store::open(&db).unwrap();
-    assert_eq!(store.run(run).unwrap().state, "incomplete");
+    assert_eq!(store.run(run).unwrap().state.as_str(), "incomplete");
     drop(store);
 
     // An imported run is never resumed.

@@ -10,8 +10,9 @@ mod common;
 use std::path::Path;
 
 use common::mlport;
+use mlport::model::ResultRow;
 use mlport::model::{Device, Outcome, Reason};
-use mlport::store::{ResultRow, Store};
+use mlport::store::Store;
 use serde_json::Value;
 
 fn run_fixture(db: &Path) {
@@ -63,13 +64,13 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
         let r = result(&rows, ok, "cpu/compiled");
         assert_eq!((r.result.outcome, r.result.compiles), (Outcome::Pass, Some(1)), "{fw}: {:?}", r.result.message);
         assert!(r.result.first_call_ns.is_some() && !r.result.samples_ns.is_empty());
-        let against: Vec<(&str, &str)> = comparisons
+        let against: Vec<(String, &str)> = comparisons
             .iter()
             .filter(|c| c.case_key == r.case.key && c.device == compiled)
-            .map(|c| (c.against.as_str(), c.verdict.as_str()))
+            .map(|c| (c.against.to_string(), c.verdict.as_str()))
             .collect();
-        assert!(against.contains(&("device:cpu", "agree")), "{fw}: {against:?}");
-        assert!(against.contains(&("float64", "agree")), "{fw}: {against:?}");
+        assert!(against.contains(&("device:cpu".into(), "agree")), "{fw}: {against:?}");
+        assert!(against.contains(&("float64".into(), "agree")), "{fw}: {against:?}");
 
         // The compiler refuses it, for the stated reason.
         let r = result(&rows, bad, "cpu/compiled");

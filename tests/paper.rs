@@ -13,7 +13,7 @@ use common::paper_dir;
 use mlport::analysis::{self, PortabilityReport, ReportOptions, TargetSummary};
 use mlport::import::{self, PaperImport};
 use mlport::model::{FunctionStatus, Outcome, Reason};
-use mlport::store::{RunData, RunSource};
+use mlport::model::{RunData, RunSource};
 
 fn paper() -> &'static PaperImport {
     static DATA: OnceLock<PaperImport> = OnceLock::new();
@@ -27,25 +27,25 @@ fn run(label: &str) -> &'static RunData {
 /// The report of an imported run, built straight from its rows (as the store would return them).
 fn report_of(label: &str) -> PortabilityReport {
     let data = run(label);
-    let summary = mlport::store::RunSummary {
+    let summary = mlport::model::RunSummary {
         id: 1,
         info: data.info.clone(),
         origin: data.origin.clone(),
-        state: "finished".into(),
+        state: mlport::model::RunState::Finished,
         finished_at: None,
         cases_planned: data.cases.len() as u64,
         results: data.results.len() as u64,
     };
-    let cases: std::collections::HashMap<&str, &mlport::store::CaseRow> =
+    let cases: std::collections::HashMap<&str, &mlport::model::CaseRow> =
         data.cases.iter().map(|c| (c.key.as_str(), c)).collect();
-    let functions: std::collections::HashMap<&str, &mlport::store::FunctionRow> =
+    let functions: std::collections::HashMap<&str, &mlport::model::FunctionRow> =
         data.functions.iter().map(|f| (f.name.as_str(), f)).collect();
-    let rows: Vec<mlport::store::ResultRow> = data
+    let rows: Vec<mlport::model::ResultRow> = data
         .results
         .iter()
         .map(|r| {
             let case = cases[r.case_key.as_str()];
-            mlport::store::ResultRow {
+            mlport::model::ResultRow {
                 id: 0,
                 function: functions[case.function.as_str()].clone(),
                 case: case.clone(),

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mlport::catalogue::{Catalogue, load_path};
+use mlport::model::RunInfo;
 use mlport::model::{Device, Framework, Outcome, Reason};
 use mlport::plan::{Selection, plan};
 use mlport::runner::{self, Ending, Event, EventSink, NullSink, RunConfig};
 use mlport::store::Store;
-use mlport::store::records::RunInfo;
 use mlport::worker::{self, WorkerSpec};
 
 fn info() -> RunInfo {
@@ -174,7 +174,7 @@ fn an_interrupted_run_keeps_its_results_and_resumes_where_it_stopped() {
         let mut sink = InterruptAfter { after: 2, seen: 0, flag: &flag };
         let ending = runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut sink, &flag).unwrap();
         assert_eq!(ending, Ending::Interrupted);
-        store.finish_run(run, "interrupted").unwrap();
+        store.finish_run(run, mlport::model::RunState::Interrupted).unwrap();
         run
     };
     // A fresh process would reopen the store: what was committed is there.

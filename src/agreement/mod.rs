@@ -1,7 +1,7 @@
 //! Numeric agreement: which results give the same answer as their references, and the
 //! `wrong_result` verdict. A passing result is compared, output leaf by output leaf, with
 //! - the float64 reference of its canonical op (the NumPy catalogue's function on the same
-//!   inputs upcast to float64, [`crate::store::ReferenceRow`]), with the tolerance of the
+//!   inputs upcast to float64, [`crate::model::ReferenceRow`]), with the tolerance of the
 //!   output's own dtype (torch.testing.assert_close's defaults, `crate::compare::Tolerance`);
 //!   dtypes may differ (the reference is wider), shapes may not;
 //! - the same case on its reference target, where dtypes must match too: the run's reference
@@ -15,21 +15,16 @@
 
 mod pairs;
 
-pub use pairs::{OutputPair, compare_outputs, wrong_message};
+pub use pairs::{OutputPair, compare_outputs};
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{Device, Framework, Outcome};
-use crate::store::records::{CaseResult, CaseRow, ComparisonRow, ReferenceRow, ResultRow};
+use crate::model::{Against, CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
+use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
 
 /// `against` of comparisons with the float64 reference.
-pub const FLOAT64: &str = "float64";
-
-/// `against` of comparisons with the same case on `device`: `device:cpu`.
-pub fn against_device(device: &Device) -> String {
-    format!("device:{device}")
-}
+pub const FLOAT64: Against = Against::Float64;
 
 /// The key of the float64 reference of an aligned case at one dtype: `reference/<op>/<case>/<dtype>`.
 pub fn reference_key(op: &str, case_id: &str, dtype: &str) -> String {
@@ -81,17 +76,19 @@ impl Checker {
         self.references.get(&reference_key(op, &case.case_id, &case.dtype)).filter(|r| r.outcome == Some(Outcome::Pass))
     }
 
-    /// Compares a just-recorded passing result with its float64 reference and stores the
-    /// comparisons; returns the `wrong_result` message when it disagrees (the stored outcome
-    /// is already changed). Nothing happens for results that did not pass or have no reference.
+    /// Compares a just-recorded result that ran to an answer (a pass, or a `wrong_result` compared
+    /// again: what ran is compared, whatever an earlier verdict said) with its float64 reference
+    /// and stores the comparisons; returns [`crate::outcome::wrong_result`]'s decision when it
+    /// disagrees (the stored result already has it). Nothing happens for other results or
+    /// without a reference.
     pub fn check_float64(
         &self,
         store: &mut Store,
         run: i64,
         case: &CaseRow,
         result: &CaseResult,
-    ) -> Result<Option<String>, StoreError> {
-        if result.outcome != Outcome::Pass {
+    ) -> Result<Option<Decision>, StoreError> {
+        if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             return Ok(None);
         }
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
@@ -103,26 +100,27 @@ impl Checker {
             expected: &reference.outputs,
             check_dtype: false,
         };
-        record(store, run, case, result, FLOAT64, &label, &pair)
+        record(store, run, case, result, &FLOAT64, &label, &pair)
     }
 }
 
-/// Compares and stores; the `wrong_result` message when any compared output disagrees.
+/// Compares and stores; [`crate::outcome::wrong_result`]'s decision when any compared output
+/// disagrees, stored with the comparisons.
 fn record(
     store: &mut Store,
     run: i64,
     case: &CaseRow,
     result: &CaseResult,
-    against: &str,
+    against: &Against,
     label: &str,
     pair: &OutputPair<'_>,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<Decision>, StoreError> {
     let rows = compare_outputs(pair, &case.key, &result.device, against, label);
     if rows.is_empty() {
         return Ok(None);
     }
-    let wrong = wrong_message(&rows);
-    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_deref())?;
+    let wrong = crate::outcome::wrong_result(&rows);
+    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_ref())?;
     Ok(wrong)
 }
 
@@ -143,7 +141,7 @@ pub struct PassSummary {
 /// only what is missing.
 pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
-    let done: HashSet<(String, String, String)> = store.compared(run)?;
+    let done: HashSet<(String, Device, Against)> = store.compared(run)?;
     let rows: Vec<ResultRow> = store.results(run)?;
     let ran: HashMap<(&str, &Device), &CaseResult> = rows
         .iter()
@@ -156,17 +154,15 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
         if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             continue;
         }
-        let seen = |against: &str| done.contains(&(case.key.clone(), result.device.to_string(), against.to_string()));
-        let mut pass_result = result.clone();
-        pass_result.outcome = Outcome::Pass; // compare what ran, whatever an earlier verdict said
-        if !seen(FLOAT64) && checker.reference_of(case).is_some() {
+        let seen = |against: &Against| done.contains(&(case.key.clone(), result.device.clone(), against.clone()));
+        if !seen(&FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
-            if checker.check_float64(store, run, case, &pass_result)?.is_some() {
+            if checker.check_float64(store, run, case, result)?.is_some() {
                 summary.wrong += 1;
             }
         }
         let target = result.device.reference_target(reference_device);
-        let device_against = against_device(&target);
+        let device_against = Against::Target(target.clone());
         if result.device != target
             && !seen(&device_against)
             && let Some(expected) = ran.get(&(case.key.as_str(), &target))
@@ -203,7 +199,7 @@ mod tests {
     use super::*;
     use crate::compare::{Data, NpyArray, write_npy};
     use crate::model::Framework;
-    use crate::store::records::{FunctionRow, RunInfo};
+    use crate::model::{FunctionRow, RunInfo};
     use serde_json::json;
 
     fn write(dir: &std::path::Path, name: &str, data: Data) -> Value {
@@ -267,7 +263,7 @@ mod tests {
         let cmp = store.comparisons(run).unwrap();
         let off_cmp = cmp.iter().find(|c| c.case_key.contains("/off/")).unwrap();
         assert_eq!(
-            (off_cmp.against.as_str(), off_cmp.mismatched, off_cmp.verdict.as_str()),
+            (off_cmp.against.to_string().as_str(), off_cmp.mismatched, off_cmp.verdict.as_str()),
             ("device:cpu", 1, "disagree")
         );
         // 2.001f32 - 2.0 is 0.0009999275 (the float32 nearest to 2.001 is 2.00099992752...).
@@ -309,9 +305,9 @@ mod tests {
         }
         assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary { compared: 2, wrong: 2 });
         let cmp = store.comparisons(run).unwrap();
-        let against: Vec<(&str, &str)> = cmp.iter().map(|c| (c.device.as_str(), c.against.as_str())).collect();
-        assert!(against.contains(&("cpu/compiled", "device:cpu")), "{against:?}");
-        assert!(against.contains(&("cpu", "device:cuda:0")), "{against:?}");
+        let against: Vec<(&str, String)> = cmp.iter().map(|c| (c.device.as_str(), c.against.to_string())).collect();
+        assert!(against.contains(&("cpu/compiled", "device:cpu".into())), "{against:?}");
+        assert!(against.contains(&("cpu", "device:cuda:0".into())), "{against:?}");
         let r = store.results(run).unwrap().into_iter().find(|r| r.result.device == cpu_compiled).unwrap();
         assert_eq!(r.result.outcome, Outcome::WrongResult);
         assert!(r.result.message.unwrap().starts_with("disagrees with cpu (output 0)"));

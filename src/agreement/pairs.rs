@@ -5,9 +5,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::compare::{Comparison, Rule, Tolerance, Verdict, compare, read_npy};
-use crate::model::Device;
-use crate::store::records::ComparisonRow;
+use crate::compare::{Comparison, Rule, Tolerance, compare, read_npy};
+use crate::model::{Against, ComparisonRow, ComparisonVerdict, Device};
 
 /// The two sides of a comparison and how to judge them.
 #[derive(Clone, Copy, Debug)]
@@ -76,7 +75,7 @@ pub fn compare_outputs(
     pair: &OutputPair<'_>,
     case_key: &str,
     device: &Device,
-    against: &str,
+    against: &Against,
     reference: &str,
 ) -> Vec<ComparisonRow> {
     let mut rows = Vec::new();
@@ -100,14 +99,14 @@ pub fn compare_outputs(
         let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype);
         let tol =
             if rule == Rule::Exact { Tolerance::EXACT } else { tolerance(pair.spec, pair.case_dtype, leaf_dtype) };
-        let mut row = blank_row(case_key, device, against, reference, index, &rule_name, tol);
+        let mut row = ComparisonRow::incomparable(case_key, device, against, reference, index as u32, rule, tol);
         if let Some(why) = &list_mismatch {
             row.summary = why.clone();
             rows.push(row);
             continue;
         }
         if leaf(pair.actual, index).is_some() && leaf(pair.expected, index).is_none() && pair.expected.is_array() {
-            row.verdict = "disagree".into();
+            row.verdict = ComparisonVerdict::Disagree;
             row.shape_changed = true;
             row.summary = format!(
                 "the result has an output {index} that the reference has not (it has {} outputs)",
@@ -135,8 +134,16 @@ pub fn compare_outputs(
         let have: Vec<u64> = leaves(pair.actual);
         let missing: Vec<u64> = leaves(pair.expected).into_iter().filter(|i| !have.contains(i)).collect();
         if let Some(&first) = missing.first() {
-            let mut row = blank_row(case_key, device, against, reference, first, "allclose", Tolerance::EXACT);
-            row.verdict = "disagree".into();
+            let mut row = ComparisonRow::incomparable(
+                case_key,
+                device,
+                against,
+                reference,
+                first as u32,
+                Rule::AllClose,
+                Tolerance::EXACT,
+            );
+            row.verdict = ComparisonVerdict::Disagree;
             row.shape_changed = true;
             row.summary = format!(
                 "the result has {} outputs, the reference {}: output(s) {missing:?} missing",
@@ -151,39 +158,6 @@ pub fn compare_outputs(
 
 fn leaves(outputs: &Value) -> Vec<u64> {
     outputs.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect())
-}
-
-fn blank_row(
-    case_key: &str,
-    device: &Device,
-    against: &str,
-    reference: &str,
-    index: u64,
-    rule: &str,
-    tol: Tolerance,
-) -> ComparisonRow {
-    ComparisonRow {
-        case_key: case_key.to_string(),
-        device: device.clone(),
-        against: against.to_string(),
-        reference: reference.to_string(),
-        output_index: index as u32,
-        rule: rule.to_string(),
-        rtol: tol.rtol,
-        atol: tol.atol,
-        verdict: "incomparable".into(),
-        elements: 0,
-        mismatched: 0,
-        max_abs: None,
-        max_rel: None,
-        max_ulp: None,
-        nan_mismatch: 0,
-        inf_mismatch: 0,
-        shape_changed: false,
-        dtype_changed: false,
-        summary: String::new(),
-        detail: Value::Null,
-    }
 }
 
 fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -> Result<Comparison, String> {
@@ -207,12 +181,7 @@ fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -
 }
 
 fn fill(row: &mut ComparisonRow, c: &Comparison, check_dtype: bool) {
-    row.verdict = match c.verdict {
-        Verdict::Agree => "agree",
-        Verdict::Disagree => "disagree",
-        _ => "incomparable",
-    }
-    .into();
+    row.verdict = ComparisonVerdict::from(&c.verdict);
     row.elements = c.elements;
     row.mismatched = c.mismatched;
     let finite = |v: f64| v.is_finite().then_some(v);
@@ -232,15 +201,6 @@ fn fill(row: &mut ComparisonRow, c: &Comparison, check_dtype: bool) {
         row.summary = quiet.summary();
     }
     row.detail = serde_json::to_value(c).unwrap_or(Value::Null);
-}
-
-/// The `wrong_result` message of a result whose comparisons include a disagreement:
-/// `disagrees with numpy.cumsum in float64 (output 0): <summary>`; `None` when all agree.
-pub fn wrong_message(rows: &[ComparisonRow]) -> Option<String> {
-    let bad: Vec<&ComparisonRow> = rows.iter().filter(|r| r.verdict == "disagree").collect();
-    let first = bad.first()?;
-    let more = if bad.len() > 1 { format!(" (and {} more outputs)", bad.len() - 1) } else { String::new() };
-    Some(format!("disagrees with {} (output {}): {}{more}", first.reference, first.output_index, first.summary))
 }
 
 #[cfg(test)]
@@ -273,24 +233,25 @@ mod tests {
         let spec = json!({});
         let cmp = |actual: &Value, expected: &Value, spec: &Value| {
             let p = OutputPair { spec, case_dtype: "float32", actual, expected, check_dtype: false };
-            compare_outputs(&p, "k", &Device::cpu(), "float64", "numpy.svd in float64")
+            compare_outputs(&p, "k", &Device::cpu(), &Against::Float64, "numpy.svd in float64")
         };
         let fewer = cmp(&one, &three, &spec);
-        let bad = fewer.iter().find(|r| r.verdict == "disagree").expect("a missing output disagrees");
+        let bad = fewer.iter().find(|r| r.verdict == ComparisonVerdict::Disagree).expect("a missing output disagrees");
         assert!(
             bad.summary.contains("the result has 1 outputs, the reference 3: output(s) [1, 2] missing"),
             "{}",
             bad.summary
         );
-        assert!(wrong_message(&fewer).is_some());
+        assert!(crate::outcome::wrong_result(&fewer).is_some());
         let more = cmp(&three, &one, &spec);
-        assert_eq!(more.iter().filter(|r| r.verdict == "disagree").count(), 2, "outputs 1 and 2 have no counterpart");
-        let short = cmp(&three, &three, &json!({"compare": ["up_to_sign"]}));
-        assert!(
-            short
-                .iter()
-                .all(|r| r.verdict == "incomparable" && r.summary.contains("lists 1 rules but the result has 3"))
+        assert_eq!(
+            more.iter().filter(|r| r.verdict == ComparisonVerdict::Disagree).count(),
+            2,
+            "outputs 1 and 2 have no counterpart"
         );
+        let short = cmp(&three, &three, &json!({"compare": ["up_to_sign"]}));
+        assert!(short.iter().all(|r| r.verdict == ComparisonVerdict::Incomparable
+            && r.summary.contains("lists 1 rules but the result has 3")));
         let exact = cmp(&one, &one, &json!({"compare": "exact"}));
         assert_eq!((exact[0].rtol, exact[0].atol), (0.0, 0.0), "an exact comparison stores a zero tolerance");
     }
@@ -325,15 +286,15 @@ mod tests {
                               {"index": 1, "kind": "object", "type": "torch.Size"}]);
         let p =
             OutputPair { spec: &spec, case_dtype: "float32", actual: &actual, expected: &expected, check_dtype: false };
-        let rows = compare_outputs(&p, "k", &Device::cpu(), "float64", "numpy.x in float64");
+        let rows = compare_outputs(&p, "k", &Device::cpu(), &Against::Float64, "numpy.x in float64");
         assert_eq!(rows.len(), 2);
-        assert!(rows.iter().all(|r| r.verdict == "incomparable"));
+        assert!(rows.iter().all(|r| r.verdict == ComparisonVerdict::Incomparable));
         assert!(rows[0].summary.contains("was not saved (too big)"), "{}", rows[0].summary);
         assert!(
             rows[1].summary.contains("not an array (torch.Size)") || rows[1].summary.contains("no output 1"),
             "{}",
             rows[1].summary
         );
-        assert_eq!(wrong_message(&rows), None, "incomparable is not wrong");
+        assert_eq!(crate::outcome::wrong_result(&rows), None, "incomparable is not wrong");
     }
 }

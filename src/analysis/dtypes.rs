@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::model::ResultRow;
 use crate::model::{DTYPES, Device, Framework, Outcome, Reason};
-use crate::store::ResultRow;
 
 /// The outcomes of one function's cases at one dtype on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

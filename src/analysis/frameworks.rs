@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::agreement::FLOAT64;
-use crate::model::{Device, Framework, Outcome, Reason};
-use crate::store::{ComparisonRow, ReferenceRow, ResultRow};
+use crate::model::{ComparisonRow, ReferenceRow, ResultRow};
+use crate::model::{ComparisonVerdict, Device, Framework, Outcome, Reason};
 
 /// One framework function's result in a row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -166,7 +166,7 @@ fn dtype_order(d: &str) -> usize {
 
 /// Whether every float64 comparison of a passing entry reached a verdict.
 pub fn compared(e: &Entry) -> bool {
-    !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != "incomparable")
+    !e.float64.is_empty() && e.float64.iter().all(|c| c.verdict != ComparisonVerdict::Incomparable)
 }
 
 #[cfg(test)]
@@ -178,13 +178,13 @@ pub(crate) mod tests {
         ComparisonRow {
             case_key: key.into(),
             device: Device::cpu(),
-            against: FLOAT64.into(),
+            against: FLOAT64,
             reference: "numpy.a in float64".into(),
             output_index: 0,
-            rule: "allclose".into(),
+            rule: crate::compare::Rule::AllClose,
             rtol: 1.3e-6,
             atol: 1e-5,
-            verdict: verdict.into(),
+            verdict: verdict.parse().unwrap(),
             elements: 64,
             mismatched,
             max_abs: Some(max_abs),

@@ -17,8 +17,8 @@ use serde::Serialize;
 use super::portability::{self, PortabilityReport, ReportOptions, TargetSummary};
 use super::slowdown::{self, Distribution, Measure, SlowdownOptions, SlowdownReport};
 use crate::model::{Device, Framework, FunctionStatus, Mode, Reason};
+use crate::model::{DeviceInfo, ResultRow, RunSummary};
 use crate::stats::StatsConfig;
-use crate::store::{DeviceInfo, ResultRow, RunSummary};
 
 /// A function that does not come through the compiler whole: why, with its first counted
 /// failing case.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{Device, Framework, FunctionStatus, Mode, Outcome, Reason};
-use crate::store::{DeviceInfo, ResultRow, RunSource, RunSummary};
+use crate::model::{DeviceInfo, ResultRow, RunSource, RunSummary};
 
 /// Which failures on a target other than its reference target are the target's fault. The
 /// reference target of an eager target is the report's reference device; that of a compiled
@@ -326,7 +326,7 @@ pub fn build(
             id: run.id,
             host: run.info.host.clone(),
             started_at: run.info.started_at.clone(),
-            state: run.state.clone(),
+            state: run.state.to_string(),
             python_version: run.info.python_version.clone(),
             frameworks: run.info.frameworks.iter().map(|(f, i)| (*f, i.version.clone())).collect(),
             catalogue_version: run.info.catalogue_version.clone(),
@@ -491,7 +491,7 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::{CaseResult, CaseRow, FrameworkInfo, FunctionRow, RunInfo};
+    use crate::model::{CaseResult, CaseRow, FrameworkInfo, FunctionRow, RunInfo};
 
     pub(crate) fn run_summary() -> RunSummary {
         RunSummary {
@@ -519,7 +519,7 @@ pub(crate) mod tests {
                 mlport_version: "0.1.0".into(),
             },
             origin: Default::default(),
-            state: "finished".into(),
+            state: crate::model::RunState::Finished,
             finished_at: Some("2026-12-01T10:05:00Z".into()),
             cases_planned: 16,
             results: 17,

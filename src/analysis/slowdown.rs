@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::model::{Device, Framework, Outcome};
+use crate::model::{ResultRow, RunSummary};
 use crate::stats::{self, Estimate, SplitMix64, StatsConfig, Summary};
-use crate::store::{ResultRow, RunSummary};
 
 /// What latency is compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

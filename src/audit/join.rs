@@ -16,8 +16,9 @@ use serde::Serialize;
 
 use crate::analysis::{self, ReportOptions, SlowdownOptions};
 use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::model::{ResultRow, RunSource, RunSummary};
 use crate::scan::{ScanReport, canonical};
-use crate::store::{ResultRow, RunSource, RunSummary, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// What a called function's measurement says, for `--fail-on`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -8,8 +8,7 @@ pub mod spec;
 pub use builtin::builtin;
 pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse};
 
-use crate::model::Framework;
-use crate::store::records::FunctionRow;
+use crate::model::{Framework, FunctionRow};
 
 /// One catalogue file: the functions of one framework.
 #[derive(Clone, Debug)]

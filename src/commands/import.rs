@@ -12,8 +12,8 @@ use super::select::check_label;
 use crate::analysis::{self, ReportOptions};
 use crate::cli::{ImportPaperArgs, ImportPytestJsonArgs};
 use crate::import;
+use crate::model::RunSource;
 use crate::render;
-use crate::store::RunSource;
 use crate::workspace;
 
 /// `mlport import pytest-json`.

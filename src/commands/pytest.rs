@@ -13,8 +13,8 @@ use super::report::print_portability;
 use super::select::check_label;
 use super::{ExitStatus, env};
 use crate::cli::PytestArgs;
+use crate::model::{FrameworkInfo, RunSource};
 use crate::process::{self, GroupEnd};
-use crate::store::{FrameworkInfo, RunSource};
 use crate::{catalogue, import, pyenv, runner, workspace};
 
 /// The exit codes of pytest that still leave a usable report: all passed, some failed.

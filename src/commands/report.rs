@@ -11,8 +11,9 @@ use super::output::{emit, format_of};
 use super::select::resolve_run;
 use crate::analysis::{self, ReportOptions};
 use crate::cli::{FormatArg, MeasureArg, ReportArgs, SlowdownSpec};
+use crate::model::ResultRow;
 use crate::render::{self, Format};
-use crate::store::{ResultRow, Store};
+use crate::store::Store;
 use crate::workspace;
 
 /// The portability report of a run, built from the store.

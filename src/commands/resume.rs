@@ -10,10 +10,9 @@ use super::report::print_portability;
 use super::select;
 use crate::agreement;
 use crate::cli::FormatArg;
-use crate::model::{Device, Framework};
+use crate::model::{CaseRow, Device, DeviceInfo, Framework, FrameworkInfo, RunSource, RunState, RunSummary};
 use crate::runner;
-use crate::store::records::{CaseRow, DeviceInfo, RunSummary};
-use crate::store::{FrameworkInfo, RunSource, Store};
+use crate::store::Store;
 use crate::workspace;
 
 /// A run to continue: its summary, its planned cases and its lock (held until dropped).
@@ -121,8 +120,8 @@ pub fn start(
             );
         }
         eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
-        if summary.state != "finished" {
-            store.finish_run(summary.id, "finished")?;
+        if summary.state != RunState::Finished {
+            store.finish_run(summary.id, RunState::Finished)?;
         }
         print_portability(store, summary.id, format, false)?;
         return Ok(None);

@@ -17,13 +17,12 @@ use super::resume::{self, pending_cases};
 use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};
-use crate::model::{Device, Framework};
+use crate::model::{CaseRow, Device, Framework, RunInfo, RunState};
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
 use crate::runner::{self, Ending, RunConfig};
 use crate::store::Store;
-use crate::store::records::{CaseRow, RunInfo};
 use crate::worker::protocol::Timing;
 use crate::workspace;
 
@@ -196,7 +195,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
     match ending {
         Ending::Interrupted => {
-            store.finish_run(run_id, "interrupted")?;
+            store.finish_run(run_id, RunState::Interrupted)?;
             let s = store.run(run_id)?;
             eprintln!(
                 "mlport: interrupted after {elapsed:.0?}: {} of {} cases recorded in {}; continue with {resume_hint}",
@@ -208,7 +207,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         }
         Ending::Finished => {
             let left = pending_cases(&store, run_id)?;
-            store.finish_run(run_id, if left == 0 { "finished" } else { "incomplete" })?;
+            store.finish_run(run_id, if left == 0 { RunState::Finished } else { RunState::Incomplete })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::store::records::RunSummary;
-use crate::store::{RunSource, Store};
+use crate::model::{RunSource, RunSummary};
+use crate::store::Store;
 
 /// Why `label` cannot name a run, or `None` when it can. A label must name a run wherever a
 /// run id is accepted (`--run`, `--slowdown A@RUN..B@RUN`), so it cannot look like an id or a
@@ -72,7 +72,7 @@ pub fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
 pub(crate) mod tests {
     use super::*;
     use crate::model::Device;
-    use crate::store::records::{RunData, RunInfo, RunOrigin};
+    use crate::model::{RunData, RunInfo, RunOrigin};
 
     /// A store in a temporary folder with one empty run per `(source, label)`, ids 1, 2, ...
     pub(crate) fn store_with(runs: &[(RunSource, Option<&str>)]) -> (tempfile::TempDir, Store) {

@@ -18,7 +18,7 @@ pub use suite::Suite;
 pub use timings::TimingFile;
 
 use crate::model::{Device, Framework};
-use crate::store::{FrameworkInfo, FunctionRow, RunData, RunInfo, RunOrigin, RunSource};
+use crate::model::{FrameworkInfo, FunctionRow, RunData, RunInfo, RunOrigin, RunSource};
 
 /// Why an import was refused. Every variant names the file, and where in it the problem is.
 #[derive(Debug, thiserror::Error)]
@@ -163,7 +163,7 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
         report: Some(&report),
         timings: &timings,
         namer: &namer,
-        reason_hook: None,
+        harness_bugs: &[],
     };
     let mut info = blank_info(framework, &args.command_line);
     describe_report(&mut info, &report);

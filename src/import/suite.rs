@@ -1,7 +1,7 @@
 //! Turns one run of a pytest suite on one device — a pytest-json-report, timing files of
 //! repeated sessions, or both — into an mlport run: a test file is a function, a test is a
-//! case, a failure's crash message goes through the failure taxonomy of live runs
-//! ([`crate::outcome::classify`]).
+//! case, and how each test ended becomes an outcome in [`crate::outcome::imported`] (a
+//! failure's crash message goes through the failure taxonomy of live runs).
 //!
 //! Reference copies: PyTorch's device-generic tests are instantiated once per device type
 //! (`TestFooCPU::test_x_cpu_float32` beside `TestFooXLA::test_x_xla_float32`), so a device
@@ -23,9 +23,9 @@ use serde_json::json;
 
 use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
 use super::timings::{self, Merged, TimingEntry, TimingFile};
-use crate::model::{Device, Framework, Outcome, Reason};
-use crate::outcome::{ErrorReport, classify};
-use crate::store::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
+use crate::model::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
+use crate::model::{Device, Framework};
+use crate::outcome::{self, TestEnding, TestFailure};
 
 /// The placeholder that replaces a device token in normalised test names.
 pub const DEVICE_TOKEN: &str = "{device}";
@@ -33,10 +33,6 @@ pub const DEVICE_TOKEN: &str = "{device}";
 /// Gives the function a test file stands for, from the file's stem without its `test_`
 /// prefix or `_test` suffix (`Adamax_test.py` → `Adamax`) and the file path.
 pub type Namer<'a> = &'a dyn Fn(&str, &str) -> FunctionRow;
-
-/// Decides a failure's reason before the taxonomy does (e.g. the paper's own timer bug),
-/// from the crash message `Type: message`.
-pub type ReasonHook<'a> = &'a dyn Fn(&str) -> Option<Reason>;
 
 /// One run of a suite on one device, as the importer sees it.
 pub struct Suite<'a> {
@@ -50,8 +46,10 @@ pub struct Suite<'a> {
     pub timings: &'a [TimingFile],
     /// Names each test file's function.
     pub namer: Namer<'a>,
-    /// Decides some failures' reason before the taxonomy (the paper's timer bug).
-    pub reason_hook: Option<ReasonHook<'a>>,
+    /// Phrases of a failure's crash line (`Type: message`) that mark a bug of the suite's own
+    /// harness, not of the framework (the paper's `partial_timed()` timer bug): such failures
+    /// are `harness_error` ([`crate::outcome::imported`]).
+    pub harness_bugs: &'a [&'a str],
 }
 
 /// Which device a test ran for within the run.
@@ -175,7 +173,8 @@ impl Suite<'_> {
         }
     }
 
-    /// The failure of a failed (or errored) test: outcome, reason, type, message, traceback, stage.
+    /// The failure of a failed (or errored) test: its crash line, and the stage and longrepr it
+    /// came from.
     fn failure(&self, t: &PytestTest) -> Failure {
         let stage = t.failed_stage().or_else(|| t.setup.as_ref().map(|s| ("setup", s)));
         let (stage_name, crash, longrepr) = match stage {
@@ -186,33 +185,7 @@ impl Suite<'_> {
             .or_else(|| longrepr.as_deref().and_then(last_error_line))
             .unwrap_or_else(|| format!("pytest reported `{}` without a message", outcome_word(t.outcome)));
         let (error_type, message) = split_exception(&text);
-        let mut outcome = Outcome::Fail;
-        let reason = if let Some(r) = self.reason_hook.and_then(|hook| hook(&text)) {
-            r
-        } else if error_type.as_deref() == Some("Failed") && message.starts_with("Timeout") {
-            // pytest-timeout: `Failed: Timeout >1020.0s`.
-            outcome = Outcome::Timeout;
-            Reason::Timeout
-        } else if is_mismatch(error_type.as_deref(), &message) {
-            Reason::WrongResult
-        } else {
-            let phase = if stage_name == "call" { "first_call" } else { stage_name };
-            let report = ErrorReport {
-                error_type: error_type.as_deref().unwrap_or(""),
-                message: &message,
-                phase,
-                harness: false,
-                compiled: false,
-            };
-            match classify(self.framework, &report) {
-                // In a live run a missing device is mlport's bug; in a suite, a test that needs a
-                // device this machine lacks (a CUDA-only test on a TPU) is a function that does
-                // not run here.
-                Reason::HarnessError => Reason::NotImplemented,
-                r => r,
-            }
-        };
-        Failure { outcome, reason, error_type, message, traceback: longrepr, stage: stage_name }
+        Failure { text, error_type, message, traceback: longrepr, stage: stage_name }
     }
 
     /// Builds the run: functions and cases in the report's order (then timing-only tests in
@@ -280,13 +253,14 @@ impl Suite<'_> {
             }
             for (e, placed) in self.place_keys(&unmatched) {
                 let merged = timings::merge(&by_key[e.key.as_str()]);
+                let unknown = outcome::imported(self.framework, &TestEnding::Unknown(why));
                 let r = CaseResult {
                     case_key: placed.key.clone(),
                     device: self.role_device(placed.role),
-                    outcome: Outcome::Skip,
-                    reason: None,
+                    outcome: unknown.outcome,
+                    reason: unknown.reason,
                     error_type: None,
-                    message: Some(why.into()),
+                    message: unknown.message,
                     traceback: None,
                     phase: None,
                     signal: None,
@@ -330,40 +304,36 @@ impl Suite<'_> {
 
     fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {
         let wall_ms = merged.test_time_s.or_else(|| t.call.as_ref().and_then(|c| c.duration)).map_or(0.0, |s| s * 1e3);
-        let mut r = CaseResult::new(&placed.key, self.role_device(placed.role), Outcome::Pass);
+        let skip_why = t.skipped_stage().and_then(|s| s.longrepr_text()).map(|l| skip_reason(&l));
+        let failure = matches!(t.outcome, TestOutcome::Failed | TestOutcome::Error).then(|| self.failure(t));
+        let ending = match (&failure, t.outcome) {
+            (Some(f), _) => TestEnding::Failed(TestFailure {
+                text: &f.text,
+                error_type: f.error_type.as_deref(),
+                message: &f.message,
+                stage: f.stage,
+                harness_bugs: self.harness_bugs,
+            }),
+            (None, TestOutcome::Xfailed) => TestEnding::ExpectedFailure,
+            (None, TestOutcome::Skipped) => TestEnding::Skipped(skip_why.as_deref()),
+            (None, _) => TestEnding::Passed,
+        };
+        let mut r = outcome::imported(self.framework, &ending).into_result(&placed.key, self.role_device(placed.role));
         r.first_call_ns = merged.first_call_ns;
         r.samples_ns = merged.samples_ns;
         r.wall_ms = wall_ms;
         r.finished_at = finished_at.to_string();
-        match t.outcome {
-            TestOutcome::Passed | TestOutcome::Xpassed => {}
-            TestOutcome::Skipped | TestOutcome::Xfailed => {
-                r.outcome = Outcome::Skip;
-                r.message = Some(if t.outcome == TestOutcome::Xfailed {
-                    "expected to fail (xfail)".into()
-                } else {
-                    t.skipped_stage()
-                        .and_then(|s| s.longrepr_text())
-                        .map_or_else(|| "skipped".into(), |l| skip_reason(&l))
-                });
-            }
-            TestOutcome::Failed | TestOutcome::Error => {
-                let f = self.failure(t);
-                r.outcome = f.outcome;
-                r.reason = Some(f.reason);
-                r.error_type = f.error_type;
-                r.message = Some(f.message);
-                r.traceback = f.traceback;
-                r.phase = Some(f.stage.to_string());
-            }
+        if let Some(f) = failure {
+            r.error_type = f.error_type;
+            r.traceback = f.traceback;
+            r.phase = Some(f.stage.to_string());
         }
         r
     }
 }
 
 struct Failure {
-    outcome: Outcome,
-    reason: Reason,
+    text: String,
     error_type: Option<String>,
     message: String,
     traceback: Option<String>,
@@ -467,38 +437,13 @@ pub fn split_exception(text: &str) -> (Option<String>, String) {
     (None, text.to_string())
 }
 
-/// A test assertion that compared numbers and found them apart ⇒ `wrong_result`:
-/// `AssertionError: Tensor-likes are not close!`, `Scalars are not equal!`,
-/// `0.99609375 not less than 0.005` (TensorFlow's assertLess on an error), NumPy's
-/// `Arrays are not almost equal`, PyTorch's `GradcheckError: Jacobian mismatch`.
-fn is_mismatch(error_type: Option<&str>, message: &str) -> bool {
-    let ty = error_type.map(|t| t.rsplit('.').next().unwrap_or(t));
-    let m = message.to_ascii_lowercase();
-    match ty {
-        Some("AssertionError") => [
-            "not close",
-            "are not equal",
-            "not almost equal",
-            "mismatched elements",
-            "not less than",
-            "not greater than",
-            "not equal to tolerance",
-            "not equivalent",
-            "arrays are not",
-        ]
-        .iter()
-        .any(|p| m.contains(p)),
-        Some("GradcheckError") => m.contains("mismatch"),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::*;
     use crate::import::{pytest_json, timings};
+    use crate::model::{Outcome, Reason};
 
     #[test]
     fn device_tokens_are_the_last_ones() {
@@ -566,7 +511,7 @@ mod tests {
             report: Some(&report),
             timings: std::slice::from_ref(&t),
             namer: &namer,
-            reason_hook: None,
+            harness_bugs: &[],
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let names: Vec<&str> = run.functions.iter().map(|f| f.name.as_str()).collect();
@@ -642,7 +587,7 @@ mod tests {
             report: None,
             timings: std::slice::from_ref(&t),
             namer: &namer,
-            reason_hook: None,
+            harness_bugs: &[],
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let got: Vec<(&str, &str)> = run.results.iter().map(|r| (r.case_key.as_str(), r.device.as_str())).collect();

@@ -8,8 +8,8 @@ use super::json::versioned;
 use super::markdown::escape;
 use super::units::latency;
 use crate::analysis::frameworks::{Entry, FrameworkTable, compared};
-use crate::model::Outcome;
-use crate::store::ComparisonRow;
+use crate::model::ComparisonRow;
+use crate::model::{ComparisonVerdict, Outcome};
 
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.frameworks";
@@ -51,7 +51,8 @@ fn worst(cmp: &[ComparisonRow]) -> String {
 /// What a wrong result's disagreement is, in a few words: a shape or output count change, NaN/Inf
 /// patterns, or how many elements are off and by how much.
 fn disagreement(e: &Entry) -> String {
-    let bad: Vec<ComparisonRow> = e.float64.iter().filter(|c| c.verdict == "disagree").cloned().collect();
+    let bad: Vec<ComparisonRow> =
+        e.float64.iter().filter(|c| c.verdict == ComparisonVerdict::Disagree).cloned().collect();
     let Some(first) = bad.first() else {
         // Not against float64: against the reference device; its message says how.
         return e.message.clone().unwrap_or_else(|| "disagrees".into());
@@ -84,7 +85,11 @@ fn cell(entries: &[Entry]) -> String {
             let text = match e.outcome {
                 Outcome::Pass if e.float64.is_empty() => format!("ran, not compared{time}"),
                 Outcome::Pass if !compared(e) => {
-                    let why = e.float64.iter().find(|c| c.verdict == "incomparable").map(|c| c.summary.as_str());
+                    let why = e
+                        .float64
+                        .iter()
+                        .find(|c| c.verdict == ComparisonVerdict::Incomparable)
+                        .map(|c| c.summary.as_str());
                     format!("ran, not compared: {}{time}", why.unwrap_or("?"))
                 }
                 Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),

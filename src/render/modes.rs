@@ -248,7 +248,7 @@ mod tests {
     use crate::analysis::modes::tests::{example, results};
     use crate::analysis::portability::tests::run_summary;
     use crate::model::Mode;
-    use crate::store::ResultRow;
+    use crate::model::ResultRow;
 
     #[test]
     fn snapshots() {

@@ -15,8 +15,8 @@ use super::grid::Grid;
 use super::json::versioned;
 use super::units::reasons;
 use crate::analysis::{PortabilityReport, TargetSummary};
+use crate::model::RunSource;
 use crate::model::{Device, Framework, Reason};
-use crate::store::RunSource;
 
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.overview";

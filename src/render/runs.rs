@@ -2,7 +2,7 @@
 //! their versions, where it came from and its label.
 
 use super::grid::Grid;
-use crate::store::records::RunSummary;
+use crate::model::RunSummary;
 
 /// The runs as a terminal table, newline-terminated.
 pub fn table(runs: &[RunSummary]) -> String {

@@ -357,7 +357,7 @@ mod tests {
     use crate::analysis::slowdown::{SlowdownOptions, slowdown};
     use crate::model::Framework;
     use crate::model::Outcome::Pass;
-    use crate::store::ResultRow;
+    use crate::model::ResultRow;
 
     #[test]
     fn snapshots() {

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::agreement::FLOAT64;
-use crate::model::{Framework, Mode, Outcome};
-use crate::store::{ResultRow, Store};
+use crate::model::ResultRow;
+use crate::model::{Against, ComparisonVerdict, Framework, Mode, Outcome};
+use crate::store::Store;
 
 const TEMPLATE: &str = include_str!("repro.py.j2");
 
@@ -117,23 +117,24 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         let comparisons: Vec<_> = store
             .comparisons(run)?
             .into_iter()
-            .filter(|c| c.case_key == row.case.key && c.device == r.device && c.verdict == "disagree")
+            .filter(|c| c.case_key == row.case.key && c.device == r.device && c.verdict == ComparisonVerdict::Disagree)
             .collect();
         let references = store.references(run)?;
         let all = store.results(run)?;
         for c in &comparisons {
-            let outputs = if c.against == FLOAT64 {
-                let op = row.function.op.clone().unwrap_or_default();
-                let k = crate::agreement::reference_key(&op, &row.case.case_id, &row.case.dtype);
-                references.iter().find(|x| x.key == k).map(|x| x.outputs.clone())
-            } else {
-                let dev = c.against.trim_start_matches("device:");
-                all.iter()
-                    .find(|x| x.case.key == row.case.key && x.result.device.as_str() == dev)
-                    .map(|x| x.result.outputs.clone())
+            let outputs = match &c.against {
+                Against::Float64 => {
+                    let op = row.function.op.clone().unwrap_or_default();
+                    let k = crate::agreement::reference_key(&op, &row.case.case_id, &row.case.dtype);
+                    references.iter().find(|x| x.key == k).map(|x| x.outputs.clone())
+                }
+                Against::Target(dev) => all
+                    .iter()
+                    .find(|x| x.case.key == row.case.key && x.result.device == *dev)
+                    .map(|x| x.result.outputs.clone()),
             };
             let Some(path) = outputs.as_ref().and_then(|o| output_path(o, c.output_index)) else { continue };
-            let name = format!("expected{}_{}.npy", c.output_index, c.against.replace([':', '/'], "_"));
+            let name = format!("expected{}_{}.npy", c.output_index, c.against.to_string().replace([':', '/'], "_"));
             std::fs::copy(&path, out.join(&name)).with_context(|| format!("cannot copy {path}"))?;
             files.push(out.join(&name));
             expected.push(json!({"index": c.output_index, "file": name, "rule": c.rule, "rtol": c.rtol, "atol": c.atol, "against": c.reference}));

@@ -1,37 +1,17 @@
 //! One case on one worker: the request, the time limit, and the mapping of every way
-//! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`]. On a compiled
-//! target, a case compiled more than once is a failure with reason `recompiles`.
+//! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`] whose outcome
+//! [`crate::outcome`] decides (on a compiled target, a case compiled more than once is a
+//! failure with reason `recompiles`).
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::RunConfig;
-use crate::model::{Device, Mode, Outcome, Reason};
-use crate::outcome::{ErrorReport, classify};
-use crate::store::records::{CaseResult, CaseRow};
+use crate::model::{CaseResult, CaseRow, Device, Mode};
+use crate::outcome::{self, Answer, ErrorReport};
 use crate::worker::protocol::{PROTOCOL_VERSION, Request};
 use crate::worker::{Failure, Worker};
-
-fn signal_name(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| format!("{s} ({sig})"))
-}
-
-fn blank(case: &CaseRow, device: &Device, outcome: Outcome) -> CaseResult {
-    CaseResult::new(&case.key, device.clone(), outcome)
-}
-
-/// The message of a case compiled more than once (`None` for at most once): it ran, but its
-/// compiler compiled it again for the same inputs, a cost every call may pay.
-fn recompiled(total: Option<u64>, first_call: Option<u64>) -> Option<String> {
-    let n = total.filter(|&n| n > 1)?;
-    Some(match first_call {
-        Some(f) if f <= n => {
-            format!("compiled {n} times for the same inputs: {f} at the first call, {} more in the steady state", n - f)
-        }
-        _ => format!("compiled {n} times for the same inputs"),
-    })
-}
 
 /// A number no case can predict: the std hasher's random keys over a counter.
 fn nonce() -> u64 {
@@ -61,9 +41,7 @@ pub fn execute_case(
         r
     };
     if let Some(why) = case.spec.get("skip").and_then(|s| s.as_str()) {
-        let mut r = blank(case, device, Outcome::Skip);
-        r.message = Some(why.to_string());
-        return (Some(finish(r)), true);
+        return (Some(finish(outcome::skipped(why).into_result(&case.key, device.clone()))), true);
     }
     let timeout = case
         .spec
@@ -90,91 +68,50 @@ pub fn execute_case(
     };
     match worker.run(&req, timeout, interrupted) {
         Ok(reply) => {
-            let passed = reply.outcome == "pass";
-            let mut r = blank(case, device, if passed { Outcome::Pass } else { Outcome::Fail });
+            let compiled = device.mode() == Mode::Compiled;
+            let compiles = reply.compiles.filter(|_| compiled);
+            let error = reply.error.as_ref().map(|e| ErrorReport {
+                error_type: &e.error_type,
+                message: &e.message,
+                phase: &e.phase,
+                harness: e.harness,
+                compiled,
+            });
+            let answer =
+                Answer { outcome: &reply.outcome, error, compiles, compiles_first_call: reply.compiles_first_call };
+            let mut r = outcome::answered(case.framework, &answer).into_result(&case.key, device.clone());
             r.first_call_ns = reply.first_call_ns;
             r.samples_ns = reply.samples_ns;
             r.block_sizes = reply.block_sizes;
             r.runqueue_wait_ns = reply.runqueue_wait_ns;
             r.steady_wall_ns = reply.steady_wall_ns;
             r.outputs = reply.outputs;
-            r.compiles = reply.compiles.filter(|_| device.mode() == Mode::Compiled);
-            if passed && let Some(message) = recompiled(r.compiles, reply.compiles_first_call) {
-                r.outcome = Outcome::Fail;
-                r.reason = Some(Reason::Recompiles);
-                r.message = Some(message);
-            }
+            r.compiles = compiles;
             if let Some(e) = reply.error {
-                if !passed {
-                    r.reason = Some(classify(
-                        case.framework,
-                        &ErrorReport {
-                            error_type: &e.error_type,
-                            message: &e.message,
-                            phase: &e.phase,
-                            harness: e.harness,
-                            compiled: device.mode() == Mode::Compiled,
-                        },
-                    ));
-                }
                 r.error_type = Some(e.error_type);
-                r.message = Some(e.message);
                 r.traceback = Some(e.traceback).filter(|t| !t.is_empty());
                 r.phase = Some(e.phase).filter(|p| !p.is_empty());
-            } else if !passed {
-                r.reason = Some(Reason::HarnessError);
-                r.message = Some(format!("worker answered outcome `{}` without an error", reply.outcome));
             }
             (Some(finish(r)), true)
         }
         Err(Failure::Interrupted) => (None, false),
         Err(Failure::Timeout { after, signal, stderr_tail }) => {
-            let mut r = blank(case, device, Outcome::Timeout);
-            r.reason = Some(Reason::Timeout);
-            r.message = Some(format!(
-                "no answer within {:.1} s; worker process group killed ({})",
-                after.as_secs_f64(),
-                signal.map_or("exited".into(), signal_name)
-            ));
+            let mut r = outcome::timeout(after, signal).into_result(&case.key, device.clone());
             r.signal = signal;
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
         Err(Failure::Died { signal, exit_code, stderr_tail }) => {
-            let mut r = blank(case, device, Outcome::Crash);
-            r.reason = Some(Reason::Crash);
-            r.message = Some(match (signal, exit_code) {
-                (Some(s), _) => format!("worker killed by {}", signal_name(s)),
-                (None, Some(c)) => format!("worker exited with code {c}"),
-                _ => "worker closed its pipe".into(),
-            });
+            let mut r = outcome::crash(signal, exit_code).into_result(&case.key, device.clone());
             r.signal = signal;
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
         Err(Failure::Protocol { message, stderr_tail }) => {
-            let mut r = blank(case, device, Outcome::Fail);
-            r.reason = Some(Reason::HarnessError);
-            r.message = Some(format!("protocol error: {message}"));
+            let decision = outcome::harness_error(format!("protocol error: {message}"));
+            let mut r = decision.into_result(&case.key, device.clone());
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::recompiled;
-
-    #[test]
-    fn more_than_one_compilation_is_a_recompile() {
-        assert_eq!(recompiled(None, None), None);
-        assert_eq!(recompiled(Some(1), Some(1)), None);
-        assert_eq!(recompiled(Some(0), Some(0)), None);
-        assert_eq!(
-            recompiled(Some(5), Some(1)).as_deref(),
-            Some("compiled 5 times for the same inputs: 1 at the first call, 4 more in the steady state")
-        );
-        assert_eq!(recompiled(Some(2), None).as_deref(), Some("compiled 2 times for the same inputs"));
     }
 }

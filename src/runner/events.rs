@@ -1,8 +1,7 @@
 //! The runner's typed event stream; the terminal progress bar, logs and tests all
 //! consume it through [`EventSink`].
 
-use crate::model::{Device, Framework};
-use crate::store::records::{CaseResult, CaseRow};
+use crate::model::{CaseResult, CaseRow, Device, Framework};
 
 /// Something that happened during a run.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The runner: starts one worker per (framework, target), feeds it the planned cases,
 //! turns every answer, timeout and crash into a
-//! [`CaseResult`](crate::store::records::CaseResult), commits each to the store as it
+//! [`CaseResult`](crate::model::CaseResult), commits each to the store as it
 //! finishes, and reports progress as a typed [`Event`] stream. A target is a device in an
 //! execution mode ([`crate::model::Mode`]): `cpu` (eager) and `cpu/compiled` get a worker each.
 
@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{Device, Framework, Mode, Outcome};
+use crate::model::{CaseRow, Device, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo};
 use crate::store::Store;
-use crate::store::records::{CaseRow, DeviceInfo, FrameworkInfo, RunInfo};
 use crate::worker::protocol::Timing;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
@@ -299,10 +298,8 @@ fn run_device(
         store.record_result(run_id, &result)?;
         // Compared with its float64 reference at once, so that progress shows a wrong result
         // as it happens; the comparison with the reference device comes in the closing pass.
-        if let Some(message) = checker.check_float64(store, run_id, case, &result)? {
-            result.outcome = Outcome::WrongResult;
-            result.reason = Some(crate::model::Reason::WrongResult);
-            result.message = Some(message);
+        if let Some(wrong) = checker.check_float64(store, run_id, case, &result)? {
+            wrong.apply(&mut result);
         }
         sink.event(&Event::CaseFinished { case, result: &result });
     }

@@ -9,9 +9,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
-use crate::model::{Device, Framework, Outcome};
+use crate::model::{CaseResult, CaseRow, Device, Framework, Outcome, ReferenceRow};
 use crate::store::Store;
-use crate::store::records::{CaseResult, CaseRow, ReferenceRow};
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
 /// Computes the run's pending references; returns [`Ending::Interrupted`] when stopped (the

@@ -21,11 +21,11 @@ use serde::de::DeserializeOwned;
 
 mod agreement;
 
-use super::records::{
-    CaseResult, CaseRow, DeviceInfo, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunSummary,
-};
 use super::schema::{self, Dialect};
-use crate::model::{Device, Framework};
+use crate::model::{
+    CaseResult, CaseRow, Device, DeviceInfo, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
+    RunSummary,
+};
 
 /// How long a writer waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -350,8 +350,8 @@ impl Store {
                 }
                 insert_result(&tx, ctx, run, case, r)?;
             }
-            prepare(&tx, "UPDATE runs SET state = 'finished', finished_at = $1 WHERE id = $2")
-                .and_then(|mut s| s.execute(params![now(), run]))
+            prepare(&tx, "UPDATE runs SET state = $1, finished_at = $2 WHERE id = $3")
+                .and_then(|mut s| s.execute(params![RunState::Finished.as_str(), now(), run]))
                 .map_err(|e| ctx.db(e))?;
             ids.push(run);
         }
@@ -422,16 +422,17 @@ impl Store {
         tx.commit().map_err(|e| ctx.db(e))
     }
 
-    /// Ends a run: `state` is `finished`, `interrupted` (stopped by a signal) or `incomplete`
-    /// (cases left that could not run); sets `finished_at` to now (UTC).
-    /// Errors: [`StoreError::Invalid`] for another state, [`StoreError::UnknownRun`].
-    pub fn finish_run(&mut self, run: i64, state: &str) -> Result<(), StoreError> {
+    /// Ends a run: `state` is [`RunState::Finished`], [`RunState::Interrupted`] (stopped by a
+    /// signal) or [`RunState::Incomplete`] (cases left that could not run); sets `finished_at`
+    /// to now (UTC). Errors: [`StoreError::Invalid`] for [`RunState::Running`],
+    /// [`StoreError::UnknownRun`].
+    pub fn finish_run(&mut self, run: i64, state: RunState) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
-        if !matches!(state, "finished" | "interrupted" | "incomplete") {
+        if state == RunState::Running {
             return Err(ctx.invalid(format!("run state `{state}` is not `finished`, `interrupted` or `incomplete`")));
         }
         let changed = prepare(&self.conn, "UPDATE runs SET state = $1, finished_at = $2 WHERE id = $3")
-            .and_then(|mut s| s.execute(params![state, now(), run]))
+            .and_then(|mut s| s.execute(params![state.as_str(), now(), run]))
             .map_err(|e| ctx.db(e))?;
         if changed == 0 {
             return Err(ctx.unknown_run(run));
@@ -623,13 +624,14 @@ fn insert_plan<'k>(
     let mut values = cols.params(info);
     let source = origin.source.as_str();
     let notes = ctx.json(&origin.notes, "run notes")?;
-    values.extend([&source as &dyn rusqlite::ToSql, &origin.label, &origin.machine, &notes]);
+    let state = RunState::Running.as_str();
+    values.extend([&source as &dyn rusqlite::ToSql, &origin.label, &origin.machine, &notes, &state]);
     let run: i64 = prepare(
         tx,
         "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
          python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
          mlport_version, source, label, machine, notes, state) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 'running') \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
          RETURNING id",
     )
     .and_then(|mut s| s.query_row(values.as_slice(), |r| r.get(0)))
@@ -850,7 +852,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
             machine: row.get(21)?,
             notes: json(row, 22)?,
         },
-        state: row.get(15)?,
+        state: parse_column(row, 15, "runs.state")?,
         finished_at: row.get(16)?,
         cases_planned: unsigned(row, 17)?,
         results: unsigned(row, 18)?,
@@ -956,6 +958,18 @@ where
     row.get::<_, String>(idx)?.parse().map_err(|e| conversion(idx, Type::Text, e))
 }
 
+/// A TEXT column holding the stored spelling of a closed set (run state, comparison reference,
+/// rule, verdict): a value that spells none of it is an error naming the column (`table.column`)
+/// and the value.
+fn parse_column<T>(row: &Row<'_>, idx: usize, column: &str) -> rusqlite::Result<T>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    let text: String = row.get(idx)?;
+    text.parse().map_err(|e| conversion(idx, Type::Text, format!("{column}: {e}")))
+}
+
 fn parse_opt<T>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>>
 where
     T: FromStr,
@@ -984,8 +998,8 @@ mod tests {
     use tempfile::TempDir;
 
     use super::*;
+    use crate::model::{FrameworkInfo, RunSource};
     use crate::model::{Outcome, Reason};
-    use crate::store::records::{FrameworkInfo, RunSource};
 
     fn dev(s: &str) -> Device {
         s.parse().unwrap()
@@ -1088,6 +1102,17 @@ mod tests {
         r
     }
 
+    /// An error and its sources, as `main` prints them.
+    pub(super) fn chain(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        text
+    }
+
     fn new_store() -> (TempDir, Store) {
         let dir = TempDir::new().unwrap();
         let store = Store::open(&dir.path().join("mlport.db")).unwrap();
@@ -1150,11 +1175,11 @@ mod tests {
         for r in [&full, &bare, &jax] {
             store.record_result(run, r).unwrap();
         }
-        store.finish_run(run, "finished").unwrap();
+        store.finish_run(run, RunState::Finished).unwrap();
 
         let summary = store.run(run).unwrap();
         assert_eq!(summary.info, later);
-        assert_eq!(summary.state, "finished");
+        assert_eq!(summary.state, RunState::Finished);
         assert!(summary.finished_at.as_deref().is_some_and(|t| t.ends_with('Z')));
         assert_eq!((summary.cases_planned, summary.results), (3, 3));
         assert_eq!(store.runs().unwrap(), vec![summary.clone()]);
@@ -1232,17 +1257,21 @@ mod tests {
         let err = store.run(42).unwrap_err();
         assert_eq!(err.to_string(), format!("{path}: no run with id 42"));
         assert!(matches!(store.results(42), Err(StoreError::UnknownRun { id: 42, .. })));
-        assert!(matches!(store.finish_run(42, "finished"), Err(StoreError::UnknownRun { .. })));
+        assert!(matches!(store.finish_run(42, RunState::Finished), Err(StoreError::UnknownRun { .. })));
         assert!(matches!(store.update_run_info(42, &info()), Err(StoreError::UnknownRun { .. })));
         assert_eq!(store.latest_run().unwrap(), None);
 
         let run = store.create_run(&info(), &functions(), &cases()).unwrap();
         let err = store.record_result(run, &bare_result("torch/nope/basic/float32", "cpu")).unwrap_err();
         assert_eq!(err.to_string(), format!("{path}: run {run} has no case `torch/nope/basic/float32`"));
-        let err = store.finish_run(run, "done").unwrap_err();
-        assert!(err.to_string().contains("`done` is not `finished`, `interrupted` or `incomplete`"), "{err}");
-        store.finish_run(run, "incomplete").unwrap();
-        assert_eq!(store.run(run).unwrap().state, "incomplete");
+        let err = store.finish_run(run, RunState::Running).unwrap_err();
+        assert!(err.to_string().contains("`running` is not `finished`, `interrupted` or `incomplete`"), "{err}");
+        store.finish_run(run, RunState::Incomplete).unwrap();
+        assert_eq!(store.run(run).unwrap().state, RunState::Incomplete);
+        // A state no mlport writes, read back: the error names the column and the value.
+        store.conn.execute("UPDATE runs SET state = 'done' WHERE id = ?1", [run]).unwrap();
+        let err = chain(&store.run(run).unwrap_err());
+        assert!(err.contains("runs.state: unknown run state `done`"), "{err}");
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub enum Request<'a> {
         /// The case at this dtype, `framework/function/case_id/dtype` ([`crate::plan::case_key`]);
         /// echoed in the answer and used (sanitised) to name the output files.
         case_key: &'a str,
-        /// The case's catalogue spec as planned ([`crate::store::records::CaseRow::spec`]):
+        /// The case's catalogue spec as planned ([`crate::model::CaseRow::spec`]):
         /// `function`, `id`, `inputs`, `kwargs`, `code`, `compare`, `outputs`.
         case: &'a serde_json::Value,
         /// The swept dtype, one of [`crate::model::DTYPES`]; inputs with dtype `T` take it.

@@ -41,8 +41,8 @@ mod tests {
     use super::*;
     use crate::analysis::portability::tests::{devices, report, results, run_summary};
     use crate::analysis::{ReportOptions, build};
+    use crate::model::{ResultRow, RunSource};
     use crate::render::portability::words;
-    use crate::store::{ResultRow, RunSource};
 
     #[test]
     fn table_snapshot() {
@@ -86,7 +86,7 @@ mod tests {
     #[test]
     fn imported_run_table_snapshot() {
         let mut run = run_summary();
-        run.origin = crate::store::RunOrigin {
+        run.origin = crate::model::RunOrigin {
             source: RunSource::ImportPaper,
             label: Some("paper/torch/tpu_vm/tpu".into()),
             machine: Some("tpu_vm".into()),

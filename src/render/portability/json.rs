@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::words::not_portable;
 use crate::analysis::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
+use crate::model::RunSource;
 use crate::model::{Device, Framework, FunctionStatus, Reason};
 use crate::render::json::pretty;
-use crate::store::RunSource;
 
 /// The `format` of the summary document.
 pub const FORMAT: &str = "mlport.portability";

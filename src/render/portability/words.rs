@@ -3,8 +3,8 @@
 
 use crate::analysis::{Attribution, FunctionSummary, PortabilityReport, TargetSummary};
 use crate::model::FunctionStatus;
+use crate::model::RunSource;
 use crate::render::units::{count_of, latency, reasons};
-use crate::store::RunSource;
 
 /// The report's title line.
 pub(crate) fn title(report: &PortabilityReport) -> String {

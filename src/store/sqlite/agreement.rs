@@ -1,14 +1,14 @@
 //! The store's side of numeric agreement (schema 4): planned float64 references, their
-//! results, and the comparisons of results with them; a disagreeing result becomes
-//! `wrong_result` in the same transaction as its comparisons.
+//! results, and the comparisons of results with them; the outcome [`crate::outcome`] decided
+//! from a result's comparisons is written in the same transaction as they are.
 
 use std::collections::HashSet;
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Ctx, Store, StoreError, json, parse, parse_opt, prepare, to_u64};
-use crate::model::{Device, Outcome, Reason};
-use crate::store::records::{ComparisonRow, ReferenceRow};
+use super::{Ctx, Store, StoreError, json, parse, parse_column, parse_opt, prepare, to_u64};
+use crate::model::{Against, ComparisonRow, Device, Outcome, ReferenceRow};
+use crate::outcome::Decision;
 
 impl Store {
     /// Plans float64 references for a run; keys already planned are left as they are (so a
@@ -90,8 +90,8 @@ impl Store {
     }
 
     /// Stores the comparisons of one result (all against one reference, usually) and, when
-    /// `wrong` is given, turns the result's outcome into `wrong_result` with that message,
-    /// in one transaction. A comparison already stored for the same (result, against,
+    /// `verdict` is given (the outcome [`crate::outcome::wrong_result`] decided from them),
+    /// writes its outcome, reason and message into the result, in one transaction. A comparison already stored for the same (result, against,
     /// output) is replaced.
     ///
     /// Errors: [`StoreError::Invalid`] when the run has no result for the case on the device.
@@ -101,7 +101,7 @@ impl Store {
         case_key: &str,
         device: &Device,
         rows: &[ComparisonRow],
-        wrong: Option<&str>,
+        verdict: Option<&Decision>,
     ) -> Result<(), StoreError> {
         let ctx = Ctx(&self.path);
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.db(e))?;
@@ -130,18 +130,19 @@ impl Store {
             .map_err(|e| ctx.db(e))?;
             for c in rows {
                 let detail = ctx.json(&c.detail, "comparison detail")?;
+                let (against, rule) = (c.against.to_string(), c.rule.to_string());
                 let count =
                     |v: u64, what: &str| i64::try_from(v).map_err(|_| ctx.invalid(format!("{what} {v} is beyond i64")));
                 insert
                     .execute(params![
                         result,
-                        c.against,
+                        against,
                         c.reference,
                         c.output_index,
-                        c.rule,
+                        rule,
                         c.rtol,
                         c.atol,
-                        c.verdict,
+                        c.verdict.as_str(),
                         count(c.elements, "elements")?,
                         count(c.mismatched, "mismatched")?,
                         c.max_abs,
@@ -157,10 +158,10 @@ impl Store {
                     .map_err(|e| ctx.db(e))?;
             }
         }
-        if let Some(message) = wrong {
+        if let Some(d) = verdict {
             prepare(&tx, "UPDATE results SET outcome = $1, reason = $2, message = $3 WHERE id = $4")
                 .and_then(|mut s| {
-                    s.execute(params![Outcome::WrongResult.as_str(), Reason::WrongResult.as_str(), message, result])
+                    s.execute(params![d.outcome.as_str(), d.reason.map(|r| r.as_str()), d.message, result])
                 })
                 .map_err(|e| ctx.db(e))?;
         }
@@ -185,13 +186,13 @@ impl Store {
                 Ok(ComparisonRow {
                     case_key: row.get(0)?,
                     device: parse(row, 1)?,
-                    against: row.get(2)?,
+                    against: parse_column(row, 2, "comparisons.against")?,
                     reference: row.get(3)?,
                     output_index: row.get(4)?,
-                    rule: row.get(5)?,
+                    rule: parse_column(row, 5, "comparisons.rule")?,
                     rtol: row.get(6)?,
                     atol: row.get(7)?,
-                    verdict: row.get(8)?,
+                    verdict: parse_column(row, 8, "comparisons.verdict")?,
                     elements: to_u64(row.get(9)?, 9)?,
                     mismatched: to_u64(row.get(10)?, 10)?,
                     max_abs: row.get(11)?,
@@ -212,7 +213,7 @@ impl Store {
 
     /// `(case key, device, against)` of every comparison stored for the run: what a
     /// comparison pass can skip. Errors: [`StoreError::UnknownRun`].
-    pub fn compared(&self, run: i64) -> Result<HashSet<(String, String, String)>, StoreError> {
+    pub fn compared(&self, run: i64) -> Result<HashSet<(String, Device, Against)>, StoreError> {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
         prepare(
@@ -220,7 +221,9 @@ impl Store {
             "SELECT DISTINCT c.key, r.device, m.against FROM comparisons m JOIN results r ON r.id = m.result_id \
              JOIN cases c ON c.id = r.case_id WHERE r.run_id = $1",
         )
-        .and_then(|mut s| s.query_map([run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        .and_then(|mut s| {
+            s.query_map([run], |r| Ok((r.get(0)?, parse(r, 1)?, parse_column(r, 2, "comparisons.against")?)))?.collect()
+        })
         .map_err(|e| ctx.db(e))
     }
 
@@ -230,5 +233,85 @@ impl Store {
         prepare(&self.conn, "SELECT run_id FROM results WHERE id = $1")
             .and_then(|mut s| s.query_row([result], |r| r.get(0)).optional())
             .map_err(|e| ctx.db(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::compare::{Rule, Tolerance};
+    use crate::model::{
+        Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Device, Framework, FunctionRow, Outcome,
+        Reason, RunInfo,
+    };
+    use crate::outcome::Decision;
+    use crate::store::Store;
+
+    fn comparison(key: &str, against: Against, verdict: ComparisonVerdict) -> ComparisonRow {
+        let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype("float32"));
+        let row = ComparisonRow::incomparable(key, &Device::cpu(), &against, "numpy.exp in float64", 0, rule, tol);
+        ComparisonRow { verdict, elements: 4, mismatched: 1, max_abs: Some(0.5), summary: "1 of 4".into(), ..row }
+    }
+
+    #[test]
+    fn comparisons_and_the_decided_outcome_round_trip_and_unknown_spellings_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let case = CaseRow {
+            key: "torch/torch.exp/c/float32".into(),
+            framework: Framework::Torch,
+            function: "torch.exp".into(),
+            case_id: "c".into(),
+            dtype: "float32".into(),
+            seed: 0,
+            spec: serde_json::json!({}),
+        };
+        let f = FunctionRow::new(Framework::Torch, "torch.exp");
+        let run = store.create_run(&RunInfo::blank("test", Device::cpu()), &[f], std::slice::from_ref(&case)).unwrap();
+        store.record_result(run, &CaseResult::new(&case.key, Device::cpu(), Outcome::Pass)).unwrap();
+        let rows = [
+            comparison(&case.key, Against::Float64, ComparisonVerdict::Disagree),
+            comparison(&case.key, Against::Target("cuda:0".parse().unwrap()), ComparisonVerdict::Agree),
+        ];
+        let wrong = Decision::with(Outcome::WrongResult, Some(Reason::WrongResult), "disagrees");
+        store.record_comparisons(run, &case.key, &Device::cpu(), &rows, Some(&wrong)).unwrap();
+        let stored = store.comparisons(run).unwrap();
+        assert_eq!(stored.len(), 2);
+        assert!(rows.iter().all(|r| stored.contains(r)), "{stored:#?}");
+        let raw: Vec<(String, String, String)> = store
+            .conn
+            .prepare("SELECT against, rule, verdict FROM comparisons ORDER BY against")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            raw,
+            [
+                ("device:cuda:0".to_string(), "up_to_sign_rows".to_string(), "agree".to_string()),
+                ("float64".into(), "up_to_sign_rows".into(), "disagree".into())
+            ],
+            "the stored spellings"
+        );
+        let r = &store.results(run).unwrap()[0].result;
+        assert_eq!(
+            (r.outcome, r.reason, r.message.as_deref()),
+            (Outcome::WrongResult, Some(Reason::WrongResult), Some("disagrees"))
+        );
+        let compared = store.compared(run).unwrap();
+        assert!(compared.contains(&(case.key.clone(), Device::cpu(), Against::Float64)), "{compared:?}");
+
+        for (column, value, says) in [
+            ("verdict", "maybe", "comparisons.verdict: unknown comparison verdict `maybe`"),
+            ("rule", "roughly", "comparisons.rule: unknown comparison rule \"roughly\""),
+            ("against", "float32", "comparisons.against: unknown comparison reference `float32`"),
+        ] {
+            store.conn.execute_batch("SAVEPOINT bad").unwrap();
+            let bad = format!("UPDATE comparisons SET {column} = ?1 WHERE against = 'float64'");
+            store.conn.execute(&bad, [value]).unwrap();
+            let err = crate::store::sqlite::tests::chain(&store.comparisons(run).unwrap_err());
+            store.conn.execute_batch("ROLLBACK TO bad; RELEASE bad").unwrap();
+            assert!(err.contains(says), "{err}");
+        }
     }
 }

@@ -1,0 +1,153 @@
+//! Planned functions and cases, and one case's result on one target ([`CaseResult`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Device, Framework, Outcome, Reason};
+
+/// A catalogue function as planned in a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionRow {
+    /// The framework the function belongs to.
+    pub framework: Framework,
+    /// Fully qualified name, e.g. `torch.linalg.svd`.
+    pub name: String,
+    /// The paper's test-file stem, if the paper tested it.
+    pub paper: Option<String>,
+    /// The paper's usage decile (10..=100).
+    pub decile: Option<u8>,
+    /// One of the paper's 20 most used functions of its framework.
+    pub top20: bool,
+    /// Canonical op name (`svd`).
+    pub op: Option<String>,
+    /// Where the paper's function lives now, if it moved (`torch.svd -> torch.linalg.svd`).
+    pub moved: Option<String>,
+    /// Free text from the catalogue for readers of the report.
+    pub note: Option<String>,
+}
+
+/// One concrete call: a catalogue case at one dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseRow {
+    /// Unique within a run: `framework/function/case_id/dtype`.
+    pub key: String,
+    /// The framework the function belongs to.
+    pub framework: Framework,
+    /// The function's fully qualified name ([`FunctionRow::name`]).
+    pub function: String,
+    /// The catalogue case id, unique within the function (`default` unless set).
+    pub case_id: String,
+    /// The swept dtype of this row, one of [`crate::model::DTYPES`].
+    pub dtype: String,
+    /// Input seed actually used (run seed mixed with the case seed).
+    pub seed: u64,
+    /// The case's catalogue entry as JSON (what the worker receives).
+    pub spec: serde_json::Value,
+}
+
+/// How one case ended on one device. Crash and timeout are outcomes, not errors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The [`CaseRow::key`] this result belongs to.
+    pub case_key: String,
+    /// The device the case ran on.
+    pub device: Device,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Set for `fail`, `timeout` and `crash`.
+    pub reason: Option<Reason>,
+    /// Qualified exception type, e.g. `torch.OutOfMemoryError`.
+    pub error_type: Option<String>,
+    /// Exception message, or the skip's why.
+    pub message: Option<String>,
+    /// The Python traceback (its last 8000 characters), when the worker sent a non-empty one.
+    pub traceback: Option<String>,
+    /// Where in the case it failed: resolve, inputs, setup, first_call, outputs, steady, import.
+    pub phase: Option<String>,
+    /// The signal that killed the worker (crash, timeout kill).
+    pub signal: Option<i32>,
+    /// The worker's last stderr lines (crash, timeout).
+    pub stderr_tail: Option<String>,
+    /// First call, including compilation and caches, in ns.
+    pub first_call_ns: Option<u64>,
+    /// Steady-state samples, ns per call, in the order taken (one per timed block for live
+    /// runs; one per timed call for imports).
+    pub samples_ns: Vec<u64>,
+    /// Calls per sample, parallel to `samples_ns`; empty means one call each (imports and
+    /// stores older than schema version 3).
+    #[serde(default)]
+    pub block_sizes: Vec<u64>,
+    /// Compiled targets: compilations during the case (its first call and steady state; JAX
+    /// and TensorFlow count traces, torch Dynamo's graphs). More than one is reason
+    /// `recompiles`. `None` for eager targets, imports and stores older than schema version 5.
+    #[serde(default)]
+    pub compiles: Option<u64>,
+    /// Time the worker's threads waited for a CPU (runnable, not running) during the steady
+    /// state, ns, summed over threads (Linux schedstat run delay). `None` for imports, kernels
+    /// without schedstat, cases that failed before their steady state, and stores older than
+    /// schema version 6.
+    #[serde(default)]
+    pub runqueue_wait_ns: Option<u64>,
+    /// Wall time of the steady state over which `runqueue_wait_ns` was taken, ns.
+    #[serde(default)]
+    pub steady_wall_ns: Option<u64>,
+    /// Output descriptions (index, dtype, shape, .npy path) as JSON.
+    pub outputs: serde_json::Value,
+    /// Wall time of the whole case including harness work, in ms.
+    pub wall_ms: f64,
+    /// When the case ended: RFC 3339 UTC with milliseconds.
+    pub finished_at: String,
+}
+
+impl FunctionRow {
+    /// A function known only by its framework and name (no paper stem, decile, op or note).
+    pub fn new(framework: Framework, name: &str) -> FunctionRow {
+        FunctionRow {
+            framework,
+            name: name.to_string(),
+            paper: None,
+            decile: None,
+            top20: false,
+            op: None,
+            moved: None,
+            note: None,
+        }
+    }
+}
+
+impl CaseResult {
+    /// The share of the steady state's wall time that the worker's threads spent waiting for
+    /// a CPU (summed over threads, so above 1 when several threads waited at once): near 0 on a
+    /// machine with CPUs to spare; large when other processes held the CPUs while this case was
+    /// timed. `None` when not measured.
+    pub fn runqueue_wait_share(&self) -> Option<f64> {
+        match (self.runqueue_wait_ns, self.steady_wall_ns) {
+            (Some(w), Some(t)) if t > 0 => Some(w as f64 / t as f64),
+            _ => None,
+        }
+    }
+
+    /// A result with only its case, device and outcome set; everything else empty.
+    pub fn new(case_key: &str, device: Device, outcome: Outcome) -> CaseResult {
+        CaseResult {
+            case_key: case_key.to_string(),
+            device,
+            outcome,
+            reason: None,
+            error_type: None,
+            message: None,
+            traceback: None,
+            phase: None,
+            signal: None,
+            stderr_tail: None,
+            first_call_ns: None,
+            compiles: None,
+            runqueue_wait_ns: None,
+            steady_wall_ns: None,
+            samples_ns: Vec::new(),
+            block_sizes: Vec::new(),
+            outputs: serde_json::Value::Null,
+            wall_ms: 0.0,
+            finished_at: String::new(),
+        }
+    }
+}

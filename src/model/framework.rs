@@ -1,0 +1,56 @@
+//! The frameworks mlport drives, with the spellings every durable format stores.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A framework mlport can drive. `numpy` is the float64 reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framework {
+    /// NumPy (`numpy`, also parsed from `np`): the float64 reference; its worker reports `cpu` only.
+    Numpy,
+    /// PyTorch (`torch`, also parsed from `pytorch`).
+    Torch,
+    /// JAX (`jax`); its worker turns on `jax_enable_x64`, so 64-bit dtypes are really 64-bit.
+    Jax,
+    /// TensorFlow (`tensorflow`, also parsed from `tf`); the managed environment installs
+    /// `tensorflow-cpu` except on Apple silicon.
+    Tensorflow,
+}
+
+impl Framework {
+    /// All frameworks, in report order.
+    pub const ALL: [Framework; 4] = [Framework::Numpy, Framework::Torch, Framework::Jax, Framework::Tensorflow];
+
+    /// The lowercase name stored in every durable format, used in case keys and passed to the
+    /// worker's `--framework` (`torch`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framework::Numpy => "numpy",
+            Framework::Torch => "torch",
+            Framework::Jax => "jax",
+            Framework::Tensorflow => "tensorflow",
+        }
+    }
+}
+
+impl fmt::Display for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Framework {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "numpy" | "np" => Ok(Framework::Numpy),
+            "torch" | "pytorch" => Ok(Framework::Torch),
+            "jax" => Ok(Framework::Jax),
+            "tensorflow" | "tf" => Ok(Framework::Tensorflow),
+            _ => Err(format!("unknown framework `{s}` (expected numpy, torch, jax or tensorflow)")),
+        }
+    }
+}

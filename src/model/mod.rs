@@ -1,0 +1,20 @@
+//! The shared vocabulary and records of mlport: frameworks, targets and dtypes, outcomes and
+//! failure reasons, function statuses (the names of the paper, "The Grand Illusion", Mince et
+//! al., arXiv 2309.07181, and of DESIGN.md), and the records every stage passes on — runs,
+//! planned functions and cases, results, references and comparisons. Every durable format
+//! stores the `as_str` spellings of its enums. Which outcome a case gets is decided in
+//! [`crate::outcome`]; this module only names it.
+
+mod case;
+mod framework;
+mod outcome;
+mod results;
+mod run;
+mod target;
+
+pub use case::{CaseResult, CaseRow, FunctionRow};
+pub use framework::Framework;
+pub use outcome::{FunctionStatus, Outcome, Reason};
+pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
+pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
+pub use target::{DTYPES, Device, Mode};

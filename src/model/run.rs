@@ -1,0 +1,270 @@
+//! Runs: a run's environment ([`RunInfo`]), provenance ([`RunOrigin`], [`RunSource`]), state
+//! ([`RunState`]) and summary as stored, and a whole imported run ([`RunData`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{CaseResult, CaseRow, Device, Framework, FunctionRow};
+
+/// A framework as seen by a run: its version, or why it could not be imported.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameworkInfo {
+    /// The framework's `__version__`, `None` when import failed.
+    pub version: Option<String>,
+    /// Exception type and message when the framework failed to import.
+    pub import_error: Option<String>,
+    /// Versions of the Python packages around it (numpy, jaxlib, ...), by distribution name.
+    pub packages: BTreeMap<String, String>,
+    /// Threads the framework uses for host compute (torch.get_num_threads()).
+    pub threads: Option<u32>,
+}
+
+/// A device as discovered by one framework's worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// The framework whose worker reported (or was asked for) the device.
+    pub framework: Framework,
+    /// The canonical device name.
+    pub device: Device,
+    /// False when the device was asked for but this framework cannot see it:
+    /// reported as unavailable, never as failures.
+    pub available: bool,
+    /// The framework's own name for it and anything it says (model, driver).
+    pub detail: String,
+}
+
+/// Everything needed to describe and reproduce a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// Host name, or `unknown` ([`crate::sysinfo::host`]).
+    pub host: String,
+    /// e.g. "Linux 6.1.0 x86_64".
+    pub os: String,
+    /// `model name` from /proc/cpuinfo, or the architecture ([`crate::sysinfo::cpu_model`]).
+    pub cpu_model: String,
+    /// Logical cores available to mlport ([`crate::sysinfo::cpu_cores`]).
+    pub cpu_cores: u32,
+    /// Accelerators and driver versions, one line each (e.g. from nvidia-smi).
+    pub accelerators: Vec<String>,
+    /// The workers' interpreter version from their hello (`3.11.7`); empty until one starts.
+    pub python_version: String,
+    /// The workers' interpreter path (`sys.executable`); empty until one starts.
+    pub python_executable: String,
+    /// Each planned framework's version or import error, filled in as its worker starts.
+    pub frameworks: BTreeMap<Framework, FrameworkInfo>,
+    /// Catalogue content version per framework file, e.g. {"torch": "2026.11.30"}.
+    pub catalogue_version: BTreeMap<Framework, String>,
+    /// mlport's arguments, joined by spaces, as the run was started.
+    pub command_line: String,
+    /// Seed mixed into every case's input seed.
+    pub seed: u64,
+    /// The device failures are attributed against (default cpu).
+    pub reference_device: Device,
+    /// The mlport binary's version (`CARGO_PKG_VERSION`).
+    pub mlport_version: String,
+}
+
+/// Where a run's results came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RunSource {
+    /// `mlport run`: the catalogue run by mlport's own workers.
+    #[default]
+    #[serde(rename = "live")]
+    Live,
+    /// `mlport pytest`: a user's pytest suite run by mlport, then imported.
+    #[serde(rename = "pytest")]
+    Pytest,
+    /// `mlport import pytest-json`: a pytest-json-report file (and timings) from elsewhere.
+    #[serde(rename = "import:pytest-json")]
+    ImportPytestJson,
+    /// `mlport import paper`: the published raw data of "The Grand Illusion".
+    #[serde(rename = "import:paper")]
+    ImportPaper,
+}
+
+impl RunInfo {
+    /// A description with nothing known yet but the command line and the reference device
+    /// (cpu unless said otherwise): every field empty, zero or default. Runs and importers
+    /// fill in what they learn.
+    pub fn blank(command_line: &str, reference_device: Device) -> RunInfo {
+        RunInfo {
+            started_at: String::new(),
+            host: String::new(),
+            os: String::new(),
+            cpu_model: String::new(),
+            cpu_cores: 0,
+            accelerators: Vec::new(),
+            python_version: String::new(),
+            python_executable: String::new(),
+            frameworks: BTreeMap::new(),
+            catalogue_version: BTreeMap::new(),
+            command_line: command_line.to_string(),
+            seed: 0,
+            reference_device,
+            mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+impl RunSource {
+    /// Every source, in the order above.
+    pub const ALL: [RunSource; 4] =
+        [RunSource::Live, RunSource::Pytest, RunSource::ImportPytestJson, RunSource::ImportPaper];
+
+    /// The stored spelling: `live`, `pytest`, `import:pytest-json`, `import:paper`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunSource::Live => "live",
+            RunSource::Pytest => "pytest",
+            RunSource::ImportPytestJson => "import:pytest-json",
+            RunSource::ImportPaper => "import:paper",
+        }
+    }
+
+    /// True for `live`.
+    pub fn is_live(&self) -> bool {
+        *self == RunSource::Live
+    }
+
+    /// True for runs whose cases are tests of a pytest suite (imported or run by `mlport pytest`).
+    pub fn is_test_suite(self) -> bool {
+        !matches!(self, RunSource::Live)
+    }
+}
+
+impl std::str::FromStr for RunSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RunSource::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| format!("unknown run source `{s}`"))
+    }
+}
+
+impl std::fmt::Display for RunSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A run's provenance: where its results came from, a user's label, the machine the data
+/// was measured on when that is not this host, and notes a reader of its report needs
+/// (quirks of the data handled on import). Live runs have the default: source `live`,
+/// nothing else.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunOrigin {
+    /// Where the results came from.
+    pub source: RunSource,
+    /// A user's name for the run (`--label`); `import paper` labels runs
+    /// `paper/<framework>/<machine>/<device folder>`. Reports and `--slowdown` accept it in
+    /// place of a run id.
+    pub label: Option<String>,
+    /// The machine the results were measured on, e.g. the paper's `t4_vm`.
+    pub machine: Option<String>,
+    /// Lines printed under the run's report, e.g. "no pytest report: outcomes unknown".
+    pub notes: Vec<String>,
+}
+
+/// A whole run as an importer produces it, written by [`crate::store::Store::import_runs`]
+/// in one transaction with the others of the same import.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunData {
+    /// The run's environment, as far as it is known.
+    pub info: RunInfo,
+    /// Where it came from.
+    pub origin: RunOrigin,
+    /// The functions (test files) of the run.
+    pub functions: Vec<FunctionRow>,
+    /// In the order they are to be reported.
+    pub cases: Vec<CaseRow>,
+    /// The devices results were recorded on.
+    pub devices: Vec<DeviceInfo>,
+    /// At most one per (case, device).
+    pub results: Vec<CaseResult>,
+}
+
+/// A stored run with its id and state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The run's id in its store, assigned when it was created.
+    pub id: i64,
+    /// The run's environment and settings.
+    pub info: RunInfo,
+    /// Where the results came from; the default for live runs.
+    pub origin: RunOrigin,
+    /// Where the run stands.
+    pub state: RunState,
+    /// When the run was marked `finished`, `interrupted` or `incomplete`: RFC 3339 UTC,
+    /// seconds; `None` while `running` (or after a run that was killed).
+    pub finished_at: Option<String>,
+    /// Number of planned cases (one per case and dtype, not multiplied by devices).
+    pub cases_planned: u64,
+    /// Number of stored results (one per case and device).
+    pub results: u64,
+}
+
+/// Where a stored run stands (`runs.state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// `running`: created and not ended: its cases are being run, or the process running it
+    /// was killed before it could say how it ended (no `finished_at`).
+    Running,
+    /// `finished`: every planned case has its results; imported runs are finished when stored.
+    Finished,
+    /// `interrupted`: stopped by Ctrl-C (or SIGTERM); the case in flight stays pending and
+    /// `mlport run --resume` continues.
+    Interrupted,
+    /// `incomplete`: the run went through every framework, but cases remain pending (a device
+    /// was unavailable, a worker could not be restarted); `--resume` runs them once it can.
+    Incomplete,
+}
+
+impl RunState {
+    /// Every state, in the order above.
+    pub const ALL: [RunState; 4] = [RunState::Running, RunState::Finished, RunState::Interrupted, RunState::Incomplete];
+
+    /// The stored spelling: `running`, `finished`, `interrupted`, `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Finished => "finished",
+            RunState::Interrupted => "interrupted",
+            RunState::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl std::str::FromStr for RunState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        RunState::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown run state `{s}` (expected running, finished, interrupted or incomplete)"))
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in RunState::ALL {
+            assert_eq!(s.as_str().parse::<RunState>().unwrap(), s);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+        for s in RunSource::ALL {
+            assert_eq!(s.as_str().parse::<RunSource>().unwrap(), s);
+        }
+        assert!("done".parse::<RunState>().unwrap_err().contains("unknown run state `done`"));
+    }
+}

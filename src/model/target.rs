@@ -1,0 +1,211 @@
+//! Targets: a canonical device (`cpu`, `cuda:0`, ...) in an execution [`Mode`] (`cpu`,
+//! `cpu/compiled`), and the dtypes a case may sweep. Every report and rule works on targets.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How a target executes a case: each framework's ordinary dispatch, or through its compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Each framework's ordinary dispatch: PyTorch and TensorFlow eager execution, JAX's
+    /// op-by-op dispatch, NumPy. The default, and the only mode NumPy has.
+    Eager,
+    /// The whole timed call compiled: `torch.compile(fullgraph=True)` with its default
+    /// backend (Inductor), `jax.jit`, `tf.function(jit_compile=True)` (docs/modes.md).
+    Compiled,
+}
+
+impl Mode {
+    /// Both modes, eager first.
+    pub const ALL: [Mode; 2] = [Mode::Eager, Mode::Compiled];
+
+    /// `eager` or `compiled`: the suffix of a target (`cpu/compiled`) and the worker's `--mode`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Eager => "eager",
+            Mode::Compiled => "compiled",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown mode `{s}` (expected eager or compiled)"))
+    }
+}
+
+/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`) and an
+/// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
+/// `cuda:0`); the compiled mode is written `cpu/compiled`. `cpu/eager` parses to `cpu`, so a
+/// target has one spelling. Everything keyed by device (the store, reports, slowdowns,
+/// audits) is keyed by target.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Device(String);
+
+/// The separator between a device and its mode: `cpu/compiled`.
+const MODE_SEPARATOR: char = '/';
+
+impl Device {
+    /// The host CPU, eager: the default reference device.
+    pub fn cpu() -> Device {
+        Device("cpu".into())
+    }
+
+    /// The canonical spelling (`cuda:0`, never `cuda`; `cpu/compiled`, never `cpu/eager`), as
+    /// stored and shown.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The device without its mode (`cpu` for `cpu/compiled`): what the worker's `--device`
+    /// receives.
+    pub fn base(&self) -> Device {
+        Device(self.0.split(MODE_SEPARATOR).next().unwrap_or(&self.0).to_string())
+    }
+
+    /// The execution mode.
+    pub fn mode(&self) -> Mode {
+        if self.0.ends_with("/compiled") { Mode::Compiled } else { Mode::Eager }
+    }
+
+    /// The same device in `mode`: `cpu` with [`Mode::Compiled`] is `cpu/compiled`.
+    pub fn with_mode(&self, mode: Mode) -> Device {
+        let base = self.base();
+        match mode {
+            Mode::Eager => base,
+            Mode::Compiled => Device(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
+        }
+    }
+
+    /// The target whose results a failure (or an answer) on this target is judged against:
+    /// for a compiled target, the same device eager (the compiler is what is tested); for an
+    /// eager one, the run's `reference` device.
+    pub fn reference_target(&self, reference: &Device) -> Device {
+        match self.mode() {
+            Mode::Compiled => self.base(),
+            Mode::Eager => reference.clone(),
+        }
+    }
+
+    fn parse_base(s: &str) -> Result<Device, String> {
+        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, mps or xpu:N)");
+        match s {
+            "cpu" | "mps" => return Ok(Device(s.to_string())),
+            "cuda" | "tpu" | "xpu" => return Ok(Device(format!("{s}:0"))),
+            _ => {}
+        }
+        let (kind, index) = s.split_once(':').ok_or_else(bad)?;
+        if !matches!(kind, "cuda" | "tpu" | "xpu") || index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let n: u32 = index.parse().map_err(|_| bad())?;
+        Ok(Device(format!("{kind}:{n}")))
+    }
+}
+
+impl FromStr for Device {
+    type Err = String;
+    /// Accepts the canonical device spellings, optionally followed by `/eager` or
+    /// `/compiled`; `cuda` alone means `cuda:0`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(MODE_SEPARATOR) {
+            Some((device, mode)) => {
+                let mode: Mode = mode.parse().map_err(|e: String| format!("target `{s}`: {e}"))?;
+                Ok(Device::parse_base(device)?.with_mode(mode))
+            }
+            None => Device::parse_base(s),
+        }
+    }
+}
+
+impl TryFrom<String> for Device {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Device> for String {
+    fn from(d: Device) -> String {
+        d.0
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The dtypes a case may sweep, named as in NumPy/PyTorch.
+pub const DTYPES: [&str; 15] = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_parse_canonically() {
+        assert_eq!("cuda".parse::<Device>().unwrap().as_str(), "cuda:0");
+        assert_eq!("cuda:01".parse::<Device>().unwrap().as_str(), "cuda:1");
+        assert_eq!("tpu:3".parse::<Device>().unwrap().as_str(), "tpu:3");
+        for bad in ["gpu", "cuda:", "cuda:x", "CPU", "mps:1", "", "cpu:0"] {
+            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn targets_carry_a_mode() {
+        let t: Device = "cpu/compiled".parse().unwrap();
+        assert_eq!((t.as_str(), t.base().as_str(), t.mode()), ("cpu/compiled", "cpu", Mode::Compiled));
+        assert_eq!("cpu/eager".parse::<Device>().unwrap(), Device::cpu(), "eager is the canonical bare spelling");
+        assert_eq!("cuda/compiled".parse::<Device>().unwrap().as_str(), "cuda:0/compiled");
+        assert_eq!(Device::cpu().mode(), Mode::Eager);
+        assert_eq!(Device::cpu().with_mode(Mode::Compiled), t);
+        assert_eq!(t.with_mode(Mode::Eager), Device::cpu());
+        let gpu: Device = "cuda:0".parse().unwrap();
+        assert_eq!(t.reference_target(&gpu), Device::cpu(), "compiled is judged against eager on its device");
+        assert_eq!(gpu.reference_target(&Device::cpu()), Device::cpu());
+        for bad in ["cpu/jit", "cpu/", "/compiled", "gpu/compiled", "cpu/compiled/eager"] {
+            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+        }
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"cpu/compiled\"");
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for m in Mode::ALL {
+            assert_eq!(m.as_str().parse::<Mode>().unwrap(), m);
+        }
+    }
+}
