@@ -346,7 +346,7 @@ fn resume_never_touches_imported_runs_and_says_when_cases_remain() {
         let cat = Catalogue::new(load_path(&common::fixture("small/numpy.toml")).unwrap()).unwrap();
         let p = plan(&cat, &Selection::default(), 0).unwrap();
         let mut store = mlport::store::Store::open(&db).unwrap();
-        let info = mlport::model::RunInfo::blank("test", mlport::model::Device::cpu());
+        let info = mlport::model::RunInfo::blank("test", mlport::model::Target::cpu());
         store.create_run(&info, &p.functions, &p.cases).unwrap()
     };
     // Resumed on a device this machine lacks: nothing can run, the run is incomplete, not finished.

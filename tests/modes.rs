@@ -11,7 +11,7 @@ use std::path::Path;
 
 use common::mlport;
 use mlport::model::ResultRow;
-use mlport::model::{Device, Outcome, Reason};
+use mlport::model::{Outcome, Reason, Target};
 use mlport::store::Store;
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
     let store = Store::open(&db).unwrap();
     let run = store.latest_run().unwrap().unwrap().id;
     let rows = store.results(run).unwrap();
-    let compiled: Device = "cpu/compiled".parse().unwrap();
+    let compiled: Target = "cpu/compiled".parse().unwrap();
     // Inductor's cache served the run only, and went with it; the outputs stay.
     let run_dir = tmp.path().join(".mlport").join(format!("modes.db-run-{run}"));
     assert!(run_dir.join("torch-cpu-compiled").is_dir() && !run_dir.join("compile-cache").exists());

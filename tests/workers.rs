@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use mlport::catalogue::{Catalogue, load_path};
 use mlport::model::RunInfo;
-use mlport::model::{Device, Framework, Outcome, Reason};
+use mlport::model::{Framework, Outcome, Reason, Target};
 use mlport::plan::{Selection, plan};
 use mlport::runner::{self, Ending, Event, EventSink, NullSink, RunConfig};
 use mlport::store::Store;
 use mlport::worker::{self, WorkerSpec};
 
 fn info() -> RunInfo {
-    let mut info = RunInfo::blank("test", Device::cpu());
+    let mut info = RunInfo::blank("test", Target::cpu());
     info.host = "test".into();
     info
 }
@@ -25,7 +25,7 @@ fn config(tmp: &std::path::Path) -> RunConfig {
         python: common::python(),
         script_dir: common::worker_dir(tmp),
         run_dir: tmp.join("run"),
-        devices: Some(vec![Device::cpu()]),
+        devices: Some(vec![Target::cpu()]),
         case_timeout: Duration::from_secs(60),
         start_timeout: Duration::from_secs(300),
         ..RunConfig::default()
@@ -39,7 +39,7 @@ fn a_real_worker_says_hello_with_its_versions_and_devices() {
         python: common::python(),
         script_dir: common::worker_dir(tmp.path()),
         framework: Framework::Numpy,
-        device: Device::cpu(),
+        device: Target::cpu(),
         env: vec![],
     };
     let w = worker::spawn(&spec, Duration::from_secs(120), &AtomicBool::new(false)).unwrap();

@@ -19,7 +19,7 @@ pub use pairs::{OutputPair, compare_outputs};
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{Against, CaseResult, CaseRow, ComparisonRow, Device, Framework, Outcome, ReferenceRow, ResultRow};
+use crate::model::{Against, CaseResult, CaseRow, ComparisonRow, Framework, Outcome, ReferenceRow, ResultRow, Target};
 use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
 
@@ -135,15 +135,15 @@ pub struct PassSummary {
 
 /// The comparison pass over a whole run: every passing (or already wrong) result is compared
 /// with whatever reference it has and has not been compared with yet — its float64 reference
-/// and, on targets other than their reference target ([`Device::reference_target`]:
+/// and, on targets other than their reference target ([`Target::reference_target`]:
 /// `reference_device` for eager targets, the same device eager for compiled ones), the same
 /// case on that target when it ran there. Idempotent: a resumed or repeated pass compares
 /// only what is missing.
-pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Result<PassSummary, StoreError> {
+pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
-    let done: HashSet<(String, Device, Against)> = store.compared(run)?;
+    let done: HashSet<(String, Target, Against)> = store.compared(run)?;
     let rows: Vec<ResultRow> = store.results(run)?;
-    let ran: HashMap<(&str, &Device), &CaseResult> = rows
+    let ran: HashMap<(&str, &Target), &CaseResult> = rows
         .iter()
         .filter(|r| matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult))
         .map(|r| ((r.case.key.as_str(), &r.result.device), &r.result))
@@ -184,8 +184,8 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Device) -> Resu
 }
 
 /// Comparisons of a run grouped by (case key, device), for reports.
-pub fn by_result(rows: Vec<ComparisonRow>) -> HashMap<(String, Device), Vec<ComparisonRow>> {
-    let mut out: HashMap<(String, Device), Vec<ComparisonRow>> = HashMap::new();
+pub fn by_result(rows: Vec<ComparisonRow>) -> HashMap<(String, Target), Vec<ComparisonRow>> {
+    let mut out: HashMap<(String, Target), Vec<ComparisonRow>> = HashMap::new();
     for r in rows {
         out.entry((r.case_key.clone(), r.device.clone())).or_default().push(r);
     }
@@ -226,17 +226,17 @@ mod tests {
             spec: json!({"function": "torch.exp", "inputs": [], "compare": "allclose"}),
         };
         let cases = [case("same"), case("off"), case("widened")];
-        let run = store.create_run(&RunInfo::blank("test", Device::cpu()), &[f], &cases).unwrap();
+        let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], &cases).unwrap();
         let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
         // The test double device: one case agrees, one is 1e-3 off at one element, one returns float64.
         let same = write(dir.path(), "same.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.000001]));
         let off = write(dir.path(), "off.npy", Data::Float32(vec![1.0, 2.001, 3.0, 4.0]));
         let wide = write(dir.path(), "wide-f64.npy", Data::Float64(vec![1.0, 2.0, 3.0, 4.0]));
-        let gpu: Device = "cuda:0".parse().unwrap();
+        let gpu: Target = "cuda:0".parse().unwrap();
         for (c, device, outputs) in [
-            (&cases[0], Device::cpu(), &cpu),
-            (&cases[1], Device::cpu(), &cpu),
-            (&cases[2], Device::cpu(), &cpu),
+            (&cases[0], Target::cpu(), &cpu),
+            (&cases[1], Target::cpu(), &cpu),
+            (&cases[2], Target::cpu(), &cpu),
             (&cases[0], gpu.clone(), &same),
             (&cases[1], gpu.clone(), &off),
             (&cases[2], gpu.clone(), &wide),
@@ -245,7 +245,7 @@ mod tests {
             r.outputs = outputs.clone();
             store.record_result(run, &r).unwrap();
         }
-        let s = check_run(&mut store, run, &Device::cpu()).unwrap();
+        let s = check_run(&mut store, run, &Target::cpu()).unwrap();
         assert_eq!(s, PassSummary { compared: 3, wrong: 2 });
         let outcomes: Vec<(String, String, Outcome)> = store
             .results(run)
@@ -274,7 +274,7 @@ mod tests {
             store.results(run).unwrap().into_iter().find(|r| r.case.case_id == "off" && r.result.device == gpu);
         assert!(message.unwrap().result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
         // A second pass compares nothing again.
-        assert_eq!(check_run(&mut store, run, &Device::cpu()).unwrap(), PassSummary::default());
+        assert_eq!(check_run(&mut store, run, &Target::cpu()).unwrap(), PassSummary::default());
     }
 
     #[test]
@@ -292,13 +292,13 @@ mod tests {
             spec: json!({"function": "jax.numpy.exp", "inputs": [], "compare": "allclose"}),
         };
         // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
-        let gpu: Device = "cuda:0".parse().unwrap();
+        let gpu: Target = "cuda:0".parse().unwrap();
         let run = store.create_run(&RunInfo::blank("test", gpu.clone()), &[f], std::slice::from_ref(&case)).unwrap();
         let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
         let compiled = write(dir.path(), "compiled.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
         let on_gpu = write(dir.path(), "gpu.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
-        let cpu_compiled: Device = "cpu/compiled".parse().unwrap();
-        for (device, outputs) in [(Device::cpu(), &cpu), (cpu_compiled.clone(), &compiled), (gpu.clone(), &on_gpu)] {
+        let cpu_compiled: Target = "cpu/compiled".parse().unwrap();
+        for (device, outputs) in [(Target::cpu(), &cpu), (cpu_compiled.clone(), &compiled), (gpu.clone(), &on_gpu)] {
             let mut r = CaseResult::new(&case.key, device, Outcome::Pass);
             r.outputs = outputs.clone();
             store.record_result(run, &r).unwrap();

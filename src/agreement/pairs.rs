@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::compare::{Comparison, Rule, Tolerance, compare, read_npy};
-use crate::model::{Against, ComparisonRow, ComparisonVerdict, Device};
+use crate::model::{Against, ComparisonRow, ComparisonVerdict, Target};
 
 /// The two sides of a comparison and how to judge them.
 #[derive(Clone, Copy, Debug)]
@@ -74,7 +74,7 @@ pub fn tolerance(spec: &Value, case_dtype: &str, leaf_dtype: &str) -> Tolerance 
 pub fn compare_outputs(
     pair: &OutputPair<'_>,
     case_key: &str,
-    device: &Device,
+    device: &Target,
     against: &Against,
     reference: &str,
 ) -> Vec<ComparisonRow> {
@@ -233,7 +233,7 @@ mod tests {
         let spec = json!({});
         let cmp = |actual: &Value, expected: &Value, spec: &Value| {
             let p = OutputPair { spec, case_dtype: "float32", actual, expected, check_dtype: false };
-            compare_outputs(&p, "k", &Device::cpu(), &Against::Float64, "numpy.svd in float64")
+            compare_outputs(&p, "k", &Target::cpu(), &Against::Float64, "numpy.svd in float64")
         };
         let fewer = cmp(&one, &three, &spec);
         let bad = fewer.iter().find(|r| r.verdict == ComparisonVerdict::Disagree).expect("a missing output disagrees");
@@ -286,7 +286,7 @@ mod tests {
                               {"index": 1, "kind": "object", "type": "torch.Size"}]);
         let p =
             OutputPair { spec: &spec, case_dtype: "float32", actual: &actual, expected: &expected, check_dtype: false };
-        let rows = compare_outputs(&p, "k", &Device::cpu(), &Against::Float64, "numpy.x in float64");
+        let rows = compare_outputs(&p, "k", &Target::cpu(), &Against::Float64, "numpy.x in float64");
         assert_eq!(rows.len(), 2);
         assert!(rows.iter().all(|r| r.verdict == ComparisonVerdict::Incomparable));
         assert!(rows[0].summary.contains("was not saved (too big)"), "{}", rows[0].summary);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::ResultRow;
-use crate::model::{DTYPES, Device, Framework, Outcome, Reason};
+use crate::model::{DTYPES, Framework, Outcome, Reason, Target};
 
 /// The outcomes of one function's cases at one dtype on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -30,7 +30,7 @@ pub struct MatrixRow {
     /// Fully qualified name.
     pub function: String,
     /// The target.
-    pub device: Device,
+    pub device: Target,
     /// By dtype name; dtypes the function does not sweep are absent.
     pub cells: BTreeMap<String, Cell>,
 }
@@ -45,7 +45,7 @@ pub struct Problem {
     /// Fully qualified name.
     pub function: String,
     /// The target.
-    pub device: Device,
+    pub device: Target,
     /// The case's dtype.
     pub dtype: String,
     /// The case's id within the function.
@@ -74,7 +74,7 @@ pub struct DtypeMatrix {
 /// Builds the matrix from a run's results (planned order). `keep` selects functions.
 pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool) -> DtypeMatrix {
     let mut rows: Vec<MatrixRow> = Vec::new();
-    let mut index: BTreeMap<(Framework, String, Device), usize> = BTreeMap::new();
+    let mut index: BTreeMap<(Framework, String, Target), usize> = BTreeMap::new();
     let mut problems = Vec::new();
     for r in results.iter().filter(|r| keep(r)) {
         let key = (r.function.framework, r.function.name.clone(), r.result.device.clone());

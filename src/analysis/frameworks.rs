@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::agreement::FLOAT64;
 use crate::model::{ComparisonRow, ReferenceRow, ResultRow};
-use crate::model::{ComparisonVerdict, Device, Framework, Outcome, Reason};
+use crate::model::{ComparisonVerdict, Framework, Outcome, Reason, Target};
 
 /// One framework function's result in a row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -40,7 +40,7 @@ pub struct OpRow {
     /// The case's dtype.
     pub dtype: String,
     /// The target.
-    pub device: Device,
+    pub device: Target,
     /// `numpy.cumsum in float64`, or why there is none.
     pub reference: String,
     /// By framework, only those with a function for the op.
@@ -85,14 +85,14 @@ pub fn build(
     references: &[ReferenceRow],
     keep: &dyn Fn(&ResultRow) -> bool,
 ) -> FrameworkTable {
-    let mut by_result: HashMap<(&str, &Device), Vec<ComparisonRow>> = HashMap::new();
+    let mut by_result: HashMap<(&str, &Target), Vec<ComparisonRow>> = HashMap::new();
     for c in comparisons.iter().filter(|c| c.against == FLOAT64) {
         by_result.entry((c.case_key.as_str(), &c.device)).or_default().push(c.clone());
     }
     let refs: HashMap<(&str, &str, &str), &ReferenceRow> =
         references.iter().map(|r| ((r.op.as_str(), r.case_id.as_str(), r.dtype.as_str()), r)).collect();
     let mut rows: Vec<OpRow> = Vec::new();
-    let mut index: HashMap<(String, String, String, Device), usize> = HashMap::new();
+    let mut index: HashMap<(String, String, String, Target), usize> = HashMap::new();
     let mut op_frameworks: BTreeMap<&str, std::collections::BTreeSet<Framework>> = BTreeMap::new();
     for r in results.iter().filter(|r| keep(r)) {
         let Some(op) = r.function.op.as_deref() else { continue };
@@ -177,7 +177,7 @@ pub(crate) mod tests {
     fn comparison(key: &str, verdict: &str, mismatched: u64, max_abs: f64, max_ulp: f64) -> ComparisonRow {
         ComparisonRow {
             case_key: key.into(),
-            device: Device::cpu(),
+            device: Target::cpu(),
             against: FLOAT64,
             reference: "numpy.a in float64".into(),
             output_index: 0,

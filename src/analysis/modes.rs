@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use super::portability::{self, PortabilityReport, ReportOptions, TargetSummary};
 use super::slowdown::{self, Distribution, Measure, SlowdownOptions, SlowdownReport};
-use crate::model::{Device, Framework, FunctionStatus, Mode, Reason};
 use crate::model::{DeviceInfo, ResultRow, RunSummary};
+use crate::model::{Framework, FunctionStatus, Mode, Reason, Target};
 use crate::stats::StatsConfig;
 
 /// A function that does not come through the compiler whole: why, with its first counted
@@ -42,9 +42,9 @@ pub struct ModeRow {
     /// The framework.
     pub framework: Framework,
     /// The eager target (`cpu`).
-    pub eager: Device,
+    pub eager: Target,
     /// The compiled target (`cpu/compiled`).
-    pub compiled: Device,
+    pub compiled: Target,
     /// Functions with at least one counted case under the compiler.
     pub functions: usize,
     /// Functions whose every counted case compiled once, ran and agreed with eager.
@@ -130,7 +130,7 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
     ModesReport { run: run.id, portability, rows, eager_only, rule: rule_text() }
 }
 
-fn row(t: &TargetSummary, eager: Device, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
+fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
     let own =
         |r: &SlowdownReport| r.frameworks.iter().find(|f| f.framework == t.framework).map(|f| f.by_median.clone());
     let empty = Distribution::of(&[], 0, &StatsConfig::default());

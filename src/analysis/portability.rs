@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{Device, Framework, FunctionStatus, Mode, Outcome, Reason};
 use crate::model::{DeviceInfo, ResultRow, RunSource, RunSummary};
+use crate::model::{Framework, FunctionStatus, Mode, Outcome, Reason, Target};
 
 /// Which failures on a target other than its reference target are the target's fault. The
 /// reference target of an eager target is the report's reference device; that of a compiled
-/// target is the same device eager ([`Device::reference_target`]), so a failure under the
+/// target is the same device eager ([`Target::reference_target`]), so a failure under the
 /// compiler counts only when the same case ran eagerly on the same device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attribution {
@@ -39,7 +39,7 @@ pub struct ReportOptions {
     pub attributable: bool,
     /// The device failures are attributed against; `None` uses the run's
     /// `reference_device`. Default `None`.
-    pub reference: Option<Device>,
+    pub reference: Option<Target>,
 }
 
 impl Default for ReportOptions {
@@ -136,7 +136,7 @@ impl FunctionSummary {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetSummary {
     pub framework: Framework,
-    pub device: Device,
+    pub device: Target,
     /// Functions with at least one counted case; the denominator of every percentage.
     pub functions_run: usize,
     pub success: usize,
@@ -173,7 +173,7 @@ impl TargetSummary {
 #[derive(Clone, Debug, PartialEq)]
 pub struct HarnessError {
     pub case_key: String,
-    pub device: Device,
+    pub device: Target,
     /// `error_type: message`, or whichever of the two was recorded.
     pub message: String,
 }
@@ -183,7 +183,7 @@ pub struct HarnessError {
 pub struct PortabilityReport {
     pub run: RunHeader,
     /// The device failures were attributed against.
-    pub reference: Device,
+    pub reference: Target,
     /// Whether failures were counted device-attributably.
     pub attributable: bool,
     /// How failures were attributed (chosen by the run's source).
@@ -205,12 +205,12 @@ pub struct PortabilityReport {
 }
 
 /// The counting rule of live runs in one or two sentences.
-pub fn rule_text(reference: &Device, attributable: bool) -> String {
+pub fn rule_text(reference: &Target, attributable: bool) -> String {
     rule_text_for(reference, attributable, Attribution::ReferencePassed)
 }
 
 /// The counting rule under `attribution` in a few sentences: the footer of every report.
-pub fn rule_text_for(reference: &Device, attributable: bool, attribution: Attribution) -> String {
+pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attribution) -> String {
     let base = "A function succeeds when all its counted cases pass, is partial when some fail and a complete \
                 failure when all fail; fail, timeout, crash and wrong_result (ran, but disagreed with its reference beyond tolerance) count as failures, while skips and harness errors \
                 never count.";
@@ -257,11 +257,11 @@ pub fn build(
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
     // Attribution needs the reference target: a framework with no result on it is counted as is.
-    let with_reference: HashSet<(Framework, &Device)> =
+    let with_reference: HashSet<(Framework, &Target)> =
         results.iter().map(|r| (r.function.framework, &r.result.device)).collect();
     // Under ReferencePassed the set holds the (case, target) pairs that passed; under
     // ReferenceNotFailed, those that failed.
-    let on_target: HashSet<(&str, &Device)> = results
+    let on_target: HashSet<(&str, &Target)> = results
         .iter()
         .filter(|r| match attribution {
             Attribution::ReferencePassed => r.result.outcome == Outcome::Pass,
@@ -271,13 +271,13 @@ pub fn build(
         })
         .map(|r| (r.result.case_key.as_str(), &r.result.device))
         .collect();
-    let excused = |key: &str, target: &Device| match attribution {
+    let excused = |key: &str, target: &Target| match attribution {
         Attribution::ReferencePassed => !on_target.contains(&(key, target)),
         Attribution::ReferenceNotFailed => on_target.contains(&(key, target)),
     };
     let compiled_targets = results.iter().any(|r| r.result.device.mode() == Mode::Compiled);
 
-    let mut targets: BTreeMap<(Framework, bool, &Device), Target<'_>> = BTreeMap::new();
+    let mut targets: BTreeMap<(Framework, bool, &Target), Totals<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
     for row in results {
         let r = &row.result;
@@ -368,7 +368,7 @@ pub fn build(
 
 /// Running totals for one target while results stream in.
 #[derive(Default)]
-struct Target<'a> {
+struct Totals<'a> {
     functions: Vec<FunctionSummary>,
     index: HashMap<&'a str, usize>,
     reasons: BTreeMap<Reason, usize>,
@@ -381,7 +381,7 @@ struct Target<'a> {
     case_medians: Vec<f64>,
 }
 
-impl<'a> Target<'a> {
+impl<'a> Totals<'a> {
     fn add(&mut self, row: &'a ResultRow, counted: Counted) {
         let name = row.function.name.as_str();
         let i = *self.index.entry(name).or_insert_with(|| {
@@ -441,7 +441,7 @@ impl<'a> Target<'a> {
         }
     }
 
-    fn finish(mut self, framework: Framework, device: Device) -> TargetSummary {
+    fn finish(mut self, framework: Framework, device: Target) -> TargetSummary {
         let mut t = TargetSummary {
             framework,
             device,
@@ -515,7 +515,7 @@ pub(crate) mod tests {
                 catalogue_version: BTreeMap::from([(Framework::Torch, "2026.11.30".into())]),
                 command_line: "mlport run".into(),
                 seed: 42,
-                reference_device: Device::cpu(),
+                reference_device: Target::cpu(),
                 mlport_version: "0.1.0".into(),
             },
             origin: Default::default(),
@@ -645,7 +645,7 @@ pub(crate) mod tests {
         let report = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
         let order: Vec<_> = report.targets.iter().map(|t| (t.framework, t.device.as_str())).collect();
         assert_eq!(order, vec![(Framework::Torch, "cpu"), (Framework::Torch, "cuda:0"), (Framework::Jax, "cpu")]);
-        assert_eq!(report.reference, Device::cpu());
+        assert_eq!(report.reference, Target::cpu());
         assert_eq!(report.unavailable, vec![devices()[1].clone()]);
         assert_eq!(report.run.frameworks[&Framework::Jax], None);
     }
@@ -787,7 +787,7 @@ pub(crate) mod tests {
             report.harness_errors,
             vec![HarnessError {
                 case_key: "torch/torch.d/c2/float32".into(),
-                device: Device::cpu(),
+                device: Target::cpu(),
                 message: "KeyError: 'shape'".into(),
             }]
         );

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::model::{Device, Framework, Outcome};
+use crate::model::{Framework, Outcome, Target};
 use crate::model::{ResultRow, RunSummary};
 use crate::stats::{self, Estimate, SplitMix64, StatsConfig, Summary};
 
@@ -97,7 +97,7 @@ pub struct Side {
     /// The machine (imports) or host (live runs).
     pub machine: String,
     /// The device compared.
-    pub device: Device,
+    pub device: Target,
 }
 
 impl Side {
@@ -109,7 +109,7 @@ impl Side {
     }
 
     /// The side as a run and device: the run's machine (or host) and label.
-    pub fn of(run: &RunSummary, device: &Device) -> Side {
+    pub fn of(run: &RunSummary, device: &Target) -> Side {
         Side {
             framework: None,
             run: run.id,
@@ -257,7 +257,7 @@ type Collected = HashMap<FunctionKey, (Framework, String, Timed, BTreeSet<(Strin
 /// result order, with each key's framework and function name.
 fn collect(
     results: &[ResultRow],
-    device: &Device,
+    device: &Target,
     framework: Option<Framework>,
     by_op: bool,
     measure: Measure,
@@ -313,8 +313,8 @@ fn mean(v: &[f64]) -> f64 {
 /// for two devices of one run), from each run's rows as [`crate::store::Store::results`]
 /// returns them.
 pub fn slowdown(
-    (a_run, a, a_rows): (&RunSummary, &Device, &[ResultRow]),
-    (b_run, b, b_rows): (&RunSummary, &Device, &[ResultRow]),
+    (a_run, a, a_rows): (&RunSummary, &Target, &[ResultRow]),
+    (b_run, b, b_rows): (&RunSummary, &Target, &[ResultRow]),
     options: &SlowdownOptions,
 ) -> SlowdownReport {
     let by_op = options.across_frameworks();
@@ -478,7 +478,7 @@ pub(crate) mod tests {
     use crate::analysis::portability::tests::{row, run_summary};
     use crate::model::Outcome::{Fail, Pass, Skip};
 
-    pub(crate) fn dev(s: &str) -> Device {
+    pub(crate) fn dev(s: &str) -> Target {
         s.parse().unwrap()
     }
 

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::analysis::{self, ReportOptions, SlowdownOptions};
-use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::model::{Framework, FunctionStatus, Reason, Target};
 use crate::model::{ResultRow, RunSource, RunSummary};
 use crate::scan::{ScanReport, canonical};
 use crate::store::{Store, StoreError};
@@ -58,9 +58,9 @@ impl std::str::FromStr for Finding {
 #[derive(Clone, Debug)]
 pub struct AuditOptions {
     /// The target device.
-    pub device: Device,
+    pub device: Target,
     /// The device the target is compared with (default cpu).
-    pub reference: Device,
+    pub reference: Target,
     /// Slowdown above this is flagged (default 10, the paper's mark).
     pub threshold: f64,
 }
@@ -92,9 +92,9 @@ pub struct AuditRow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AuditReport {
     /// The target device.
-    pub device: Device,
+    pub device: Target,
     /// The reference device.
-    pub reference: Device,
+    pub reference: Target,
     /// The slowdown threshold.
     pub threshold: f64,
     /// Runs consulted (label or id).

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{Device, Framework, Mode};
+use crate::model::{Framework, Mode, Target};
 pub use values::{SlowdownSide, SlowdownSpec, TargetArg, ThresholdFor};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
@@ -88,13 +88,13 @@ pub struct AuditArgs {
     pub paths: Vec<PathBuf>,
     /// The target device (cpu, cuda:0, tpu:0, ...).
     #[arg(long, value_name = "DEVICE")]
-    pub device: Device,
+    pub device: Target,
     /// Runs to take results from: ids or labels, comma-separated (default: every run in the store).
     #[arg(long = "run", value_delimiter = ',', value_name = "RUN")]
     pub runs: Vec<String>,
     /// The reference device the target is compared with.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
-    pub reference: Device,
+    pub reference: Target,
     /// A function this many times slower on the target than on the reference is flagged.
     #[arg(long, default_value = "10", value_parser = values::positive, value_name = "RATIO")]
     pub threshold: f64,
@@ -175,7 +175,7 @@ pub struct ImportPytestJsonArgs {
     pub framework: Framework,
     /// The device the suite ran on: cpu, cuda:N, tpu:N, mps or xpu:N.
     #[arg(long, value_name = "DEVICE")]
-    pub device: Device,
+    pub device: Target,
     /// Timing files of the session(s), `{"file.py:test": {"operations": [s...], "test_time": s}}`.
     #[arg(long, num_args = 1.., value_name = "TIMINGS.json")]
     pub timings: Vec<PathBuf>,
@@ -221,7 +221,7 @@ pub struct PytestArgs {
     pub framework: Framework,
     /// The device to run on, passed to the tests as MLPORT_DEVICE.
     #[arg(long, value_name = "DEVICE")]
-    pub device: Device,
+    pub device: Target,
     /// A name for the run, usable wherever a run id is.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -325,7 +325,7 @@ pub struct RunArgs {
     pub timeout: f64,
     /// The reference device for device-attributable failures.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
-    pub reference: Device,
+    pub reference: Target,
     /// Steady-state time budget per case, ms.
     #[arg(long, default_value = "100", value_parser = values::positive, value_name = "MS")]
     pub budget_ms: f64,
@@ -384,7 +384,7 @@ pub struct ReportArgs {
     pub functions: bool,
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
-    pub reference: Option<Device>,
+    pub reference: Option<Target>,
     /// Eager against compiled, per framework and device: how many functions compile, fail to
     /// compile (by reason), recompile or change their answer, the compile cost (first calls)
     /// and the distribution of compiled/eager steady-state ratios.

@@ -1,18 +1,18 @@
 //! Value parsers for clap: each turns one command-line string into a typed, validated value
-//! ([`Framework`], [`Device`] targets, [`Mode`], positive numbers, `--slowdown` sides,
+//! ([`Framework`], [`Target`] targets, [`Mode`], positive numbers, `--slowdown` sides,
 //! `--threshold-for` pairs), so no code past the command line parses a string again. An
 //! error is the message clap prints after naming the option (a usage error, exit code 2).
 
 use std::str::FromStr;
 
-use crate::model::{Device, Framework, Mode};
+use crate::model::{Framework, Mode, Target};
 
 /// A `--device` value: a target, and whether it was written with its mode (`cpu/compiled` is
 /// a target on its own; `cpu` is run in each of `--modes`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetArg {
     /// The target as parsed (`cpu/eager` is `cpu`).
-    pub target: Device,
+    pub target: Target,
     /// True when the value named a mode after `/`.
     pub explicit_mode: bool,
 }
@@ -26,10 +26,10 @@ impl FromStr for TargetArg {
 
 /// The targets of `--device` and `--modes`: each device without a mode in each mode, a
 /// device written with its mode (`cpu/compiled`) as it is; duplicates dropped, order kept.
-pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Device> {
-    let mut out: Vec<Device> = Vec::new();
+pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Target> {
+    let mut out: Vec<Target> = Vec::new();
     for d in devices {
-        let expanded: Vec<Device> = if d.explicit_mode {
+        let expanded: Vec<Target> = if d.explicit_mode {
             vec![d.target.clone()]
         } else {
             modes.iter().map(|m| d.target.with_mode(*m)).collect()
@@ -124,7 +124,7 @@ pub struct SlowdownSide {
     /// Only this framework's results (`FRAMEWORK/DEVICE`); `None` for every framework.
     pub framework: Option<Framework>,
     /// The target compared.
-    pub device: Device,
+    pub device: Target,
     /// The run (an id or a label) holding its results; `None` for the default run.
     pub run: Option<String>,
 }
@@ -159,7 +159,7 @@ impl FromStr for SlowdownSpec {
                 }
                 _ => (None, device),
             };
-            let device = device.parse::<Device>().map_err(|e| format!("`{s}`: {e}"))?;
+            let device = device.parse::<Target>().map_err(|e| format!("`{s}`: {e}"))?;
             Ok(SlowdownSide { framework, device, run })
         };
         Ok(SlowdownSpec { a: side(a)?, b: side(b)? })
@@ -230,11 +230,11 @@ mod tests {
     fn targets_are_devices_times_modes() {
         let t = |s: &[&str]| s.iter().map(|x| x.parse::<TargetArg>().unwrap()).collect::<Vec<_>>();
         let all = targets(&t(&["cpu", "cuda:0"]), &[Mode::Eager, Mode::Compiled]);
-        let names: Vec<&str> = all.iter().map(Device::as_str).collect();
+        let names: Vec<&str> = all.iter().map(Target::as_str).collect();
         assert_eq!(names, ["cpu", "cpu/compiled", "cuda:0", "cuda:0/compiled"]);
         // A device with its own mode stays as written; eager is the default mode.
         let some = targets(&t(&["cpu/compiled", "cuda:0", "cuda"]), &[Mode::Eager]);
-        assert_eq!(some.iter().map(Device::as_str).collect::<Vec<_>>(), ["cpu/compiled", "cuda:0"]);
+        assert_eq!(some.iter().map(Target::as_str).collect::<Vec<_>>(), ["cpu/compiled", "cuda:0"]);
         assert!("jit".parse::<Mode>().unwrap_err().contains("unknown mode `jit`"));
         assert_eq!(modes(&[Mode::Compiled, Mode::Compiled]), vec![Mode::Compiled]);
     }

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::ExitStatus;
 use super::output::emit;
 use crate::cli::PythonArg;
-use crate::model::{Device, Framework};
+use crate::model::{Framework, Target};
 use crate::pyenv::{self, FrameworkProbe, PythonEnv};
 use crate::render;
 use crate::{process, worker, workspace};
@@ -35,7 +35,7 @@ pub fn probe(env: &PythonEnv, frameworks: &[Framework]) -> Result<(Vec<Framework
             python: env.python.clone(),
             script_dir: dir.clone(),
             framework: *fw,
-            device: Device::cpu(),
+            device: Target::cpu(),
             env: Vec::new(),
         };
         let probe = match worker::spawn(&spec, Duration::from_secs(300), process::interrupted()) {

@@ -10,7 +10,7 @@ use super::report::print_portability;
 use super::select;
 use crate::agreement;
 use crate::cli::FormatArg;
-use crate::model::{CaseRow, Device, DeviceInfo, Framework, FrameworkInfo, RunSource, RunState, RunSummary};
+use crate::model::{CaseRow, DeviceInfo, Framework, FrameworkInfo, RunSource, RunState, RunSummary, Target};
 use crate::runner;
 use crate::store::Store;
 use crate::workspace;
@@ -22,7 +22,7 @@ pub struct Resumed {
     /// All its planned cases (the runner skips those already done).
     pub cases: Vec<CaseRow>,
     /// The targets to run on: as given, else [`stored_targets`].
-    pub devices: Option<Vec<Device>>,
+    pub devices: Option<Vec<Target>>,
     /// The run's lock ([`workspace::lock_run`]).
     pub lock: std::fs::File,
 }
@@ -70,8 +70,8 @@ pub fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
 /// The targets a resumed run is for, when the command line names none: those that were
 /// available, else (none was) the ones asked for, so that a resume never runs on a target
 /// nobody asked for. `None` when the run recorded no target.
-pub fn stored_targets(recorded: &[DeviceInfo]) -> Option<Vec<Device>> {
-    let mut stored: Vec<Device> = recorded.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
+pub fn stored_targets(recorded: &[DeviceInfo]) -> Option<Vec<Target>> {
+    let mut stored: Vec<Target> = recorded.iter().filter(|d| d.available).map(|d| d.device.clone()).collect();
     if stored.is_empty() {
         stored = recorded.iter().map(|d| d.device.clone()).collect();
     }
@@ -89,7 +89,7 @@ pub fn start(
     store: &mut Store,
     db: &std::path::Path,
     which: &str,
-    devices: Option<Vec<Device>>,
+    devices: Option<Vec<Target>>,
     format: FormatArg,
 ) -> Result<Option<Resumed>> {
     let summary = if which == "latest" {
@@ -191,7 +191,7 @@ mod tests {
             dev(Framework::Torch, "cpu", true),
             dev(Framework::Jax, "cpu", true),
         ];
-        assert_eq!(stored_targets(&recorded), Some(vec![Device::cpu()]));
+        assert_eq!(stored_targets(&recorded), Some(vec![Target::cpu()]));
         let none_available = [dev(Framework::Torch, "cuda:0", false), dev(Framework::Jax, "cuda:0", false)];
         assert_eq!(stored_targets(&none_available), Some(vec!["cuda:0".parse().unwrap()]));
         assert_eq!(stored_targets(&[]), None);

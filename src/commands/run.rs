@@ -17,7 +17,7 @@ use super::resume::{self, pending_cases};
 use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};
-use crate::model::{CaseRow, Device, Framework, RunInfo, RunState};
+use crate::model::{CaseRow, Framework, RunInfo, RunState, Target};
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
@@ -83,7 +83,7 @@ fn new_start(args: &RunArgs) -> Result<Start> {
 
 /// The description of a new run: this machine, now, and how it was asked for.
 /// Python and framework versions are filled in as workers report them.
-fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Device) -> RunInfo {
+fn new_run_info(catalogue_version: BTreeMap<Framework, String>, seed: u64, reference: Target) -> RunInfo {
     let mut info = RunInfo::blank(&command_line(), reference);
     info.started_at = now();
     info.catalogue_version = catalogue_version;
@@ -146,7 +146,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let script_dir = workspace::worker_dir()?;
 
     // The run's lock is held while its cases execute.
-    let (run_id, cases, mut info, devices, lock): (i64, Vec<CaseRow>, RunInfo, Option<Vec<Device>>, std::fs::File) =
+    let (run_id, cases, mut info, devices, lock): (i64, Vec<CaseRow>, RunInfo, Option<Vec<Target>>, std::fs::File) =
         match start {
             Start::Resume(r) => {
                 let r = *r;
@@ -175,7 +175,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let interrupted = process::interrupted();
 
     let mut per_fw = BTreeMap::new();
-    let cpu_done = store.done_keys(run_id, &Device::cpu())?;
+    let cpu_done = store.done_keys(run_id, &Target::cpu())?;
     for c in &cases {
         *per_fw.entry(c.framework).or_insert(0u64) += 1;
     }

@@ -71,7 +71,7 @@ pub fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::Device;
+    use crate::model::Target;
     use crate::model::{RunData, RunInfo, RunOrigin};
 
     /// A store in a temporary folder with one empty run per `(source, label)`, ids 1, 2, ...
@@ -81,7 +81,7 @@ pub(crate) mod tests {
         let data: Vec<RunData> = runs
             .iter()
             .map(|(source, label)| RunData {
-                info: RunInfo::blank("mlport test", Device::cpu()),
+                info: RunInfo::blank("mlport test", Target::cpu()),
                 origin: RunOrigin {
                     source: *source,
                     label: label.map(str::to_string),

@@ -17,7 +17,7 @@ pub use pytest_json::PytestReport;
 pub use suite::Suite;
 pub use timings::TimingFile;
 
-use crate::model::{Device, Framework};
+use crate::model::{Framework, Target};
 use crate::model::{FrameworkInfo, FunctionRow, RunData, RunInfo, RunOrigin, RunSource};
 
 /// Why an import was refused. Every variant names the file, and where in it the problem is.
@@ -85,7 +85,7 @@ impl ImportError {
 /// A run description with nothing known but the framework and the command: the base every
 /// importer fills in.
 pub fn blank_info(framework: Framework, command_line: &str) -> RunInfo {
-    let mut info = RunInfo::blank(command_line, Device::cpu());
+    let mut info = RunInfo::blank(command_line, Target::cpu());
     info.frameworks.insert(framework, FrameworkInfo::default());
     info
 }
@@ -118,7 +118,7 @@ pub struct PytestJsonImport {
     /// The framework the suite tests.
     pub framework: Framework,
     /// The device the suite ran on.
-    pub device: Device,
+    pub device: Target,
     /// The run's label (`--label`).
     pub label: Option<String>,
     /// The machine the suite ran on (default: unknown).

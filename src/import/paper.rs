@@ -41,7 +41,7 @@ use super::suite::{Suite, device_suffix, normalise_name};
 use super::timings::{self, TimingFile};
 use super::{ImportError, blank_info, describe_report};
 use crate::catalogue;
-use crate::model::{Device, Framework};
+use crate::model::{Framework, Target};
 use crate::model::{FunctionRow, RunData, RunOrigin, RunSource};
 
 /// The framework folders of the data set, in import order.
@@ -82,7 +82,7 @@ impl Group {
         self.rel.split('/').next().unwrap_or(&self.rel)
     }
 
-    fn device(&self) -> Device {
+    fn device(&self) -> Target {
         match self.kind {
             "gpu" => "cuda:0",
             "tpu" => "tpu:0",

@@ -24,7 +24,7 @@ use serde_json::json;
 use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
 use super::timings::{self, Merged, TimingEntry, TimingFile};
 use crate::model::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
-use crate::model::{Device, Framework};
+use crate::model::{Framework, Target};
 use crate::outcome::{self, TestEnding, TestFailure};
 
 /// The placeholder that replaces a device token in normalised test names.
@@ -39,7 +39,7 @@ pub struct Suite<'a> {
     /// The framework the suite tests.
     pub framework: Framework,
     /// The device the suite ran on.
-    pub device: Device,
+    pub device: Target,
     /// The session's report; `None` for a run known only from timing files.
     pub report: Option<&'a PytestReport>,
     /// Timing files of the session(s), one per repeat, in order.
@@ -68,7 +68,7 @@ struct Placed {
 }
 
 /// The class-name suffix and lowercase name token PyTorch's device-type tests use for `device`.
-pub fn device_suffix(device: &Device) -> &'static str {
+pub fn device_suffix(device: &Target) -> &'static str {
     match device.as_str().split(':').next().unwrap_or("") {
         "cuda" => "CUDA",
         "tpu" => "XLA",
@@ -166,10 +166,10 @@ impl Suite<'_> {
             .collect()
     }
 
-    fn role_device(&self, role: Role) -> Device {
+    fn role_device(&self, role: Role) -> Target {
         match role {
             Role::Device => self.device.clone(),
-            Role::Reference => Device::cpu(),
+            Role::Reference => Target::cpu(),
         }
     }
 
@@ -292,7 +292,7 @@ impl Suite<'_> {
                 0,
                 DeviceInfo {
                     framework: self.framework,
-                    device: Device::cpu(),
+                    device: Target::cpu(),
                     available: true,
                     detail: "reference copies of the tests".into(),
                 },
@@ -347,8 +347,8 @@ struct Builder {
     function_names: HashSet<String>,
     cases: Vec<CaseRow>,
     case_keys: HashSet<String>,
-    results: HashMap<(String, Device), CaseResult>,
-    order: Vec<(String, Device)>,
+    results: HashMap<(String, Target), CaseResult>,
+    order: Vec<(String, Target)>,
     replaced: usize,
 }
 

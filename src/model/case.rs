@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Device, Framework, Outcome, Reason};
+use super::{Framework, Outcome, Reason, Target};
 
 /// A catalogue function as planned in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub struct CaseResult {
     /// The [`CaseRow::key`] this result belongs to.
     pub case_key: String,
     /// The device the case ran on.
-    pub device: Device,
+    pub device: Target,
     /// How it ended.
     pub outcome: Outcome,
     /// Set for `fail`, `timeout` and `crash`.
@@ -127,7 +127,7 @@ impl CaseResult {
     }
 
     /// A result with only its case, device and outcome set; everything else empty.
-    pub fn new(case_key: &str, device: Device, outcome: Outcome) -> CaseResult {
+    pub fn new(case_key: &str, device: Target, outcome: Outcome) -> CaseResult {
         CaseResult {
             case_key: case_key.to_string(),
             device,

@@ -17,4 +17,4 @@ pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
 pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
-pub use target::{DTYPES, Device, Mode};
+pub use target::{DTYPES, Mode, Target};

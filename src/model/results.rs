@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{CaseResult, CaseRow, Device, FunctionRow, Outcome};
+use super::{CaseResult, CaseRow, FunctionRow, Outcome, Target};
 use crate::compare::{Rule, Tolerance, Verdict};
 
 /// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
@@ -42,7 +42,7 @@ pub struct ComparisonRow {
     /// The compared result's case.
     pub case_key: String,
     /// The compared result's device.
-    pub device: Device,
+    pub device: Target,
     /// What it was compared with: the float64 reference or the same case on another target.
     pub against: Against,
     /// What the reference is, for people: `numpy.cumsum in float64`, `cpu`.
@@ -87,7 +87,7 @@ impl ComparisonRow {
     /// `incomparable`, no metrics, empty summary and detail. The comparison fills in the rest.
     pub fn incomparable(
         case_key: &str,
-        device: &Device,
+        device: &Target,
         against: &Against,
         reference: &str,
         output_index: u32,
@@ -139,7 +139,7 @@ pub enum Against {
     /// `float64`: the float64 reference of the case's canonical op ([`ReferenceRow`]).
     Float64,
     /// `device:<target>` (`device:cpu`): the same case on its reference target.
-    Target(Device),
+    Target(Target),
 }
 
 /// The prefix of [`Against::Target`]'s spelling.
@@ -147,7 +147,7 @@ const TARGET_PREFIX: &str = "device:";
 
 impl Against {
     /// The target compared with, for [`Against::Target`].
-    pub fn target(&self) -> Option<&Device> {
+    pub fn target(&self) -> Option<&Target> {
         match self {
             Against::Float64 => None,
             Against::Target(d) => Some(d),
@@ -254,14 +254,14 @@ mod tests {
 
     #[test]
     fn against_round_trips_its_stored_spelling() {
-        let on_cpu = Against::Target(Device::cpu());
+        let on_cpu = Against::Target(Target::cpu());
         for (a, s) in [(Against::Float64, "float64"), (on_cpu.clone(), "device:cpu")] {
             assert_eq!(a.to_string(), s);
             assert_eq!(s.parse::<Against>().unwrap(), a);
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{s}\""));
         }
         let compiled: Against = "device:cpu/compiled".parse().unwrap();
-        assert_eq!(compiled.target().map(Device::as_str), Some("cpu/compiled"));
+        assert_eq!(compiled.target().map(Target::as_str), Some("cpu/compiled"));
         assert_eq!(Against::Float64.target(), None);
         assert!("device:gpu".parse::<Against>().unwrap_err().contains("unknown device `gpu`"));
         assert!("float32".parse::<Against>().unwrap_err().contains("unknown comparison reference `float32`"));

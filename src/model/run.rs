@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CaseResult, CaseRow, Device, Framework, FunctionRow};
+use super::{CaseResult, CaseRow, Framework, FunctionRow, Target};
 
 /// A framework as seen by a run: its version, or why it could not be imported.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct DeviceInfo {
     /// The framework whose worker reported (or was asked for) the device.
     pub framework: Framework,
     /// The canonical device name.
-    pub device: Device,
+    pub device: Target,
     /// False when the device was asked for but this framework cannot see it:
     /// reported as unavailable, never as failures.
     pub available: bool,
@@ -62,7 +62,7 @@ pub struct RunInfo {
     /// Seed mixed into every case's input seed.
     pub seed: u64,
     /// The device failures are attributed against (default cpu).
-    pub reference_device: Device,
+    pub reference_device: Target,
     /// The mlport binary's version (`CARGO_PKG_VERSION`).
     pub mlport_version: String,
 }
@@ -89,7 +89,7 @@ impl RunInfo {
     /// A description with nothing known yet but the command line and the reference device
     /// (cpu unless said otherwise): every field empty, zero or default. Runs and importers
     /// fill in what they learn.
-    pub fn blank(command_line: &str, reference_device: Device) -> RunInfo {
+    pub fn blank(command_line: &str, reference_device: Target) -> RunInfo {
         RunInfo {
             started_at: String::new(),
             host: String::new(),

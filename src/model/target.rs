@@ -54,15 +54,15 @@ impl FromStr for Mode {
 /// audits) is keyed by target.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Device(String);
+pub struct Target(String);
 
 /// The separator between a device and its mode: `cpu/compiled`.
 const MODE_SEPARATOR: char = '/';
 
-impl Device {
+impl Target {
     /// The host CPU, eager: the default reference device.
-    pub fn cpu() -> Device {
-        Device("cpu".into())
+    pub fn cpu() -> Target {
+        Target("cpu".into())
     }
 
     /// The canonical spelling (`cuda:0`, never `cuda`; `cpu/compiled`, never `cpu/eager`), as
@@ -73,8 +73,8 @@ impl Device {
 
     /// The device without its mode (`cpu` for `cpu/compiled`): what the worker's `--device`
     /// receives.
-    pub fn base(&self) -> Device {
-        Device(self.0.split(MODE_SEPARATOR).next().unwrap_or(&self.0).to_string())
+    pub fn base(&self) -> Target {
+        Target(self.0.split(MODE_SEPARATOR).next().unwrap_or(&self.0).to_string())
     }
 
     /// The execution mode.
@@ -83,29 +83,29 @@ impl Device {
     }
 
     /// The same device in `mode`: `cpu` with [`Mode::Compiled`] is `cpu/compiled`.
-    pub fn with_mode(&self, mode: Mode) -> Device {
+    pub fn with_mode(&self, mode: Mode) -> Target {
         let base = self.base();
         match mode {
             Mode::Eager => base,
-            Mode::Compiled => Device(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
+            Mode::Compiled => Target(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
         }
     }
 
     /// The target whose results a failure (or an answer) on this target is judged against:
     /// for a compiled target, the same device eager (the compiler is what is tested); for an
     /// eager one, the run's `reference` device.
-    pub fn reference_target(&self, reference: &Device) -> Device {
+    pub fn reference_target(&self, reference: &Target) -> Target {
         match self.mode() {
             Mode::Compiled => self.base(),
             Mode::Eager => reference.clone(),
         }
     }
 
-    fn parse_base(s: &str) -> Result<Device, String> {
+    fn parse_base(s: &str) -> Result<Target, String> {
         let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, mps or xpu:N)");
         match s {
-            "cpu" | "mps" => return Ok(Device(s.to_string())),
-            "cuda" | "tpu" | "xpu" => return Ok(Device(format!("{s}:0"))),
+            "cpu" | "mps" => return Ok(Target(s.to_string())),
+            "cuda" | "tpu" | "xpu" => return Ok(Target(format!("{s}:0"))),
             _ => {}
         }
         let (kind, index) = s.split_once(':').ok_or_else(bad)?;
@@ -113,11 +113,11 @@ impl Device {
             return Err(bad());
         }
         let n: u32 = index.parse().map_err(|_| bad())?;
-        Ok(Device(format!("{kind}:{n}")))
+        Ok(Target(format!("{kind}:{n}")))
     }
 }
 
-impl FromStr for Device {
+impl FromStr for Target {
     type Err = String;
     /// Accepts the canonical device spellings, optionally followed by `/eager` or
     /// `/compiled`; `cuda` alone means `cuda:0`.
@@ -125,27 +125,27 @@ impl FromStr for Device {
         match s.split_once(MODE_SEPARATOR) {
             Some((device, mode)) => {
                 let mode: Mode = mode.parse().map_err(|e: String| format!("target `{s}`: {e}"))?;
-                Ok(Device::parse_base(device)?.with_mode(mode))
+                Ok(Target::parse_base(device)?.with_mode(mode))
             }
-            None => Device::parse_base(s),
+            None => Target::parse_base(s),
         }
     }
 }
 
-impl TryFrom<String> for Device {
+impl TryFrom<String> for Target {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         s.parse()
     }
 }
 
-impl From<Device> for String {
-    fn from(d: Device) -> String {
+impl From<Target> for String {
+    fn from(d: Target) -> String {
         d.0
     }
 }
 
-impl fmt::Display for Device {
+impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -176,28 +176,28 @@ mod tests {
 
     #[test]
     fn devices_parse_canonically() {
-        assert_eq!("cuda".parse::<Device>().unwrap().as_str(), "cuda:0");
-        assert_eq!("cuda:01".parse::<Device>().unwrap().as_str(), "cuda:1");
-        assert_eq!("tpu:3".parse::<Device>().unwrap().as_str(), "tpu:3");
+        assert_eq!("cuda".parse::<Target>().unwrap().as_str(), "cuda:0");
+        assert_eq!("cuda:01".parse::<Target>().unwrap().as_str(), "cuda:1");
+        assert_eq!("tpu:3".parse::<Target>().unwrap().as_str(), "tpu:3");
         for bad in ["gpu", "cuda:", "cuda:x", "CPU", "mps:1", "", "cpu:0"] {
-            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+            assert!(bad.parse::<Target>().is_err(), "{bad} should be rejected");
         }
     }
 
     #[test]
     fn targets_carry_a_mode() {
-        let t: Device = "cpu/compiled".parse().unwrap();
+        let t: Target = "cpu/compiled".parse().unwrap();
         assert_eq!((t.as_str(), t.base().as_str(), t.mode()), ("cpu/compiled", "cpu", Mode::Compiled));
-        assert_eq!("cpu/eager".parse::<Device>().unwrap(), Device::cpu(), "eager is the canonical bare spelling");
-        assert_eq!("cuda/compiled".parse::<Device>().unwrap().as_str(), "cuda:0/compiled");
-        assert_eq!(Device::cpu().mode(), Mode::Eager);
-        assert_eq!(Device::cpu().with_mode(Mode::Compiled), t);
-        assert_eq!(t.with_mode(Mode::Eager), Device::cpu());
-        let gpu: Device = "cuda:0".parse().unwrap();
-        assert_eq!(t.reference_target(&gpu), Device::cpu(), "compiled is judged against eager on its device");
-        assert_eq!(gpu.reference_target(&Device::cpu()), Device::cpu());
+        assert_eq!("cpu/eager".parse::<Target>().unwrap(), Target::cpu(), "eager is the canonical bare spelling");
+        assert_eq!("cuda/compiled".parse::<Target>().unwrap().as_str(), "cuda:0/compiled");
+        assert_eq!(Target::cpu().mode(), Mode::Eager);
+        assert_eq!(Target::cpu().with_mode(Mode::Compiled), t);
+        assert_eq!(t.with_mode(Mode::Eager), Target::cpu());
+        let gpu: Target = "cuda:0".parse().unwrap();
+        assert_eq!(t.reference_target(&gpu), Target::cpu(), "compiled is judged against eager on its device");
+        assert_eq!(gpu.reference_target(&Target::cpu()), Target::cpu());
         for bad in ["cpu/jit", "cpu/", "/compiled", "gpu/compiled", "cpu/compiled/eager"] {
-            assert!(bad.parse::<Device>().is_err(), "{bad} should be rejected");
+            assert!(bad.parse::<Target>().is_err(), "{bad} should be rejected");
         }
         assert_eq!(serde_json::to_string(&t).unwrap(), "\"cpu/compiled\"");
     }

@@ -1,6 +1,6 @@
 //! What the functions of [`crate::outcome`] return: an outcome with its reason and message.
 
-use crate::model::{CaseResult, Device, Outcome, Reason};
+use crate::model::{CaseResult, Outcome, Reason, Target};
 
 /// A decided outcome: what a result's `outcome`, `reason` and `message` become.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ impl Decision {
     }
 
     /// A result of the case `case_key` on `device` with this decision and nothing else set.
-    pub fn into_result(self, case_key: &str, device: Device) -> CaseResult {
+    pub fn into_result(self, case_key: &str, device: Target) -> CaseResult {
         let mut r = CaseResult::new(case_key, device, self.outcome);
         self.apply(&mut r);
         r
@@ -45,7 +45,7 @@ mod tests {
 
     #[test]
     fn a_decision_replaces_outcome_reason_and_message() {
-        let mut r = CaseResult::new("k", Device::cpu(), Outcome::Pass);
+        let mut r = CaseResult::new("k", Target::cpu(), Outcome::Pass);
         r.message = Some("old".into());
         r.samples_ns = vec![3];
         Decision::with(Outcome::WrongResult, Some(Reason::WrongResult), "new").apply(&mut r);
@@ -53,7 +53,7 @@ mod tests {
             (r.outcome, r.reason, r.message.as_deref(), r.samples_ns.as_slice()),
             (Outcome::WrongResult, Some(Reason::WrongResult), Some("new"), &[3][..])
         );
-        let fresh = Decision::of(Outcome::Pass).into_result("k", Device::cpu());
-        assert_eq!(fresh, CaseResult::new("k", Device::cpu(), Outcome::Pass));
+        let fresh = Decision::of(Outcome::Pass).into_result("k", Target::cpu());
+        assert_eq!(fresh, CaseResult::new("k", Target::cpu(), Outcome::Pass));
     }
 }

@@ -21,13 +21,13 @@ pub fn wrong_result(rows: &[ComparisonRow]) -> Option<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Device;
+    use crate::model::Target;
 
     fn row(index: u32, verdict: ComparisonVerdict, summary: &str) -> ComparisonRow {
         let (against, rule) = (crate::model::Against::Float64, crate::compare::Rule::AllClose);
         let tol = crate::compare::Tolerance::for_dtype("float32");
         let reference = "numpy.cumsum in float64";
-        let row = ComparisonRow::incomparable("k", &Device::cpu(), &against, reference, index, rule, tol);
+        let row = ComparisonRow::incomparable("k", &Target::cpu(), &against, reference, index, rule, tol);
         ComparisonRow { verdict, summary: summary.into(), ..row }
     }
 

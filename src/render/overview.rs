@@ -16,7 +16,7 @@ use super::json::versioned;
 use super::units::reasons;
 use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::RunSource;
-use crate::model::{Device, Framework, Reason};
+use crate::model::{Framework, Reason, Target};
 
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.overview";
@@ -199,7 +199,7 @@ fn json(reports: &[PortabilityReport]) -> String {
         source: RunSource,
         machine: &'a str,
         framework: Framework,
-        device: &'a Device,
+        device: &'a Target,
         functions_run: usize,
         success: usize,
         partial: usize,

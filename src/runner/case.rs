@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::RunConfig;
-use crate::model::{CaseResult, CaseRow, Device, Mode};
+use crate::model::{CaseResult, CaseRow, Mode, Target};
 use crate::outcome::{self, Answer, ErrorReport};
 use crate::worker::protocol::{PROTOCOL_VERSION, Request};
 use crate::worker::{Failure, Worker};
@@ -28,7 +28,7 @@ fn nonce() -> u64 {
 pub fn execute_case(
     worker: &mut Worker,
     case: &CaseRow,
-    device: &Device,
+    device: &Target,
     out_dir: &Path,
     cfg: &RunConfig,
     reference: bool,

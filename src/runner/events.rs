@@ -1,7 +1,7 @@
 //! The runner's typed event stream; the terminal progress bar, logs and tests all
 //! consume it through [`EventSink`].
 
-use crate::model::{CaseResult, CaseRow, Device, Framework};
+use crate::model::{CaseResult, CaseRow, Framework, Target};
 
 /// Something that happened during a run.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub enum Event<'a> {
         /// Its `__version__` (empty if it reported none).
         version: String,
         /// The available devices among those asked for (or all it reports); may be empty.
-        devices: Vec<Device>,
+        devices: Vec<Target>,
     },
     /// The framework could not be imported or its worker not started; its cases do not run.
     FrameworkFailed {
@@ -32,7 +32,7 @@ pub enum Event<'a> {
         /// The framework that reported no such device.
         framework: Framework,
         /// The device asked for.
-        device: Device,
+        device: Target,
     },
     /// The float64 references of the run's canonical ops are being computed (NumPy, host).
     ReferencesStarting {
@@ -63,14 +63,14 @@ pub enum Event<'a> {
         /// The worker's framework.
         framework: Framework,
         /// The worker's device.
-        device: Device,
+        device: Target,
     },
     /// A worker could not be restarted; the device's remaining cases stay pending.
     WorkerLost {
         /// The worker's framework.
         framework: Framework,
         /// The worker's device.
-        device: Device,
+        device: Target,
         /// Why the new worker did not start.
         why: String,
     },

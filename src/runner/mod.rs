@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{CaseRow, Device, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo};
+use crate::model::{CaseRow, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo, Target};
 use crate::store::Store;
 use crate::worker::protocol::Timing;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
@@ -34,7 +34,7 @@ pub struct RunConfig {
     pub run_dir: PathBuf,
     /// Targets to run on (devices with their mode, `cpu/compiled`); `None` means every device
     /// each framework reports, in each of `modes`.
-    pub devices: Option<Vec<Device>>,
+    pub devices: Option<Vec<Target>>,
     /// The execution modes each reported device runs in when `devices` is `None` (default
     /// eager only).
     pub modes: Vec<Mode>,
@@ -99,7 +99,7 @@ pub fn execute(
     frameworks.dedup();
     for fw in frameworks {
         let fw_cases: Vec<&CaseRow> = cases.iter().filter(|c| c.framework == fw).collect();
-        let spec = |device: &Device| WorkerSpec {
+        let spec = |device: &Target| WorkerSpec {
             python: cfg.python.clone(),
             script_dir: cfg.script_dir.clone(),
             framework: fw,
@@ -107,7 +107,7 @@ pub fn execute(
             env: worker_env(cfg, fw, device),
         };
         sink.event(&Event::FrameworkStarting { framework: fw });
-        let probe = match worker::spawn(&spec(&Device::cpu()), cfg.start_timeout, interrupted) {
+        let probe = match worker::spawn(&spec(&Target::cpu()), cfg.start_timeout, interrupted) {
             Ok(w) => w,
             Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
             Err(f) => {
@@ -135,18 +135,18 @@ pub fn execute(
             continue;
         }
         // Devices: those asked for (absent ones are unavailable), or all it reports.
-        let reported: Vec<(Device, String)> = h
+        let reported: Vec<(Target, String)> = h
             .devices
             .iter()
             .filter(|d| d.available)
             .filter_map(|d| {
                 d.device
-                    .parse::<Device>()
+                    .parse::<Target>()
                     .ok()
                     .map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
             })
             .collect();
-        let wanted: Vec<Device> = match &cfg.devices {
+        let wanted: Vec<Target> = match &cfg.devices {
             Some(list) => list.clone(),
             None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
         };
@@ -183,7 +183,7 @@ pub fn execute(
             devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
         });
         let mut probe = Some(probe);
-        if !infos.iter().any(|i| i.available && i.device == Device::cpu()) {
+        if !infos.iter().any(|i| i.available && i.device == Target::cpu()) {
             // Only compiled (or other) targets: the eager probe would sit idle, holding memory.
             if let Some(p) = probe.take() {
                 p.shutdown();
@@ -195,7 +195,7 @@ pub fn execute(
             if pending.is_empty() {
                 continue;
             }
-            let w: Option<Worker> = if d == Device::cpu() { probe.take() } else { None };
+            let w: Option<Worker> = if d == Target::cpu() { probe.take() } else { None };
             let ending = run_device(store, run_id, &pending, &spec(&d), w, cfg, &checker, sink, interrupted)?;
             if ending == Ending::Interrupted {
                 return Ok(Ending::Interrupted);
@@ -216,7 +216,7 @@ pub fn execute(
 /// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
 /// cold and first calls are comparable between runs; graphs met again within a run come from
 /// that cache.
-fn worker_env(cfg: &RunConfig, fw: Framework, target: &Device) -> Vec<(String, String)> {
+fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, String)> {
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
     if fw == Framework::Torch && target.mode() == Mode::Compiled {
         let dir = cfg.run_dir.join("compile-cache").join("torch");
@@ -226,7 +226,7 @@ fn worker_env(cfg: &RunConfig, fw: Framework, target: &Device) -> Vec<(String, S
 }
 
 /// The folder of a target's output files in the run folder: `torch-cuda0`, `jax-cpu-compiled`.
-fn out_dir_name(framework: Framework, target: &Device) -> String {
+fn out_dir_name(framework: Framework, target: &Target) -> String {
     format!("{framework}-{}", target.as_str().replace(':', "").replace('/', "-"))
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
-use crate::model::{CaseResult, CaseRow, Device, Framework, Outcome, ReferenceRow};
+use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Target};
 use crate::store::Store;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
@@ -31,7 +31,7 @@ pub fn compute(
         python: cfg.python.clone(),
         script_dir: cfg.script_dir.clone(),
         framework: Framework::Numpy,
-        device: Device::cpu(),
+        device: Target::cpu(),
         env: cfg.threads.map(worker::thread_env).unwrap_or_default(),
     };
     let out_dir = cfg.run_dir.join("reference");
@@ -74,7 +74,7 @@ pub fn compute(
             spec: r.spec.clone(),
         };
         let w = worker.as_mut().expect("started above");
-        let (result, keep) = execute_case(w, &case, &Device::cpu(), &out_dir, cfg, true, interrupted);
+        let (result, keep) = execute_case(w, &case, &Target::cpu(), &out_dir, cfg, true, interrupted);
         let Some(result) = result else { return Ok(Ending::Interrupted) };
         if !keep {
             worker = None;

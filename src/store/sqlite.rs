@@ -23,8 +23,8 @@ mod agreement;
 
 use super::schema::{self, Dialect};
 use crate::model::{
-    CaseResult, CaseRow, Device, DeviceInfo, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
-    RunSummary,
+    CaseResult, CaseRow, DeviceInfo, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
+    RunSummary, Target,
 };
 
 /// How long a writer waits for another process's lock before giving up.
@@ -522,7 +522,7 @@ impl Store {
 
     /// Keys of the cases that already have a result (any outcome) on `device`, for
     /// `run --resume`. Errors: [`StoreError::UnknownRun`].
-    pub fn done_keys(&self, run: i64, device: &Device) -> Result<HashSet<String>, StoreError> {
+    pub fn done_keys(&self, run: i64, device: &Target) -> Result<HashSet<String>, StoreError> {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
         prepare(
@@ -1001,7 +1001,7 @@ mod tests {
     use crate::model::{FrameworkInfo, RunSource};
     use crate::model::{Outcome, Reason};
 
-    fn dev(s: &str) -> Device {
+    fn dev(s: &str) -> Target {
         s.parse().unwrap()
     }
 
@@ -1031,7 +1031,7 @@ mod tests {
             catalogue_version: BTreeMap::from([(Framework::Torch, "2026.11.30".into())]),
             command_line: "mlport run --devices cpu,cuda:0".into(),
             seed: u64::MAX,
-            reference_device: Device::cpu(),
+            reference_device: Target::cpu(),
             mlport_version: "0.1.0".into(),
         }
     }
@@ -1206,7 +1206,7 @@ mod tests {
         store.record_result(run, &full_result(&keys[1], "cuda:0")).unwrap();
         store.record_result(run, &full_result(&keys[1], "cpu/compiled")).unwrap();
 
-        let cpu = store.done_keys(run, &Device::cpu()).unwrap();
+        let cpu = store.done_keys(run, &Target::cpu()).unwrap();
         assert_eq!(cpu, HashSet::from([keys[0].clone(), keys[2].clone()]));
         // A target is its own device: cpu and cpu/compiled resume apart.
         assert_eq!(store.done_keys(run, &dev("cpu/compiled")).unwrap(), HashSet::from([keys[1].clone()]));
@@ -1216,7 +1216,7 @@ mod tests {
         assert!(store.done_keys(run, &dev("tpu:0")).unwrap().is_empty());
 
         let other = store.create_run(&info(), &functions(), &cases()).unwrap();
-        assert!(store.done_keys(other, &Device::cpu()).unwrap().is_empty());
+        assert!(store.done_keys(other, &Target::cpu()).unwrap().is_empty());
     }
 
     #[test]
@@ -1340,7 +1340,7 @@ mod tests {
         let run = writer.create_run(&info(), &functions(), &cases()).unwrap();
         writer.record_result(run, &bare_result(&cases()[0].key, "cpu")).unwrap();
         assert_eq!(reader.run(run).unwrap().results, 1);
-        assert_eq!(reader.done_keys(run, &Device::cpu()).unwrap(), HashSet::from([cases()[0].key.clone()]));
+        assert_eq!(reader.done_keys(run, &Target::cpu()).unwrap(), HashSet::from([cases()[0].key.clone()]));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
 
 use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
-use crate::model::{Device, Framework};
+use crate::model::{Framework, Target};
 use crate::process;
 
 /// Bytes kept of one stderr line; the rest of a longer line is dropped and marked.
@@ -33,9 +33,9 @@ pub struct WorkerSpec {
     pub script_dir: PathBuf,
     /// The framework to import (`--framework`).
     pub framework: Framework,
-    /// The target to run on: the device (`--device`, [`Device::base`]) and its mode
-    /// (`--mode`, [`Device::mode`]); one worker serves one target.
-    pub device: Device,
+    /// The target to run on: the device (`--device`, [`Target::base`]) and its mode
+    /// (`--mode`, [`Target::mode`]); one worker serves one target.
+    pub device: Target,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
 }

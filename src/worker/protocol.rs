@@ -107,7 +107,7 @@ pub enum Request<'a> {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct WorkerDevice {
     /// Canonical device name (`cpu`, `cuda:1`, `tpu:0`); the runner ignores names that do not
-    /// parse as a [`crate::model::Device`].
+    /// parse as a [`crate::model::Target`].
     pub device: String,
     /// Whether the framework can use the device now; only available devices run cases.
     pub available: bool,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::words::not_portable;
 use crate::analysis::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
 use crate::model::RunSource;
-use crate::model::{Device, Framework, FunctionStatus, Reason};
+use crate::model::{Framework, FunctionStatus, Reason, Target};
 use crate::render::json::pretty;
 
 /// The `format` of the summary document.
@@ -29,7 +29,7 @@ struct Document<'a, T> {
     format: &'static str,
     version: u32,
     run: Run<'a>,
-    reference_device: &'a Device,
+    reference_device: &'a Target,
     attributable: bool,
     #[serde(flatten)]
     body: T,
@@ -60,7 +60,7 @@ struct Run<'a> {
 
 #[derive(Serialize)]
 struct Summary<'a> {
-    targets: Vec<Target<'a>>,
+    targets: Vec<TargetJson<'a>>,
     harness_errors: Vec<HarnessError<'a>>,
     unavailable: Vec<Unavailable<'a>>,
     not_usable: Vec<NotUsable<'a>>,
@@ -74,9 +74,9 @@ struct NotUsable<'a> {
 }
 
 #[derive(Serialize)]
-struct Target<'a> {
+struct TargetJson<'a> {
     framework: Framework,
-    device: &'a Device,
+    device: &'a Target,
     functions_run: usize,
     success: Share,
     partial: Share,
@@ -131,14 +131,14 @@ struct FailingCase<'a> {
 #[derive(Serialize)]
 struct HarnessError<'a> {
     case_key: &'a str,
-    device: &'a Device,
+    device: &'a Target,
     message: &'a str,
 }
 
 #[derive(Serialize)]
 struct Unavailable<'a> {
     framework: Framework,
-    device: &'a Device,
+    device: &'a Target,
     detail: &'a str,
 }
 
@@ -150,7 +150,7 @@ struct Details<'a> {
 #[derive(Serialize)]
 struct TargetDetail<'a> {
     framework: Framework,
-    device: &'a Device,
+    device: &'a Target,
     functions_run: usize,
     not_portable: Vec<Function<'a>>,
 }
@@ -217,9 +217,9 @@ fn document<'a, T>(report: &'a PortabilityReport, format: &'static str, body: T)
     }
 }
 
-fn target(t: &TargetSummary) -> Target<'_> {
+fn target(t: &TargetSummary) -> TargetJson<'_> {
     let share = |count| Share { count, percent: t.percent(count) };
-    Target {
+    TargetJson {
         framework: t.framework,
         device: &t.device,
         functions_run: t.functions_run,

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Ctx, Store, StoreError, json, parse, parse_column, parse_opt, prepare, to_u64};
-use crate::model::{Against, ComparisonRow, Device, Outcome, ReferenceRow};
+use crate::model::{Against, ComparisonRow, Outcome, ReferenceRow, Target};
 use crate::outcome::Decision;
 
 impl Store {
@@ -99,7 +99,7 @@ impl Store {
         &mut self,
         run: i64,
         case_key: &str,
-        device: &Device,
+        device: &Target,
         rows: &[ComparisonRow],
         verdict: Option<&Decision>,
     ) -> Result<(), StoreError> {
@@ -213,7 +213,7 @@ impl Store {
 
     /// `(case key, device, against)` of every comparison stored for the run: what a
     /// comparison pass can skip. Errors: [`StoreError::UnknownRun`].
-    pub fn compared(&self, run: i64) -> Result<HashSet<(String, Device, Against)>, StoreError> {
+    pub fn compared(&self, run: i64) -> Result<HashSet<(String, Target, Against)>, StoreError> {
         let ctx = Ctx(&self.path);
         self.ensure_run(run)?;
         prepare(
@@ -240,15 +240,15 @@ impl Store {
 mod tests {
     use crate::compare::{Rule, Tolerance};
     use crate::model::{
-        Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Device, Framework, FunctionRow, Outcome,
-        Reason, RunInfo,
+        Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Framework, FunctionRow, Outcome, Reason,
+        RunInfo, Target,
     };
     use crate::outcome::Decision;
     use crate::store::Store;
 
     fn comparison(key: &str, against: Against, verdict: ComparisonVerdict) -> ComparisonRow {
         let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype("float32"));
-        let row = ComparisonRow::incomparable(key, &Device::cpu(), &against, "numpy.exp in float64", 0, rule, tol);
+        let row = ComparisonRow::incomparable(key, &Target::cpu(), &against, "numpy.exp in float64", 0, rule, tol);
         ComparisonRow { verdict, elements: 4, mismatched: 1, max_abs: Some(0.5), summary: "1 of 4".into(), ..row }
     }
 
@@ -266,14 +266,14 @@ mod tests {
             spec: serde_json::json!({}),
         };
         let f = FunctionRow::new(Framework::Torch, "torch.exp");
-        let run = store.create_run(&RunInfo::blank("test", Device::cpu()), &[f], std::slice::from_ref(&case)).unwrap();
-        store.record_result(run, &CaseResult::new(&case.key, Device::cpu(), Outcome::Pass)).unwrap();
+        let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], std::slice::from_ref(&case)).unwrap();
+        store.record_result(run, &CaseResult::new(&case.key, Target::cpu(), Outcome::Pass)).unwrap();
         let rows = [
             comparison(&case.key, Against::Float64, ComparisonVerdict::Disagree),
             comparison(&case.key, Against::Target("cuda:0".parse().unwrap()), ComparisonVerdict::Agree),
         ];
         let wrong = Decision::with(Outcome::WrongResult, Some(Reason::WrongResult), "disagrees");
-        store.record_comparisons(run, &case.key, &Device::cpu(), &rows, Some(&wrong)).unwrap();
+        store.record_comparisons(run, &case.key, &Target::cpu(), &rows, Some(&wrong)).unwrap();
         let stored = store.comparisons(run).unwrap();
         assert_eq!(stored.len(), 2);
         assert!(rows.iter().all(|r| stored.contains(r)), "{stored:#?}");
@@ -299,7 +299,7 @@ mod tests {
             (Outcome::WrongResult, Some(Reason::WrongResult), Some("disagrees"))
         );
         let compared = store.compared(run).unwrap();
-        assert!(compared.contains(&(case.key.clone(), Device::cpu(), Against::Float64)), "{compared:?}");
+        assert!(compared.contains(&(case.key.clone(), Target::cpu(), Against::Float64)), "{compared:?}");
 
         for (column, value, says) in [
             ("verdict", "maybe", "comparisons.verdict: unknown comparison verdict `maybe`"),
