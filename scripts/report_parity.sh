@@ -81,7 +81,13 @@ EOF
   # Catalogue listing, scan, audit, mine and sample over mlport's own Python and test fixtures.
   cmd list list --no-probe
   cmd list.functions list --no-probe --functions
-  local py="$here/src/worker/python" fx="$here/tests/fixtures" bx="$here/benches"
+  # Copied into the scratch folder and named relatively, so two checkouts render the same paths.
+  mkdir -p "$work/code"
+  cp -r "$here/src/worker/python" "$work/code/python"
+  cp -r "$here/tests/fixtures" "$work/code/fixtures"
+  cp -r "$here/benches" "$work/code/benches"
+  find "$work/code" -name __pycache__ -prune -exec rm -rf {} +
+  local py="code/python" fx="code/fixtures" bx="code/benches"
   for f in table json csv; do
     cmd "scan.$f" scan "$py" "$fx" "$bx" --format "$f"
   done
