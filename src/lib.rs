@@ -4,8 +4,14 @@
 //!
 //! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
 //! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`];
-//! [`import`] brings pytest suites' results and the paper's raw data
-//! into the same store.
+//! [`import`] brings pytest suites' results and the paper's raw data into the same store;
+//! [`scan`], [`audit`] and [`mine`] read a code base's framework calls.
+//!
+//! Around it: [`cli`] (clap only, values parsed into types once), [`commands`] (one file per
+//! command, orchestration only; the binary maps their [`commands::ExitStatus`] to the exit
+//! code), [`model`] (the shared vocabulary and records), [`workspace`] (the on-disk layout),
+//! [`process`] (process groups and the Ctrl-C flag), [`pyenv`] (Python environments) and
+//! [`stats`] (self-contained statistics). Dependencies run one way (`tests/architecture.rs`).
 
 pub mod agreement;
 pub mod analysis;

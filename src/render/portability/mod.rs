@@ -1,6 +1,6 @@
 //! The portability report of one run (the paper's statuses, [`crate::analysis::portability`])
-//! in every format: [`dispatch`] picks among a terminal table ([`table`]), Markdown
-//! ([`markdown`]), versioned JSON ([`json`]) and CSV ([`csv`]); [`words`] holds the wording
+//! in every format: `dispatch` picks among a terminal table (`table`), Markdown
+//! (`markdown`), versioned JSON (`json`) and CSV ([`csv`]); `words` holds the wording
 //! table and Markdown share.
 
 pub mod csv;
