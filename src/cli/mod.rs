@@ -315,7 +315,7 @@ pub struct RunArgs {
     #[arg(long = "function", value_delimiter = ',', value_name = "NAME")]
     pub functions: Vec<String>,
     /// Only these dtypes of each case's sweep.
-    #[arg(long = "dtype", value_delimiter = ',', value_name = "DTYPE")]
+    #[arg(long = "dtype", value_delimiter = ',', value_name = "DTYPE", value_parser = values::dtype)]
     pub dtypes: Vec<String>,
     /// Seed added to every case's input seed (stored with the run).
     #[arg(long, default_value_t = 0)]

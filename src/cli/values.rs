@@ -110,6 +110,15 @@ impl FromStr for ThresholdFor {
     }
 }
 
+/// A `--dtype` value: one of [`crate::model::DTYPES`].
+pub fn dtype(s: &str) -> Result<String, String> {
+    if crate::model::DTYPES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown dtype `{s}` (expected one of {})", crate::model::DTYPES.join(", ")))
+    }
+}
+
 /// A result id as reports print it: `123` or `#123`.
 pub fn result_id(s: &str) -> Result<i64, String> {
     s.trim_start_matches('#')
@@ -185,6 +194,8 @@ mod tests {
         assert!(timeout("1e300").unwrap_err().contains("1e300 is longer than one day"));
         assert!(threads("0").unwrap_err().contains("at least 1"));
         assert_eq!(threads("4"), Ok(4));
+        assert_eq!(dtype("bfloat16"), Ok("bfloat16".to_string()));
+        assert!(dtype("float8").unwrap_err().contains("unknown dtype `float8`"));
         assert_eq!(result_id("#12"), Ok(12));
         assert!(result_id("x12").unwrap_err().contains("is not a result id"));
     }
