@@ -170,6 +170,12 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .code(2)
         .stderr(predicate::str::contains("for '--dtype <DTYPE>': unknown dtype `float8`"));
     mlport()
+        .args(["run", "--resume", "abc", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("for '--resume [<RUN_ID>]': `abc` is not a run id"));
+    mlport()
         .args(["run", "--timeout", "1e300", "--db"])
         .arg(&db)
         .assert()

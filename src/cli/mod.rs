@@ -338,7 +338,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = values::threads)]
     pub threads: Option<u32>,
     /// Continue an interrupted run (the latest, or the one given) instead of starting one.
-    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "latest")]
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "latest", value_parser = values::resume_run)]
     pub resume: Option<String>,
     /// Format of the table printed at the end.
     #[arg(long, value_enum, default_value = "table")]

@@ -119,6 +119,15 @@ pub fn dtype(s: &str) -> Result<String, String> {
     }
 }
 
+/// A `--resume` value: `latest` or a run id.
+pub fn resume_run(s: &str) -> Result<String, String> {
+    if s == "latest" || s.parse::<i64>().is_ok() {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not a run id (a number, as `mlport runs` prints it)"))
+    }
+}
+
 /// A result id as reports print it: `123` or `#123`.
 pub fn result_id(s: &str) -> Result<i64, String> {
     s.trim_start_matches('#')
@@ -196,6 +205,9 @@ mod tests {
         assert_eq!(threads("4"), Ok(4));
         assert_eq!(dtype("bfloat16"), Ok("bfloat16".to_string()));
         assert!(dtype("float8").unwrap_err().contains("unknown dtype `float8`"));
+        assert_eq!(resume_run("latest"), Ok("latest".to_string()));
+        assert_eq!(resume_run("7"), Ok("7".to_string()));
+        assert!(resume_run("abc").unwrap_err().contains("`abc` is not a run id"));
         assert_eq!(result_id("#12"), Ok(12));
         assert!(result_id("x12").unwrap_err().contains("is not a result id"));
     }
