@@ -40,12 +40,20 @@ pub fn frequencies(scan: &ScanReport, framework: Framework) -> Vec<Usage> {
     v
 }
 
-/// Reads frequencies from CSV with at least `function` and `calls` columns; deciles are
-/// recomputed from the calls. Errors name the line.
+/// Reads frequencies from CSV (RFC 4180: quoted fields, CRLF and a UTF-8 BOM as spreadsheets
+/// write them) with at least `function` and `calls` columns; deciles are recomputed from the
+/// calls. Errors name the line.
 pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
-    let mut lines = text.lines().enumerate();
-    let (_, header) = lines.next().ok_or("empty frequency file")?;
-    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut reader =
+        csv::ReaderBuilder::new().has_headers(false).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut records = reader.records();
+    let bad = |e: csv::Error| {
+        let line = e.position().map_or(0, |p| p.line());
+        format!("line {line}: not CSV: {e}")
+    };
+    let header = records.next().ok_or("empty frequency file")?.map_err(bad)?;
+    let cols: Vec<&str> = header.iter().collect();
     if cols.contains(&"kind") {
         return Err("line 1: this is `mlport scan`'s CSV (all frameworks, unresolved calls); `mlport mine CORPUS \
                     --framework F --format csv` writes the frequencies `sample` reads"
@@ -54,20 +62,21 @@ pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
     let fi = cols.iter().position(|c| *c == "function").ok_or("line 1: no `function` column")?;
     let ci = cols.iter().position(|c| *c == "calls").ok_or("line 1: no `calls` column")?;
     let mut v = Vec::new();
-    for (i, line) in lines {
-        if line.trim().is_empty() {
+    for record in records {
+        let f = record.map_err(bad)?;
+        if f.iter().all(str::is_empty) {
             continue;
         }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        let name = f.get(fi).ok_or(format!("line {}: too few columns", i + 1))?;
+        let line = f.position().map_or(0, |p| p.line());
+        let name = f.get(fi).ok_or(format!("line {line}: too few columns"))?;
         if name.starts_with("?.")
             || name.ends_with('?')
             || crate::scan::framework_of(&crate::scan::canonical(name)).is_none()
         {
-            return Err(format!("line {}: `{name}` is not a framework function's qualified name", i + 1));
+            return Err(format!("line {line}: `{name}` is not a framework function's qualified name"));
         }
         let calls: usize =
-            f.get(ci).and_then(|c| c.parse().ok()).ok_or(format!("line {}: `calls` is not a count", i + 1))?;
+            f.get(ci).and_then(|c| c.parse().ok()).ok_or(format!("line {line}: `calls` is not a count"))?;
         v.push(Usage { function: name.to_string(), calls, files: 0, decile: 0 });
     }
     let scan = ScanReport {
@@ -193,5 +202,17 @@ mod tests {
         let scan_csv = "kind,framework,function,calls,files,sites\r\nresolved,torch,torch.zeros,2,1,a.py:1\r\n";
         assert!(read_csv(scan_csv).unwrap_err().contains("`mlport scan`'s CSV"));
         assert!(read_csv("name,calls\n").unwrap_err().contains("function"));
+        assert!(read_csv("function,calls\n\ntf.x,1\n  \n?.sum,3\n").unwrap_err().starts_with("line 5: `?.sum`"));
+    }
+
+    #[test]
+    fn spreadsheet_csv_is_read() {
+        // Quoted fields, CRLF and a UTF-8 BOM, as a spreadsheet saves the file.
+        let text = "\u{feff}\"function\",\"calls\"\r\n\"torch.add\",\"5\"\r\n\"torch.mul\",4\r\n";
+        let v = read_csv(text).unwrap();
+        assert_eq!(
+            v.iter().map(|u| (u.function.as_str(), u.calls)).collect::<Vec<_>>(),
+            [("torch.add", 5), ("torch.mul", 4)]
+        );
     }
 }
