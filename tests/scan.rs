@@ -239,6 +239,20 @@ fn audit_against_the_papers_tpu_data() {
     };
     fail("complete_failure").code(3);
     fail("nonsense").code(2).stderr(predicates::str::contains("unknown finding"));
+    // A reader that closes stdout early (`audit ... | head`) still gets the findings' exit code.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = std::process::Command::new(assert_cmd::cargo::cargo_bin("mlport"))
+        .arg("audit")
+        .arg(proj())
+        .arg("--db")
+        .arg(&db)
+        .args(["--device", "tpu:0", "--fail-on", "complete_failure"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3), "a closed stdout must not hide the findings");
     let json = mlport()
         .arg("audit")
         .arg(proj())

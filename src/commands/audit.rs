@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::ExitStatus;
-use super::output::{emit, format_of};
+use super::output::{StdoutClosed, emit, format_of};
 use super::scan::scan_with;
 use super::select::resolve_run;
 use crate::audit::{self, AuditReport};
@@ -87,14 +87,19 @@ pub fn audit(args: AuditArgs) -> Result<ExitStatus> {
         threshold: args.threshold,
     };
     let rep = audit::audit(&store, &runs, &scan, &opts)?;
-    emit(&render::audit::render(&rep, format_of(args.format)))?;
+    // A reader that closed stdout (`audit ... | head`) still gets the drafts and the findings'
+    // exit code: CI gates on the code, not on the text.
+    let closed = match emit(&render::audit::render(&rep, format_of(args.format))) {
+        Err(e) if e.is::<StdoutClosed>() => Some(e),
+        other => other.err().map_or(Ok(None), Err)?,
+    };
     if let Some(path) = &args.add_to_catalogue {
         add_to_catalogue(&rep, path)?;
     }
     if args.fail_on.iter().any(|f| rep.count(*f) > 0) {
         return Ok(ExitStatus::Findings);
     }
-    Ok(ExitStatus::Ok)
+    closed.map_or(Ok(ExitStatus::Ok), Err)
 }
 
 #[cfg(test)]
