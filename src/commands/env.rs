@@ -3,6 +3,7 @@
 //! interpreter choice and probe that `run`, `list` and `pytest` share.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -13,7 +14,7 @@ use crate::cli::PythonArg;
 use crate::model::{Framework, Target};
 use crate::pyenv::{self, FrameworkProbe, PythonEnv};
 use crate::render;
-use crate::{process, worker, workspace};
+use crate::{worker, workspace};
 
 /// The interpreter for `frameworks`: `--python` as is, else the managed environment
 /// (created or completed with them).
@@ -38,7 +39,8 @@ pub fn probe(env: &PythonEnv, frameworks: &[Framework]) -> Result<(Vec<Framework
             device: Target::cpu(),
             env: Vec::new(),
         };
-        let probe = match worker::spawn(&spec, Duration::from_secs(300), process::interrupted()) {
+        // No Ctrl-C handler here: an interrupt ends `env`/`list` at once, as it always did.
+        let probe = match worker::spawn(&spec, Duration::from_secs(300), &AtomicBool::new(false)) {
             Ok(w) => {
                 let h = w.hello.clone();
                 w.shutdown();
