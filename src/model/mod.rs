@@ -6,15 +6,19 @@
 //! [`crate::outcome`]; this module only names it.
 
 mod case;
+mod dtype;
 mod framework;
 mod outcome;
 mod results;
 mod run;
+mod spec;
 mod target;
 
 pub use case::{CaseResult, CaseRow, FunctionRow};
+pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
 pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
-pub use target::{DTYPES, Mode, Target};
+pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, Spec};
+pub use target::{Mode, Target};
