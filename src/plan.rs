@@ -113,7 +113,7 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
                         case_id: c.id.clone(),
                         dtype: Some(*dtype),
                         seed: c.seed.wrapping_add(run_seed),
-                        spec: Spec::Catalogue(spec),
+                        spec: Spec::from(spec),
                     });
                 }
             }

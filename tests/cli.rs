@@ -164,6 +164,12 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .code(2)
         .stderr(predicate::str::contains("target `cpu/jit`: unknown mode `jit`"));
     mlport()
+        .args(["run", "--dtype", "float32,float8", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("for '--dtype <DTYPE>': unknown dtype `float8` (expected one of bool, int8,"));
+    mlport()
         .args(["run", "--timeout", "1e300", "--db"])
         .arg(&db)
         .assert()

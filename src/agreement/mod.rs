@@ -224,7 +224,7 @@ mod tests {
             case_id: id.into(),
             dtype: Some(Dtype::Float32),
             seed: 0,
-            spec: Spec::Catalogue(CaseSpec::new("torch.exp", "default")),
+            spec: Spec::from(CaseSpec::new("torch.exp", "default")),
         };
         let cases = [case("same"), case("off"), case("widened")];
         let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], &cases).unwrap();
@@ -290,7 +290,7 @@ mod tests {
             case_id: "c".into(),
             dtype: Some(Dtype::Float32),
             seed: 0,
-            spec: Spec::Catalogue(CaseSpec::new("jax.numpy.exp", "default")),
+            spec: Spec::from(CaseSpec::new("jax.numpy.exp", "default")),
         };
         // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
         let gpu: Target = "cuda:0".parse().unwrap();

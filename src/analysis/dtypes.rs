@@ -177,7 +177,7 @@ pub(crate) mod tests {
     #[test]
     fn cells_count_pass_wrong_and_reasons() {
         let m = build(3, &rows(), &|_| true);
-        assert_eq!(m.dtypes, [Dtype::Float16, Dtype::Bfloat16, Dtype::Float32], "DTYPES order, swept ones only");
+        assert_eq!(m.dtypes, [Dtype::Float16, Dtype::Bfloat16, Dtype::Float32], "Dtype::ALL order, swept ones only");
         let torch = &m.rows[0];
         assert_eq!((torch.cells["float16"].wrong, torch.cells["float16"].passed), (1, 0));
         assert_eq!(torch.cells["bfloat16"].failed, BTreeMap::from([(Reason::DtypeUnsupported, 1)]));

@@ -71,7 +71,7 @@ pub struct FrameworkTable {
     pub frameworks: Vec<Framework>,
     /// Ops with functions in two or more frameworks.
     pub shared_ops: usize,
-    /// By op, case, dtype (in [`crate::model::DTYPES`] order), then device.
+    /// By op, case, dtype (in [`crate::model::Dtype::ALL`] order), then device.
     pub rows: Vec<OpRow>,
     /// Counts over the rows, per framework.
     pub tally: BTreeMap<Framework, Tally>,

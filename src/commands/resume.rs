@@ -147,7 +147,7 @@ mod tests {
             case_id: "default".into(),
             dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
-            spec: crate::model::Spec::Catalogue(crate::model::CaseSpec::new("f", "default")),
+            spec: crate::model::Spec::from(crate::model::CaseSpec::new("f", "default")),
         }
     }
 

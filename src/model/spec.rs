@@ -19,8 +19,8 @@ use crate::compare::Rule;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, try_from = "Value")]
 pub enum Spec {
-    /// A catalogue case (its JSON has a `function`).
-    Catalogue(CaseSpec),
+    /// A catalogue case (its JSON has a `function`), boxed: an import's is a few bytes.
+    Catalogue(Box<CaseSpec>),
     /// A result imported from a test suite or the paper's data.
     Imported(ImportedSpec),
 }
@@ -35,12 +35,18 @@ impl Spec {
     }
 }
 
+impl From<CaseSpec> for Spec {
+    fn from(c: CaseSpec) -> Spec {
+        Spec::Catalogue(Box::new(c))
+    }
+}
+
 impl TryFrom<Value> for Spec {
     type Error = serde_json::Error;
     /// A JSON object with a `function` key is a catalogue case; any other is an import's.
     fn try_from(v: Value) -> Result<Spec, serde_json::Error> {
         if v.get("function").is_some() {
-            serde_json::from_value(v).map(Spec::Catalogue)
+            serde_json::from_value::<CaseSpec>(v).map(Spec::from)
         } else {
             serde_json::from_value(v).map(Spec::Imported)
         }
@@ -116,12 +122,30 @@ impl CaseSpec {
 
 /// A case's `compare`: one rule for every compared output, or one per compared output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "RuleNames")]
 pub enum Compare {
     /// `"up_to_sign"`.
     One(Rule),
     /// `["up_to_sign", "allclose", "up_to_sign_rows"]`.
     PerOutput(Vec<Rule>),
+}
+
+/// `compare` as written, before its names are checked (so that an unknown one is named).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RuleNames {
+    One(String),
+    PerOutput(Vec<String>),
+}
+
+impl TryFrom<RuleNames> for Compare {
+    type Error = crate::compare::UnknownRule;
+    fn try_from(names: RuleNames) -> Result<Compare, Self::Error> {
+        Ok(match names {
+            RuleNames::One(r) => Compare::One(r.parse()?),
+            RuleNames::PerOutput(list) => Compare::PerOutput(list.iter().map(|r| r.parse()).collect::<Result<_, _>>()?),
+        })
+    }
 }
 
 impl Default for Compare {
@@ -204,7 +228,7 @@ mod tests {
     #[test]
     fn plan_fields_and_tolerances_are_written_in_key_order() {
         let mut c = match serde_json::from_str::<Spec>(STORED[0]).unwrap() {
-            Spec::Catalogue(c) => c,
+            Spec::Catalogue(c) => *c,
             Spec::Imported(_) => unreachable!(),
         };
         c.skip = Some("needs a GPU".into());

@@ -71,7 +71,7 @@ pub fn compute(
             case_id: r.case_id.clone(),
             dtype: Some(r.dtype),
             seed: r.seed,
-            spec: Spec::Catalogue(r.spec.clone()),
+            spec: Spec::from(r.spec.clone()),
         };
         let w = worker.as_mut().expect("started above");
         let (result, keep) = execute_case(w, &case, &Target::cpu(), &out_dir, cfg, true, interrupted);

@@ -1078,7 +1078,7 @@ mod tests {
             case_id: "basic".into(),
             dtype: Some(dtype.parse().unwrap()),
             seed,
-            spec: Spec::Catalogue(CaseSpec {
+            spec: Spec::from(CaseSpec {
                 inputs: vec![json!({"shape": [4, 5], "dist": "normal"})],
                 kwargs: json!({"dim": -1}).as_object().unwrap().clone(),
                 ..CaseSpec::new(function, "basic")
@@ -1294,6 +1294,39 @@ mod tests {
         store.conn.execute("UPDATE runs SET state = 'done' WHERE id = ?1", [run]).unwrap();
         let err = chain(&store.run(run).unwrap_err());
         assert!(err.contains("runs.state: unknown run state `done`"), "{err}");
+    }
+
+    #[test]
+    fn stored_specs_and_dtypes_read_typed_and_bad_ones_name_the_column() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let key = "torch/torch.argsort/basic/float32";
+        // A spec as the previous version wrote it (/work/parity/store.db), and an import's.
+        let old = r#"{"code":null,"compare":["up_to_sign","allclose","up_to_sign_rows"],"function":"torch.argsort","id":"basic","inputs":[{"shape":[32,16]}],"kwargs":{"full_matrices":false},"outputs":null,"tolerance":{"float32":{"atol":0.00005,"rtol":null}}}"#;
+        store.conn.execute("UPDATE cases SET spec = ?1 WHERE key = ?2", [old, key]).unwrap();
+        let rows = store.cases(run).unwrap();
+        let c = rows[0].spec.catalogue().expect("a catalogue case");
+        assert_eq!(c.tolerance[&Dtype::Float32].atol, Some(5e-5));
+        assert_eq!(rows[0].dtype, Some(Dtype::Float32));
+        store
+            .conn
+            .execute("UPDATE cases SET spec = '{\"nodeid\":\"t.py::x\"}', dtype = '' WHERE key = ?1", [key])
+            .unwrap();
+        let rows = store.cases(run).unwrap();
+        assert_eq!((rows[0].dtype, rows[0].spec.catalogue().is_none()), (None, true), "an imported case");
+
+        store.conn.execute("UPDATE cases SET dtype = 'float8' WHERE key = ?1", [key]).unwrap();
+        let err = chain(&store.cases(run).unwrap_err());
+        assert!(err.contains("cases.dtype: unknown dtype `float8`"), "{err}");
+        store
+            .conn
+            .execute(
+                "UPDATE cases SET dtype = 'float32', spec = ?1 WHERE key = ?2",
+                [old.replace("exact", "x").replace("allclose", "roughly"), key.to_string()],
+            )
+            .unwrap();
+        let err = chain(&store.cases(run).unwrap_err());
+        assert!(err.contains(&format!("cases.spec of case `{key}`")) && err.contains("roughly"), "{err}");
     }
 
     #[test]

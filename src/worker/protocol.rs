@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn requests_serialise_as_documented() {
-        let spec = crate::model::Spec::Catalogue(crate::model::CaseSpec::new("torch.add", "default"));
+        let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
         let t = Timing::default();
         let r = Request::Run {
             v: 5,

@@ -273,7 +273,7 @@ mod tests {
             case_id: "c".into(),
             dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
-            spec: crate::model::Spec::Catalogue(crate::model::CaseSpec::new("torch.exp", "c")),
+            spec: crate::model::Spec::from(crate::model::CaseSpec::new("torch.exp", "c")),
         };
         let f = FunctionRow::new(Framework::Torch, "torch.exp");
         let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], std::slice::from_ref(&case)).unwrap();
