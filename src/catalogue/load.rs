@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use toml::Spanned;
 
-use super::spec::{
-    COMPARES, CaseSpec as CaseTable, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS,
-};
+use super::spec::{COMPARES, CaseTable, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
 use super::{Case, CatalogueFile, Function};
 use crate::compare::Rule;
 use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework};

@@ -52,13 +52,13 @@ pub struct FunctionSpec {
     pub note: Option<String>,
     /// The `[[function.case]]` tables; at least one.
     #[serde(default)]
-    pub case: Vec<Spanned<CaseSpec>>,
+    pub case: Vec<Spanned<CaseTable>>,
 }
 
 /// One `[[function.case]]` table: one concrete call, planned once per dtype.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CaseSpec {
+pub struct CaseTable {
     /// Unique within the function, non-empty, without `/` or whitespace (default `default`).
     #[serde(default)]
     pub id: Option<Spanned<String>>,
