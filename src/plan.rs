@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 
 use crate::catalogue::Catalogue;
-use crate::model::{CaseRow, DTYPES, Framework, FunctionRow, ReferenceRow};
+use crate::model::{CaseRow, CaseSpec, Dtype, Framework, FunctionRow, ReferenceRow, Spec};
 
 /// What to run, from the command line.
 #[derive(Clone, Debug, Default)]
@@ -14,7 +14,7 @@ pub struct Selection {
     /// Fully qualified function names; empty means all.
     pub functions: Vec<String>,
     /// Restricts each case's dtype sweep; empty means the declared sweep.
-    pub dtypes: Vec<String>,
+    pub dtypes: Vec<Dtype>,
 }
 
 /// The planned functions and cases, in catalogue order.
@@ -41,7 +41,7 @@ impl Plan {
 }
 
 /// The key that names a case at one dtype within a run: `framework/function/case/dtype`.
-pub fn case_key(fw: Framework, function: &str, case_id: &str, dtype: &str) -> String {
+pub fn case_key(fw: Framework, function: &str, case_id: &str, dtype: Dtype) -> String {
     format!("{fw}/{function}/{case_id}/{dtype}")
 }
 
@@ -50,12 +50,13 @@ pub fn case_key(fw: Framework, function: &str, case_id: &str, dtype: &str) -> St
 /// cases of different frameworks have identical inputs and seeds (the catalogue checks it), so
 /// they share the key, and the worker makes their arrays once
 /// (`<run folder>/inputs/<key>.in<i>.npy`).
-pub fn input_key(inputs: &serde_json::Value, dtype: &str, seed: u64) -> String {
+pub fn input_key(inputs: &[serde_json::Value], dtype: Dtype, seed: u64) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update(inputs.to_string().as_bytes());
+    // The compact JSON of the input list, as earlier versions hashed it.
+    h.update(serde_json::Value::from(inputs.to_vec()).to_string().as_bytes());
     h.update([0]);
-    h.update(dtype.as_bytes());
+    h.update(dtype.as_str().as_bytes());
     h.update([0]);
     h.update(seed.to_le_bytes());
     hex::encode(&h.finalize()[..8])
@@ -64,8 +65,7 @@ pub fn input_key(inputs: &serde_json::Value, dtype: &str, seed: u64) -> String {
 /// Builds the plan. The input seed of a case is `case.seed + run_seed` (wrapping), so
 /// the same run seed gives every framework the same inputs for the same case seed.
 ///
-/// Errors: a framework with no catalogue, a function name no catalogue file lists, a
-/// dtype name that is not one of [`DTYPES`].
+/// Errors: a framework with no catalogue, a function name no catalogue file lists.
 pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Plan> {
     for fw in &sel.frameworks {
         if catalogue.file(*fw).is_none() {
@@ -82,11 +82,6 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
                 .map(|f| format!(" (did you mean {}?)", f.name))
                 .unwrap_or_default();
             bail!("unknown function `{name}`: no catalogue file lists it{hint}");
-        }
-    }
-    for d in &sel.dtypes {
-        if !DTYPES.contains(&d.as_str()) {
-            bail!("unknown dtype `{d}` (expected one of {})", DTYPES.join(", "));
         }
     }
     let mut out = Plan::default();
@@ -106,19 +101,19 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
                     }
                     let mut spec = c.spec.clone();
                     if let Some(why) = &c.skip {
-                        spec["skip"] = serde_json::Value::String(why.clone());
+                        spec.skip = Some(why.clone());
                     }
                     if let Some(t) = c.timeout_s {
-                        spec["timeout_s"] = serde_json::json!(t);
+                        spec.timeout_s = Some(t);
                     }
                     out.cases.push(CaseRow {
-                        key: case_key(file.framework, &f.name, &c.id, dtype),
+                        key: case_key(file.framework, &f.name, &c.id, *dtype),
                         framework: file.framework,
                         function: f.name.clone(),
                         case_id: c.id.clone(),
-                        dtype: dtype.clone(),
+                        dtype: Some(*dtype),
                         seed: c.seed.wrapping_add(run_seed),
-                        spec,
+                        spec: Spec::from(spec),
                     });
                 }
             }
@@ -143,10 +138,11 @@ fn references(catalogue: &Catalogue, functions: &[FunctionRow], cases: &[CaseRow
     for c in cases {
         let Some(op) = ops.get(&(c.framework, c.function.as_str())) else { continue };
         let Some((f, rc)) = catalogue.reference_for(op, &c.case_id) else { continue };
-        if rc.skip.is_some() || c.spec.get("skip").is_some() {
+        let (Some(spec), Some(dtype)) = (c.spec.catalogue(), c.dtype) else { continue };
+        if rc.skip.is_some() || spec.skip.is_some() {
             continue;
         }
-        let key = crate::agreement::reference_key(op, &c.case_id, &c.dtype);
+        let key = crate::agreement::reference_key(op, &c.case_id, dtype);
         if !seen.insert(key.clone()) {
             continue;
         }
@@ -154,17 +150,10 @@ fn references(catalogue: &Catalogue, functions: &[FunctionRow], cases: &[CaseRow
             key,
             op: op.to_string(),
             case_id: c.case_id.clone(),
-            dtype: c.dtype.clone(),
+            dtype,
             function: f.name.clone(),
             seed: c.seed,
-            spec: match rc.timeout_s {
-                Some(t) => {
-                    let mut spec = rc.spec.clone();
-                    spec["timeout_s"] = serde_json::json!(t);
-                    spec
-                }
-                None => rc.spec.clone(),
-            },
+            spec: CaseSpec { timeout_s: rc.timeout_s.or(rc.spec.timeout_s), ..rc.spec.clone() },
             outcome: None,
             message: None,
             outputs: serde_json::json!([]),
@@ -214,13 +203,13 @@ skip = "needs a GPU"
             ]
         );
         assert_eq!(p.cases[2].seed, 105);
-        assert_eq!(p.cases[3].spec["skip"], "needs a GPU");
+        assert_eq!(p.cases[3].spec.catalogue().unwrap().skip.as_deref(), Some("needs a GPU"));
         assert_eq!(p.functions.len(), 2);
     }
 
     #[test]
     fn filters_and_errors() {
-        let sel = Selection { dtypes: vec!["int64".into()], ..Default::default() };
+        let sel = Selection { dtypes: vec![Dtype::Int64], ..Default::default() };
         let p = plan(&cat(), &sel, 0).unwrap();
         assert_eq!(p.cases.len(), 1);
         assert_eq!(p.functions.len(), 1);
@@ -229,7 +218,8 @@ skip = "needs a GPU"
         let e =
             plan(&cat(), &Selection { functions: vec!["jax.numpy.cos".into()], ..Default::default() }, 0).unwrap_err();
         assert!(e.to_string().contains("did you mean torch.cos?"), "{e}");
-        let e = plan(&cat(), &Selection { dtypes: vec!["float8".into()], ..Default::default() }, 0).unwrap_err();
+        // A dtype is parsed before it reaches the plan (`--dtype` is a usage error).
+        let e = "float8".parse::<Dtype>().unwrap_err();
         assert!(e.to_string().contains("unknown dtype `float8`"));
         let e = plan(&cat(), &Selection { frameworks: vec![Framework::Jax], ..Default::default() }, 0).unwrap_err();
         assert!(e.to_string().contains("jax has no catalogue"));

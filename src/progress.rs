@@ -80,7 +80,12 @@ impl EventSink for Progress {
                 self.say(format!("mlport: float64 references: {passed} computed{not}"));
             }
             Event::CaseStarted { case } => {
-                self.bar.set_message(format!("{} {}[{}]", case.framework, case.function, case.dtype));
+                self.bar.set_message(format!(
+                    "{} {}[{}]",
+                    case.framework,
+                    case.function,
+                    crate::model::name_or_empty(case.dtype)
+                ));
             }
             Event::CaseFinished { case, result } => {
                 *self.counts.entry(result.outcome).or_default() += 1;

@@ -168,7 +168,7 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .arg(&db)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("for '--dtype <DTYPE>': unknown dtype `float8`"));
+        .stderr(predicate::str::contains("for '--dtype <DTYPE>': unknown dtype `float8` (expected one of bool, int8,"));
     mlport()
         .args(["run", "--resume", "abc", "--db"])
         .arg(&db)
@@ -340,9 +340,18 @@ fn the_built_in_catalogue_shows_bfloat16_svd_as_dtype_unsupported_in_three_frame
         let f = function(target(rep, fw, "cpu"), name);
         assert_eq!(f["status"], "partial", "{f:#}");
         for r in results.iter().filter(|r| r.function.name == name) {
-            let want = if r.case.dtype == "bfloat16" { Some(mlport::model::Reason::DtypeUnsupported) } else { None };
+            let want = if r.case.dtype == Some(mlport::model::Dtype::Bfloat16) {
+                Some(mlport::model::Reason::DtypeUnsupported)
+            } else {
+                None
+            };
             assert_eq!(r.result.reason, want, "{} {:?}", r.case.key, r.result.message);
-            assert_eq!(r.result.outcome == mlport::model::Outcome::Pass, r.case.dtype == "float32", "{}", r.case.key);
+            assert_eq!(
+                r.result.outcome == mlport::model::Outcome::Pass,
+                r.case.dtype == Some(mlport::model::Dtype::Float32),
+                "{}",
+                r.case.key
+            );
         }
     }
 }

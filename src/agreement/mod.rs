@@ -19,7 +19,9 @@ pub use pairs::{OutputPair, compare_outputs};
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{Against, CaseResult, CaseRow, ComparisonRow, Framework, Outcome, ReferenceRow, ResultRow, Target};
+use crate::model::{
+    Against, CaseResult, CaseRow, ComparisonRow, Dtype, Framework, Outcome, ReferenceRow, ResultRow, Target,
+};
 use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
 
@@ -27,27 +29,29 @@ use crate::store::{Store, StoreError};
 pub const FLOAT64: Against = Against::Float64;
 
 /// The key of the float64 reference of an aligned case at one dtype: `reference/<op>/<case>/<dtype>`.
-pub fn reference_key(op: &str, case_id: &str, dtype: &str) -> String {
+pub fn reference_key(op: &str, case_id: &str, dtype: Dtype) -> String {
     format!("reference/{op}/{case_id}/{dtype}")
 }
 
 /// The dtype a float64 reference computes in for a case swept at `dtype`: `float64` for
 /// floating dtypes, `complex128` for complex ones, the dtype itself otherwise (integers and
 /// bool are computed exactly at their own dtype).
-pub fn reference_dtype(dtype: &str) -> &str {
-    match dtype {
-        "float16" | "bfloat16" | "float32" | "float64" => "float64",
-        "complex64" | "complex128" => "complex128",
-        other => other,
+pub fn reference_dtype(dtype: Dtype) -> Dtype {
+    if dtype.is_float() {
+        Dtype::Float64
+    } else if dtype.is_complex() {
+        Dtype::Complex128
+    } else {
+        dtype
     }
 }
 
 /// How a float64 reference is named in messages and reports: `numpy.cumsum in float64` for
 /// floating cases, `numpy.sum on the same int8 inputs` for integer and bool cases (computed at
 /// their own dtype, with NumPy's promotion, or from float64 when the result is floating).
-pub fn reference_label(function: &str, case_dtype: &str) -> String {
+pub fn reference_label(function: &str, case_dtype: Dtype) -> String {
     match reference_dtype(case_dtype) {
-        d @ ("float64" | "complex128") => format!("{function} in {d}"),
+        d @ (Dtype::Float64 | Dtype::Complex128) => format!("{function} in {d}"),
         d => format!("{function} on the same {d} inputs"),
     }
 }
@@ -73,7 +77,7 @@ impl Checker {
     /// reference was computed (`pass`).
     pub fn reference_of(&self, case: &CaseRow) -> Option<&ReferenceRow> {
         let op = self.ops.get(&(case.framework, case.function.clone()))?;
-        self.references.get(&reference_key(op, &case.case_id, &case.dtype)).filter(|r| r.outcome == Some(Outcome::Pass))
+        self.references.get(&reference_key(op, &case.case_id, case.dtype?)).filter(|r| r.outcome == Some(Outcome::Pass))
     }
 
     /// Compares a just-recorded result that ran to an answer (a pass, or a `wrong_result` compared
@@ -92,14 +96,10 @@ impl Checker {
             return Ok(None);
         }
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
-        let label = reference_label(&reference.function, &case.dtype);
-        let pair = OutputPair {
-            spec: &case.spec,
-            case_dtype: &case.dtype,
-            actual: &result.outputs,
-            expected: &reference.outputs,
-            check_dtype: false,
-        };
+        let (Some(spec), Some(case_dtype)) = (case.spec.catalogue(), case.dtype) else { return Ok(None) };
+        let label = reference_label(&reference.function, case_dtype);
+        let pair =
+            OutputPair { spec, case_dtype, actual: &result.outputs, expected: &reference.outputs, check_dtype: false };
         record(store, run, case, result, &FLOAT64, &label, &pair)
     }
 }
@@ -166,10 +166,11 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
         if result.device != target
             && !seen(&device_against)
             && let Some(expected) = ran.get(&(case.key.as_str(), &target))
+            && let (Some(spec), Some(case_dtype)) = (case.spec.catalogue(), case.dtype)
         {
             let pair = OutputPair {
-                spec: &case.spec,
-                case_dtype: &case.dtype,
+                spec,
+                case_dtype,
                 actual: &result.outputs,
                 expected: &expected.outputs,
                 check_dtype: true,
@@ -199,7 +200,7 @@ mod tests {
     use super::*;
     use crate::compare::{Data, NpyArray, write_npy};
     use crate::model::Framework;
-    use crate::model::{FunctionRow, RunInfo};
+    use crate::model::{CaseSpec, FunctionRow, RunInfo, Spec};
     use serde_json::json;
 
     fn write(dir: &std::path::Path, name: &str, data: Data) -> Value {
@@ -221,9 +222,9 @@ mod tests {
             framework: Framework::Torch,
             function: "torch.exp".into(),
             case_id: id.into(),
-            dtype: "float32".into(),
+            dtype: Some(Dtype::Float32),
             seed: 0,
-            spec: json!({"function": "torch.exp", "inputs": [], "compare": "allclose"}),
+            spec: Spec::from(CaseSpec::new("torch.exp", "default")),
         };
         let cases = [case("same"), case("off"), case("widened")];
         let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], &cases).unwrap();
@@ -287,9 +288,9 @@ mod tests {
             framework: Framework::Jax,
             function: "jax.numpy.exp".into(),
             case_id: "c".into(),
-            dtype: "float32".into(),
+            dtype: Some(Dtype::Float32),
             seed: 0,
-            spec: json!({"function": "jax.numpy.exp", "inputs": [], "compare": "allclose"}),
+            spec: Spec::from(CaseSpec::new("jax.numpy.exp", "default")),
         };
         // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
         let gpu: Target = "cuda:0".parse().unwrap();
@@ -315,9 +316,9 @@ mod tests {
 
     #[test]
     fn reference_dtypes_widen_floats_only() {
-        assert_eq!(reference_dtype("bfloat16"), "float64");
-        assert_eq!(reference_dtype("complex64"), "complex128");
-        assert_eq!(reference_dtype("int8"), "int8");
-        assert_eq!(reference_key("cumsum", "rows", "float16"), "reference/cumsum/rows/float16");
+        assert_eq!(reference_dtype(Dtype::Bfloat16), Dtype::Float64);
+        assert_eq!(reference_dtype(Dtype::Complex64), Dtype::Complex128);
+        assert_eq!(reference_dtype(Dtype::Int8), Dtype::Int8);
+        assert_eq!(reference_key("cumsum", "rows", Dtype::Float16), "reference/cumsum/rows/float16");
     }
 }

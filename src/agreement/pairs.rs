@@ -6,16 +6,16 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::compare::{Comparison, Rule, Tolerance, compare, read_npy};
-use crate::model::{Against, ComparisonRow, ComparisonVerdict, Target};
+use crate::model::{Against, CaseSpec, Compare, ComparisonRow, ComparisonVerdict, Dtype, Target};
 
 /// The two sides of a comparison and how to judge them.
 #[derive(Clone, Copy, Debug)]
 pub struct OutputPair<'a> {
     /// The case's catalogue spec: `compare` (a rule, or one per compared output), `outputs`
     /// (leaf indices, default all), `rtol`/`atol`, `tolerance.<dtype>`.
-    pub spec: &'a Value,
+    pub spec: &'a CaseSpec,
     /// The case's swept dtype: the key of `tolerance.<dtype>` overrides.
-    pub case_dtype: &'a str,
+    pub case_dtype: Dtype,
     /// The result's output descriptions (`index`, `kind`, `dtype`, `shape`, `path` or `not_saved`).
     pub actual: &'a Value,
     /// The reference's output descriptions.
@@ -31,25 +31,14 @@ fn leaf(outputs: &Value, index: u64) -> Option<&Value> {
 
 /// The compared leaf indices and their rules: `outputs` (default every leaf of `actual`) with
 /// `compare` (one rule for all, or one per selected output; default `allclose`).
-fn selection(pair: &OutputPair<'_>) -> Vec<(u64, String)> {
-    let indices: Vec<u64> = match pair.spec["outputs"].as_array() {
-        Some(list) => list.iter().filter_map(Value::as_u64).collect(),
+fn selection(pair: &OutputPair<'_>) -> Vec<(u64, Rule)> {
+    let indices: Vec<u64> = match &pair.spec.outputs {
+        Some(list) => list.iter().map(|&i| u64::from(i)).collect(),
         None => {
             pair.actual.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect())
         }
     };
-    indices
-        .iter()
-        .enumerate()
-        .map(|(i, &index)| {
-            let rule = match &pair.spec["compare"] {
-                Value::String(r) => r.clone(),
-                Value::Array(list) => list.get(i).and_then(Value::as_str).unwrap_or("allclose").to_string(),
-                _ => "allclose".to_string(),
-            };
-            (index, rule)
-        })
-        .collect()
+    indices.iter().enumerate().map(|(i, &index)| (index, pair.spec.compare.rule(i))).collect()
 }
 
 /// The tolerance for a leaf of dtype `leaf_dtype`: `tolerance.<case dtype>` entries win over the
@@ -58,13 +47,23 @@ fn selection(pair: &OutputPair<'_>) -> Vec<(u64, String)> {
 /// to float32's tolerance; a float64 case that returns float32 lost precision and is held to
 /// float64's), else the leaf dtype's (an integer case with a float32 result: float32's; an integer
 /// or bool result: exact).
-pub fn tolerance(spec: &Value, case_dtype: &str, leaf_dtype: &str) -> Tolerance {
-    let floating = |d: &str| d.starts_with("float") || d.starts_with("complex") || d == "bfloat16";
-    let base = Tolerance::for_dtype(if floating(leaf_dtype) && floating(case_dtype) { case_dtype } else { leaf_dtype });
-    let per = &spec["tolerance"][case_dtype];
+pub fn tolerance(spec: &CaseSpec, case_dtype: Dtype, leaf_dtype: &str) -> Tolerance {
+    let leaf_floating = inexact_name(leaf_dtype);
+    let base =
+        Tolerance::for_dtype(if leaf_floating && case_dtype.is_inexact() { case_dtype.as_str() } else { leaf_dtype });
+    let per = spec.tolerance.get(&case_dtype);
     Tolerance {
-        rtol: per["rtol"].as_f64().or_else(|| spec["rtol"].as_f64()).unwrap_or(base.rtol),
-        atol: per["atol"].as_f64().or_else(|| spec["atol"].as_f64()).unwrap_or(base.atol),
+        rtol: per.and_then(|t| t.rtol).or(spec.rtol).unwrap_or(base.rtol),
+        atol: per.and_then(|t| t.atol).or(spec.atol).unwrap_or(base.atol),
+    }
+}
+
+/// Whether an output's element type, as the worker names it, is floating or complex: a
+/// [`Dtype`] that is, or a wider NumPy type that no case sweeps (`float128`, `complex256`).
+fn inexact_name(name: &str) -> bool {
+    match name.parse::<Dtype>() {
+        Ok(d) => d.is_inexact(),
+        Err(_) => name.starts_with("float") || name.starts_with("complex"),
     }
 }
 
@@ -82,8 +81,8 @@ pub fn compare_outputs(
     let selected = selection(pair);
     // A `compare` list names one rule per compared output: a list of another length is the
     // catalogue's mistake, said on every output rather than guessed.
-    let list_mismatch = match (&pair.spec["compare"], pair.spec["outputs"].is_array()) {
-        (Value::Array(list), false) if list.len() != selected.len() => Some(format!(
+    let list_mismatch = match (&pair.spec.compare, pair.spec.outputs.is_some()) {
+        (Compare::PerOutput(list), false) if list.len() != selected.len() => Some(format!(
             "the case's `compare` lists {} rules but the result has {} outputs: give one rule per output, or \
              select outputs with `outputs`",
             list.len(),
@@ -91,12 +90,11 @@ pub fn compare_outputs(
         )),
         _ => None,
     };
-    for (index, rule_name) in selected {
-        let Ok(rule) = rule_name.parse::<Rule>() else { continue };
+    for (index, rule) in selected {
         if rule == Rule::None {
             continue;
         }
-        let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype);
+        let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype.as_str());
         let tol =
             if rule == Rule::Exact { Tolerance::EXACT } else { tolerance(pair.spec, pair.case_dtype, leaf_dtype) };
         let mut row = ComparisonRow::incomparable(case_key, device, against, reference, index as u32, rule, tol);
@@ -130,7 +128,7 @@ pub fn compare_outputs(
         rows.push(row);
     }
     // Outputs the reference has and the result lacks (when every output is compared).
-    if !pair.spec["outputs"].is_array() {
+    if pair.spec.outputs.is_none() {
         let have: Vec<u64> = leaves(pair.actual);
         let missing: Vec<u64> = leaves(pair.expected).into_iter().filter(|i| !have.contains(i)).collect();
         if let Some(&first) = missing.first() {
@@ -208,20 +206,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A case spec of function `f` with the given keys set (as the store keeps them).
+    fn case_spec(keys: Value) -> CaseSpec {
+        let mut v = json!({"function": "f", "id": "default"});
+        v.as_object_mut().unwrap().extend(keys.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn tolerance_overrides_go_dtype_table_then_case_then_default() {
-        let spec = json!({"rtol": 0.5, "tolerance": {"float16": {"atol": 0.25}}});
-        let t = tolerance(&spec, "float16", "float16");
+        let spec = case_spec(json!({"rtol": 0.5, "tolerance": {"float16": {"atol": 0.25}}}));
+        let t = tolerance(&spec, Dtype::Float16, "float16");
         assert_eq!((t.rtol, t.atol), (0.5, 0.25));
-        let t = tolerance(&spec, "float32", "float32");
+        let t = tolerance(&spec, Dtype::Float32, "float32");
         assert_eq!((t.rtol, t.atol), (0.5, 1e-5), "atol falls back to float32's default");
-        let t = tolerance(&json!({}), "float16", "int64");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float16, "int64");
         assert_eq!((t.rtol, t.atol), (0.0, 0.0), "an integer output of a float16 case is exact");
-        let t = tolerance(&json!({}), "float16", "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float16, "float32");
         assert_eq!((t.rtol, t.atol), (1e-3, 1e-5), "a float16 case returning float32 is judged as float16");
-        let t = tolerance(&json!({}), "float64", "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float64, "float32");
         assert_eq!((t.rtol, t.atol), (1e-7, 1e-7), "a float64 case returning float32 is held to float64");
-        let t = tolerance(&json!({}), "uint8", "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Uint8, "float32");
         assert_eq!((t.rtol, t.atol), (1.3e-6, 1e-5), "an integer case returning float32 is judged as float32");
     }
 
@@ -230,9 +235,9 @@ mod tests {
         let one = json!([{"index": 0, "kind": "object", "type": "x"}]);
         let three = json!([{"index": 0, "kind": "object", "type": "x"}, {"index": 1, "kind": "object", "type": "x"},
                            {"index": 2, "kind": "object", "type": "x"}]);
-        let spec = json!({});
-        let cmp = |actual: &Value, expected: &Value, spec: &Value| {
-            let p = OutputPair { spec, case_dtype: "float32", actual, expected, check_dtype: false };
+        let spec = case_spec(json!({}));
+        let cmp = |actual: &Value, expected: &Value, spec: &CaseSpec| {
+            let p = OutputPair { spec, case_dtype: Dtype::Float32, actual, expected, check_dtype: false };
             compare_outputs(&p, "k", &Target::cpu(), &Against::Float64, "numpy.svd in float64")
         };
         let fewer = cmp(&one, &three, &spec);
@@ -249,10 +254,10 @@ mod tests {
             2,
             "outputs 1 and 2 have no counterpart"
         );
-        let short = cmp(&three, &three, &json!({"compare": ["up_to_sign"]}));
+        let short = cmp(&three, &three, &case_spec(json!({"compare": ["up_to_sign"]})));
         assert!(short.iter().all(|r| r.verdict == ComparisonVerdict::Incomparable
             && r.summary.contains("lists 1 rules but the result has 3")));
-        let exact = cmp(&one, &one, &json!({"compare": "exact"}));
+        let exact = cmp(&one, &one, &case_spec(json!({"compare": "exact"})));
         assert_eq!((exact[0].rtol, exact[0].atol), (0.0, 0.0), "an exact comparison stores a zero tolerance");
     }
 
@@ -260,32 +265,38 @@ mod tests {
     fn selection_pairs_outputs_with_their_rules() {
         let actual = json!([{"index": 0}, {"index": 1}, {"index": 2}]);
         let pair = |spec: Value| {
+            let spec = case_spec(spec);
             let p = OutputPair {
                 spec: &spec,
-                case_dtype: "float32",
+                case_dtype: Dtype::Float32,
                 actual: &actual,
                 expected: &actual,
                 check_dtype: true,
             };
             selection(&p)
         };
-        assert_eq!(pair(json!({})), [(0, "allclose".into()), (1, "allclose".into()), (2, "allclose".into())]);
+        assert_eq!(pair(json!({})), [(0, Rule::AllClose), (1, Rule::AllClose), (2, Rule::AllClose)]);
         assert_eq!(
             pair(json!({"compare": ["up_to_sign", "allclose"], "outputs": [0, 2]})),
-            [(0, "up_to_sign".into()), (2, "allclose".into())]
+            [(0, Rule::UpToSign { axis: -2 }), (2, Rule::AllClose)]
         );
-        assert_eq!(pair(json!({"compare": "sorted", "outputs": [1]})), [(1, "sorted".into())]);
+        assert_eq!(pair(json!({"compare": "sorted", "outputs": [1]})), [(1, Rule::Sorted)]);
     }
 
     #[test]
     fn leaves_that_cannot_be_compared_say_why() {
-        let spec = json!({});
+        let spec = case_spec(json!({}));
         let actual = json!([{"index": 0, "kind": "array", "dtype": "float32", "not_saved": "too big"},
                             {"index": 1, "kind": "object", "type": "torch.Size"}]);
         let expected = json!([{"index": 0, "kind": "array", "dtype": "float64", "path": "/nonexistent.npy"},
                               {"index": 1, "kind": "object", "type": "torch.Size"}]);
-        let p =
-            OutputPair { spec: &spec, case_dtype: "float32", actual: &actual, expected: &expected, check_dtype: false };
+        let p = OutputPair {
+            spec: &spec,
+            case_dtype: Dtype::Float32,
+            actual: &actual,
+            expected: &expected,
+            check_dtype: false,
+        };
         let rows = compare_outputs(&p, "k", &Target::cpu(), &Against::Float64, "numpy.x in float64");
         assert_eq!(rows.len(), 2);
         assert!(rows.iter().all(|r| r.verdict == ComparisonVerdict::Incomparable));

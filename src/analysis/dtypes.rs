@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::ResultRow;
-use crate::model::{DTYPES, Framework, Outcome, Reason, Target};
+use crate::model::{Dtype, Framework, Outcome, Reason, Target, name_or_empty};
 
 /// The outcomes of one function's cases at one dtype on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -31,7 +31,8 @@ pub struct MatrixRow {
     pub function: String,
     /// The target.
     pub device: Target,
-    /// By dtype name; dtypes the function does not sweep are absent.
+    /// By dtype name (`""` for imported cases, which have none), the keys of the JSON
+    /// document; dtypes the function does not sweep are absent.
     pub cells: BTreeMap<String, Cell>,
 }
 
@@ -46,8 +47,9 @@ pub struct Problem {
     pub function: String,
     /// The target.
     pub device: Target,
-    /// The case's dtype.
-    pub dtype: String,
+    /// The case's dtype (`None`, written `""`, for an imported case).
+    #[serde(with = "crate::model::dtype_or_empty")]
+    pub dtype: Option<Dtype>,
     /// The case's id within the function.
     pub case_id: String,
     /// What happened.
@@ -63,8 +65,8 @@ pub struct Problem {
 pub struct DtypeMatrix {
     /// The run's id.
     pub run: i64,
-    /// The dtypes of the columns, in [`DTYPES`] order: those swept by any row.
-    pub dtypes: Vec<String>,
+    /// The dtypes of the columns, in [`Dtype::ALL`] order: those swept by any row.
+    pub dtypes: Vec<Dtype>,
     /// In planned function order, then device.
     pub rows: Vec<MatrixRow>,
     /// Every case that did not pass (nor was skipped), in result order.
@@ -87,7 +89,7 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
             });
             rows.len() - 1
         });
-        let cell = rows[i].cells.entry(r.case.dtype.clone()).or_default();
+        let cell = rows[i].cells.entry(name_or_empty(r.case.dtype).to_string()).or_default();
         match r.result.outcome {
             Outcome::Pass => cell.passed += 1,
             Outcome::Skip => cell.skipped += 1,
@@ -102,7 +104,7 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
                 framework: r.function.framework,
                 function: r.function.name.clone(),
                 device: r.result.device.clone(),
-                dtype: r.case.dtype.clone(),
+                dtype: r.case.dtype,
                 case_id: r.case.case_id.clone(),
                 outcome: r.result.outcome,
                 reason: r.result.reason,
@@ -114,8 +116,7 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
     let order: BTreeMap<(Framework, String), usize> =
         rows.iter().enumerate().rev().map(|(i, r)| ((r.framework, r.function.clone()), i)).collect();
     rows.sort_by_key(|r| (order[&(r.framework, r.function.clone())], r.device.clone()));
-    let dtypes =
-        DTYPES.iter().filter(|d| rows.iter().any(|r| r.cells.contains_key(**d))).map(|d| d.to_string()).collect();
+    let dtypes = Dtype::ALL.into_iter().filter(|d| rows.iter().any(|r| r.cells.contains_key(d.as_str()))).collect();
     DtypeMatrix { run, dtypes, rows, problems }
 }
 
@@ -141,7 +142,7 @@ pub(crate) mod tests {
     /// jax.a: float32 pass on cpu, float32 not implemented on tpu:0.
     pub(crate) fn rows() -> Vec<ResultRow> {
         let at = |mut r: ResultRow, dtype: &str, id: i64, message: Option<&str>| {
-            r.case.dtype = dtype.into();
+            r.case.dtype = Some(dtype.parse().unwrap());
             r.case.key = r.case.key.replace("float32", dtype);
             r.result.case_key = r.case.key.clone();
             r.id = id;
@@ -176,7 +177,7 @@ pub(crate) mod tests {
     #[test]
     fn cells_count_pass_wrong_and_reasons() {
         let m = build(3, &rows(), &|_| true);
-        assert_eq!(m.dtypes, ["float16", "bfloat16", "float32"], "DTYPES order, swept ones only");
+        assert_eq!(m.dtypes, [Dtype::Float16, Dtype::Bfloat16, Dtype::Float32], "Dtype::ALL order, swept ones only");
         let torch = &m.rows[0];
         assert_eq!((torch.cells["float16"].wrong, torch.cells["float16"].passed), (1, 0));
         assert_eq!(torch.cells["bfloat16"].failed, BTreeMap::from([(Reason::DtypeUnsupported, 1)]));
@@ -184,6 +185,6 @@ pub(crate) mod tests {
         assert_eq!(m.problems.iter().map(|p| p.result_id).collect::<Vec<_>>(), [1, 3, 6]);
         let only_jax = build(3, &rows(), &|r| r.function.framework == Framework::Jax);
         assert_eq!(only_jax.rows.len(), 2);
-        assert_eq!(only_jax.dtypes, ["float32"]);
+        assert_eq!(only_jax.dtypes, [Dtype::Float32]);
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::agreement::FLOAT64;
 use crate::model::{ComparisonRow, ReferenceRow, ResultRow};
-use crate::model::{ComparisonVerdict, Framework, Outcome, Reason, Target};
+use crate::model::{ComparisonVerdict, Dtype, Framework, Outcome, Reason, Target};
 
 /// One framework function's result in a row.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -37,8 +37,9 @@ pub struct OpRow {
     pub op: String,
     /// The case's id.
     pub case_id: String,
-    /// The case's dtype.
-    pub dtype: String,
+    /// The case's dtype (`None`, written `""`, for an imported case).
+    #[serde(with = "crate::model::dtype_or_empty")]
+    pub dtype: Option<Dtype>,
     /// The target.
     pub device: Target,
     /// `numpy.cumsum in float64`, or why there is none.
@@ -70,7 +71,7 @@ pub struct FrameworkTable {
     pub frameworks: Vec<Framework>,
     /// Ops with functions in two or more frameworks.
     pub shared_ops: usize,
-    /// By op, case, dtype (in [`crate::model::DTYPES`] order), then device.
+    /// By op, case, dtype (in [`crate::model::Dtype::ALL`] order), then device.
     pub rows: Vec<OpRow>,
     /// Counts over the rows, per framework.
     pub tally: BTreeMap<Framework, Tally>,
@@ -89,19 +90,19 @@ pub fn build(
     for c in comparisons.iter().filter(|c| c.against == FLOAT64) {
         by_result.entry((c.case_key.as_str(), &c.device)).or_default().push(c.clone());
     }
-    let refs: HashMap<(&str, &str, &str), &ReferenceRow> =
-        references.iter().map(|r| ((r.op.as_str(), r.case_id.as_str(), r.dtype.as_str()), r)).collect();
+    let refs: HashMap<(&str, &str, Dtype), &ReferenceRow> =
+        references.iter().map(|r| ((r.op.as_str(), r.case_id.as_str(), r.dtype), r)).collect();
     let mut rows: Vec<OpRow> = Vec::new();
-    let mut index: HashMap<(String, String, String, Target), usize> = HashMap::new();
+    let mut index: HashMap<(String, String, Option<Dtype>, Target), usize> = HashMap::new();
     let mut op_frameworks: BTreeMap<&str, std::collections::BTreeSet<Framework>> = BTreeMap::new();
     for r in results.iter().filter(|r| keep(r)) {
         let Some(op) = r.function.op.as_deref() else { continue };
         op_frameworks.entry(op).or_default().insert(r.function.framework);
-        let key = (op.to_string(), r.case.case_id.clone(), r.case.dtype.clone(), r.result.device.clone());
+        let key = (op.to_string(), r.case.case_id.clone(), r.case.dtype, r.result.device.clone());
         let i = *index.entry(key).or_insert_with(|| {
-            let reference = match refs.get(&(op, r.case.case_id.as_str(), r.case.dtype.as_str())) {
+            let reference = match r.case.dtype.and_then(|d| refs.get(&(op, r.case.case_id.as_str(), d))) {
                 None => "— (no NumPy reference)".to_string(),
-                Some(x) if x.outcome == Some(Outcome::Pass) => crate::agreement::reference_label(&x.function, &x.dtype),
+                Some(x) if x.outcome == Some(Outcome::Pass) => crate::agreement::reference_label(&x.function, x.dtype),
                 Some(x) => format!(
                     "{} could not compute it: {}",
                     x.function,
@@ -111,7 +112,7 @@ pub fn build(
             rows.push(OpRow {
                 op: op.to_string(),
                 case_id: r.case.case_id.clone(),
-                dtype: r.case.dtype.clone(),
+                dtype: r.case.dtype,
                 device: r.result.device.clone(),
                 reference,
                 frameworks: BTreeMap::new(),
@@ -136,7 +137,7 @@ pub fn build(
     rows.sort_by(|a, b| {
         (&a.op, &a.case_id)
             .cmp(&(&b.op, &b.case_id))
-            .then(dtype_order(&a.dtype).cmp(&dtype_order(&b.dtype)))
+            .then(dtype_order(a.dtype).cmp(&dtype_order(b.dtype)))
             .then(a.device.cmp(&b.device))
     });
     let mut frameworks: Vec<Framework> = rows.iter().flat_map(|r| r.frameworks.keys().copied()).collect();
@@ -160,8 +161,9 @@ pub fn build(
     FrameworkTable { run, frameworks, shared_ops: shared.len(), rows, tally }
 }
 
-fn dtype_order(d: &str) -> usize {
-    crate::model::DTYPES.iter().position(|x| *x == d).unwrap_or(usize::MAX)
+/// [`Dtype::ALL`] order, imported cases (no dtype) last.
+fn dtype_order(d: Option<Dtype>) -> usize {
+    d.map_or(usize::MAX, |d| d as usize)
 }
 
 /// Whether every float64 comparison of a passing entry reached a verdict.
@@ -201,13 +203,13 @@ pub(crate) mod tests {
 
     fn reference(op: &str, outcome: Outcome) -> ReferenceRow {
         ReferenceRow {
-            key: crate::agreement::reference_key(op, "c1", "float32"),
+            key: crate::agreement::reference_key(op, "c1", Dtype::Float32),
             op: op.into(),
             case_id: "c1".into(),
-            dtype: "float32".into(),
+            dtype: Dtype::Float32,
             function: format!("numpy.{op}"),
             seed: 1,
-            spec: serde_json::json!({}),
+            spec: crate::model::CaseSpec::new(&format!("numpy.{op}"), "c1"),
             outcome: Some(outcome),
             message: (outcome != Outcome::Pass).then(|| "TypeError: no loop\nmore".into()),
             outputs: serde_json::json!([]),

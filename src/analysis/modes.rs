@@ -153,7 +153,13 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
                 function: f.name.clone(),
                 status: f.status?,
                 reasons: f.reasons_with_wrong(),
-                first: format!("{} [{}]: {} — {}", c.dtype, c.case_id, c.reason, c.message),
+                first: format!(
+                    "{} [{}]: {} — {}",
+                    crate::model::name_or_empty(c.dtype),
+                    c.case_id,
+                    c.reason,
+                    c.message
+                ),
                 result_id: c.result_id,
             })
         })

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{DeviceInfo, ResultRow, RunSource, RunSummary};
-use crate::model::{Framework, FunctionStatus, Mode, Outcome, Reason, Target};
+use crate::model::{Dtype, Framework, FunctionStatus, Mode, Outcome, Reason, Target};
 
 /// Which failures on a target other than its reference target are the target's fault. The
 /// reference target of an eager target is the report's reference device; that of a compiled
@@ -79,7 +79,8 @@ pub struct CaseFailure {
     /// The result's id in the store (`mlport repro ID`); 0 when not read from a store.
     pub result_id: i64,
     pub case_id: String,
-    pub dtype: String,
+    /// `None` for an imported case.
+    pub dtype: Option<Dtype>,
     pub reason: Reason,
     /// The first line of the error message (at most 160 characters), or the outcome.
     pub message: String,
@@ -418,7 +419,7 @@ impl<'a> Totals<'a> {
                 f.failures.push(CaseFailure {
                     result_id: row.id,
                     case_id: row.case.case_id.clone(),
-                    dtype: row.case.dtype.clone(),
+                    dtype: row.case.dtype,
                     reason,
                     message,
                 });
@@ -555,9 +556,9 @@ pub(crate) mod tests {
                 framework,
                 function: name,
                 case_id: format!("c{case}"),
-                dtype: "float32".into(),
+                dtype: Some(Dtype::Float32),
                 seed: 1,
-                spec: json!({}),
+                spec: crate::model::Spec::Imported(Default::default()),
             },
             result: CaseResult {
                 case_key: key,

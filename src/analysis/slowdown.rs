@@ -293,7 +293,8 @@ fn collect(
             (row.function.framework, row.function.name.clone(), Timed::new(), BTreeSet::new())
         });
         if !values.is_empty() {
-            let case = (row.case.case_id.clone(), row.case.dtype.clone());
+            // Keyed by the dtype's name: the order of the map is the order samples are pooled in.
+            let case = (row.case.case_id.clone(), crate::model::name_or_empty(row.case.dtype).to_string());
             if measure == Measure::Steady
                 && row.result.runqueue_wait_share().is_some_and(|w| w > stats.max_runqueue_wait)
             {

@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
 use thiserror::Error;
 use toml::Spanned;
 
-use super::spec::{COMPARES, CaseSpec, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
+use super::spec::{COMPARES, CaseTable, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
 use super::{Case, CatalogueFile, Function};
-use crate::model::{DTYPES, Framework};
+use crate::compare::Rule;
+use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework};
 
 /// The longest per-case timeout a catalogue or `--timeout` may ask for: one day, in s.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
@@ -142,41 +142,42 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
     Ok(Function { name, paper: f.paper, decile, top20: f.top20, op: f.op, moved: f.moved, note: f.note, cases })
 }
 
-fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<(), CatalogueError> {
-    if DTYPES.contains(&dtype) || (allow_t && dtype == "T") {
-        Ok(())
-    } else {
-        Err(cx.err(
+/// `dtype` as a [`Dtype`]; `None` for `T` where `allow_t` (an input that takes the swept dtype).
+fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<Option<Dtype>, CatalogueError> {
+    match dtype.parse::<Dtype>() {
+        Ok(d) => Ok(Some(d)),
+        Err(_) if allow_t && dtype == "T" => Ok(None),
+        Err(_) => Err(cx.err(
             at,
             format!(
                 "unknown dtype `{dtype}` (expected one of {}{})",
-                DTYPES.join(", "),
+                Dtype::expected_list(),
                 if allow_t { ", or T" } else { "" }
             ),
-        ))
+        )),
     }
 }
 
-fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize) -> Result<Case, CatalogueError> {
+fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize) -> Result<Case, CatalogueError> {
     let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
     if let Some(s) = &c.id
         && (id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace))
     {
         return Err(cx.err_at(s, format!("case id `{id}` must be non-empty, without '/' or spaces")));
     }
-    let dtypes: Vec<String> = match &c.dtypes {
-        None => vec!["float32".to_string()],
+    let dtypes: Vec<Dtype> = match &c.dtypes {
+        None => vec![Dtype::Float32],
         Some(list) => {
             if list.get_ref().is_empty() {
                 return Err(cx.err_at(list, "`dtypes` must list at least one dtype"));
             }
             let mut out = Vec::new();
             for d in list.get_ref() {
-                check_dtype(cx, d.span().start, d.get_ref(), false)?;
-                if out.contains(d.get_ref()) {
+                let dtype = check_dtype(cx, d.span().start, d.get_ref(), false)?.expect("T is not allowed here");
+                if out.contains(&dtype) {
                     return Err(cx.err_at(d, format!("dtype `{}` is listed twice", d.get_ref())));
                 }
-                out.push(d.get_ref().clone());
+                out.push(dtype);
             }
             out
         }
@@ -220,7 +221,7 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
     let compare = match c.compare.as_ref() {
-        None => json!("allclose"),
+        None => Compare::One(Rule::AllClose),
         Some(cmp) => {
             let rules: Vec<&String> = match cmp.get_ref() {
                 CompareSpec::One(r) => vec![r],
@@ -242,9 +243,10 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
                     format!("`compare` lists {} rules but `outputs` selects {} outputs", list.len(), outs.len()),
                 ));
             }
+            let rule = |r: &String| r.parse::<Rule>().map_err(|e| cx.err_at(cmp, e.to_string()));
             match cmp.get_ref() {
-                CompareSpec::One(r) => json!(r),
-                CompareSpec::PerOutput(list) => json!(list),
+                CompareSpec::One(r) => Compare::One(rule(r)?),
+                CompareSpec::PerOutput(list) => Compare::PerOutput(list.iter().map(rule).collect::<Result<_, _>>()?),
             }
         }
     };
@@ -253,16 +255,16 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
             return Err(cx.err_at(t, "a tolerance must be a finite number >= 0"));
         }
     }
-    let mut tolerance = serde_json::Map::new();
+    let mut tolerance = std::collections::BTreeMap::new();
     if let Some(table) = &c.tolerance {
         for (dt, tol) in table.get_ref() {
-            check_dtype(cx, table.span().start, dt, false)?;
+            let dtype = check_dtype(cx, table.span().start, dt, false)?.expect("T is not allowed here");
             for v in [tol.rtol, tol.atol].into_iter().flatten() {
                 if !(v >= 0.0 && v.is_finite()) {
                     return Err(cx.err_at(table, format!("tolerance for {dt}: must be finite numbers >= 0")));
                 }
             }
-            tolerance.insert(dt.clone(), json!({"rtol": tol.rtol, "atol": tol.atol}));
+            tolerance.insert(dtype, DtypeTolerance { rtol: tol.rtol, atol: tol.atol });
         }
     }
     if let Some(t) = &c.timeout_s
@@ -275,23 +277,24 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseSpec, at: usize)
     {
         return Err(cx.err_at(code, "`code` must define build(ctx, *inputs, **kwargs)"));
     }
-    let kwargs = serde_json::to_value(&c.kwargs).map_err(|e| cx.err(at, e.to_string()))?;
-    let spec = json!({
-        "function": function,
-        "id": id,
-        "inputs": inputs,
-        "kwargs": kwargs,
-        "code": c.code.as_ref().map(|s| s.get_ref().clone()),
-        "compare": compare,
-        "outputs": c.outputs,
-        "rtol": c.rtol.as_ref().map(|t| *t.get_ref()),
-        "atol": c.atol.as_ref().map(|t| *t.get_ref()),
-        "tolerance": if tolerance.is_empty() { serde_json::Value::Null } else { tolerance.into() },
-    });
-    let mut spec = spec;
-    if let Some(m) = spec.as_object_mut() {
-        m.retain(|k, v| !(v.is_null() && matches!(k.as_str(), "rtol" | "atol" | "tolerance")));
-    }
+    let kwargs = match serde_json::to_value(&c.kwargs).map_err(|e| cx.err(at, e.to_string()))? {
+        serde_json::Value::Object(m) => m,
+        other => return Err(cx.err(at, format!("`kwargs` must be a table, not {other}"))),
+    };
+    let spec = CaseSpec {
+        atol: c.atol.as_ref().map(|t| *t.get_ref()),
+        code: c.code.as_ref().map(|s| s.get_ref().clone()),
+        compare,
+        function: function.to_string(),
+        id: id.clone(),
+        inputs,
+        kwargs,
+        outputs: c.outputs.clone(),
+        rtol: c.rtol.as_ref().map(|t| *t.get_ref()),
+        skip: None,
+        timeout_s: None,
+        tolerance,
+    };
     let line = line_col(cx.text, at).0;
     Ok(Case {
         id,
@@ -338,7 +341,14 @@ pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// A case's spec as the JSON the store keeps and the worker receives.
+    fn json_of(c: &Case) -> serde_json::Value {
+        serde_json::to_value(&c.spec).unwrap()
+    }
 
     const GOOD: &str = r#"format = 1
 framework = "torch"
@@ -363,10 +373,11 @@ op = "svd"
         assert_eq!(f.framework, Framework::Torch);
         assert_eq!(f.functions.len(), 1);
         let c = &f.functions[0].cases[0];
-        assert_eq!(c.dtypes, ["float32", "bfloat16"]);
-        assert_eq!(c.spec["kwargs"]["full_matrices"], json!(false));
-        assert_eq!(c.spec["inputs"][0]["shape"], json!([4, 4]));
-        assert_eq!(c.spec["compare"], json!("up_to_sign"));
+        assert_eq!(c.dtypes, [Dtype::Float32, Dtype::Bfloat16]);
+        let c = &json_of(c);
+        assert_eq!(c["kwargs"]["full_matrices"], json!(false));
+        assert_eq!(c["inputs"][0]["shape"], json!([4, 4]));
+        assert_eq!(c["compare"], json!("up_to_sign"));
     }
 
     #[test]
@@ -377,15 +388,15 @@ op = "svd"
              tolerance = { float16 = { rtol = 1e-2 } }",
         );
         let f = parse("t.toml", &text).unwrap();
-        let c = &f.functions[0].cases[0];
-        assert_eq!(c.spec["compare"], json!(["up_to_sign", "allclose", "up_to_sign_rows"]));
-        assert_eq!(c.spec["rtol"], json!(1e-3));
-        assert_eq!(c.spec["atol"], json!(0.0));
-        assert_eq!(c.spec["tolerance"]["float16"]["rtol"], json!(1e-2));
+        let c = &json_of(&f.functions[0].cases[0]);
+        assert_eq!(c["compare"], json!(["up_to_sign", "allclose", "up_to_sign_rows"]));
+        assert_eq!(c["rtol"], json!(1e-3));
+        assert_eq!(c["atol"], json!(0.0));
+        assert_eq!(c["tolerance"]["float16"]["rtol"], json!(1e-2));
         let plain = parse("t.toml", GOOD).unwrap();
-        assert!(plain.functions[0].cases[0].spec.get("rtol").is_none(), "absent overrides are not stored");
+        assert!(json_of(&plain.functions[0].cases[0]).get("rtol").is_none(), "absent overrides are not stored");
         let stat = GOOD.replace("\"up_to_sign\"", "\"statistical\"");
-        assert_eq!(parse("t.toml", &stat).unwrap().functions[0].cases[0].spec["compare"], json!("statistical"));
+        assert_eq!(json_of(&parse("t.toml", &stat).unwrap().functions[0].cases[0])["compare"], json!("statistical"));
         let list = GOOD.replace("\"up_to_sign\"", "[\"up_to_sign\", \"roughly\"]");
         assert!(error_of(&list).contains("unknown compare rule `roughly`"));
         assert!(error_of(&GOOD.replace("\"up_to_sign\"", "[]")).contains("`compare` lists no rule"));

@@ -8,7 +8,7 @@ pub mod spec;
 pub use builtin::builtin;
 pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse};
 
-use crate::model::{Framework, FunctionRow};
+use crate::model::{CaseSpec, Dtype, Framework, FunctionRow};
 
 /// One catalogue file: the functions of one framework.
 #[derive(Clone, Debug)]
@@ -65,8 +65,8 @@ impl Function {
 pub struct Case {
     /// Unique within the function, without `/` or whitespace; `default` when the file gives none.
     pub id: String,
-    /// The dtype sweep, names from [`crate::model::DTYPES`], no repeats; `["float32"]` by default.
-    pub dtypes: Vec<String>,
+    /// The dtype sweep, no repeats; `[float32]` by default.
+    pub dtypes: Vec<Dtype>,
     /// Input seed (default 0); the plan adds the run's seed to it (wrapping).
     pub seed: u64,
     /// Per-case timeout override in seconds, in (0, [`MAX_TIMEOUT_S`]]; `None` uses the run's
@@ -76,7 +76,7 @@ pub struct Case {
     pub skip: Option<String>,
     /// What the worker receives (function, id, inputs, kwargs, code) and what the comparison
     /// reads (compare, outputs, rtol, atol, tolerance).
-    pub spec: serde_json::Value,
+    pub spec: CaseSpec,
     /// The catalogue file the case was read from, for messages.
     pub path: String,
     /// The 1-based line of its `[[function.case]]` table.
@@ -127,8 +127,14 @@ impl Catalogue {
                         Some((g, d)) => {
                             let what = if c.seed != d.seed {
                                 Some(format!("seed {} but {} has seed {}", c.seed, g.name, d.seed))
-                            } else if c.spec["inputs"] != d.spec["inputs"] {
-                                Some(format!("inputs {} but {} has {}", c.spec["inputs"], g.name, d.spec["inputs"]))
+                            } else if c.spec.inputs != d.spec.inputs {
+                                let json = |i: &[serde_json::Value]| serde_json::Value::from(i.to_vec());
+                                Some(format!(
+                                    "inputs {} but {} has {}",
+                                    json(&c.spec.inputs),
+                                    g.name,
+                                    json(&d.spec.inputs)
+                                ))
                             } else {
                                 None
                             };

@@ -52,17 +52,17 @@ pub struct FunctionSpec {
     pub note: Option<String>,
     /// The `[[function.case]]` tables; at least one.
     #[serde(default)]
-    pub case: Vec<Spanned<CaseSpec>>,
+    pub case: Vec<Spanned<CaseTable>>,
 }
 
 /// One `[[function.case]]` table: one concrete call, planned once per dtype.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CaseSpec {
+pub struct CaseTable {
     /// Unique within the function, non-empty, without `/` or whitespace (default `default`).
     #[serde(default)]
     pub id: Option<Spanned<String>>,
-    /// The dtype sweep: names from [`crate::model::DTYPES`], non-empty, no repeats (default `["float32"]`).
+    /// The dtype sweep: names of [`crate::model::Dtype`], non-empty, no repeats (default `["float32"]`).
     #[serde(default)]
     pub dtypes: Option<Spanned<Vec<Spanned<String>>>>,
     /// Positional inputs, in call order.
@@ -136,7 +136,7 @@ pub struct InputSpec {
     /// Dimensions, none negative; default `[]` (a 0-d array).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<i64>>,
-    /// `T` (the swept dtype, the default) or a fixed name from [`crate::model::DTYPES`].
+    /// `T` (the swept dtype, the default) or a fixed [`crate::model::Dtype`] name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
     /// Value distribution, one of [`DISTS`] (the worker's default is `normal`); not with `value`.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{Framework, Mode, Target};
+use crate::model::{Dtype, Framework, Mode, Target};
 pub use values::{SlowdownSide, SlowdownSpec, TargetArg, ThresholdFor};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
@@ -315,8 +315,8 @@ pub struct RunArgs {
     #[arg(long = "function", value_delimiter = ',', value_name = "NAME")]
     pub functions: Vec<String>,
     /// Only these dtypes of each case's sweep.
-    #[arg(long = "dtype", value_delimiter = ',', value_name = "DTYPE", value_parser = values::dtype)]
-    pub dtypes: Vec<String>,
+    #[arg(long = "dtype", value_delimiter = ',', value_name = "DTYPE")]
+    pub dtypes: Vec<Dtype>,
     /// Seed added to every case's input seed (stored with the run).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -110,15 +110,6 @@ impl FromStr for ThresholdFor {
     }
 }
 
-/// A `--dtype` value: one of [`crate::model::DTYPES`].
-pub fn dtype(s: &str) -> Result<String, String> {
-    if crate::model::DTYPES.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!("unknown dtype `{s}` (expected one of {})", crate::model::DTYPES.join(", ")))
-    }
-}
-
 /// A `--resume` value: `latest` or a run id.
 pub fn resume_run(s: &str) -> Result<String, String> {
     if s == "latest" || s.parse::<i64>().is_ok() {
@@ -203,8 +194,8 @@ mod tests {
         assert!(timeout("1e300").unwrap_err().contains("1e300 is longer than one day"));
         assert!(threads("0").unwrap_err().contains("at least 1"));
         assert_eq!(threads("4"), Ok(4));
-        assert_eq!(dtype("bfloat16"), Ok("bfloat16".to_string()));
-        assert!(dtype("float8").unwrap_err().contains("unknown dtype `float8`"));
+        assert_eq!("bfloat16".parse::<crate::model::Dtype>(), Ok(crate::model::Dtype::Bfloat16));
+        assert!("float8".parse::<crate::model::Dtype>().unwrap_err().contains("unknown dtype `float8`"));
         assert_eq!(resume_run("latest"), Ok("latest".to_string()));
         assert_eq!(resume_run("7"), Ok("7".to_string()));
         assert!(resume_run("abc").unwrap_err().contains("`abc` is not a run id"));

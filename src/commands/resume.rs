@@ -145,9 +145,9 @@ mod tests {
             framework,
             function: "f".into(),
             case_id: "default".into(),
-            dtype: "float32".into(),
+            dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
-            spec: serde_json::Value::Null,
+            spec: crate::model::Spec::from(crate::model::CaseSpec::new("f", "default")),
         }
     }
 

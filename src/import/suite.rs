@@ -19,12 +19,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde_json::json;
-
 use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
 use super::timings::{self, Merged, TimingEntry, TimingFile};
 use crate::model::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
-use crate::model::{Framework, Target};
+use crate::model::{Framework, ImportedSpec, Spec, Target};
 use crate::outcome::{self, TestEnding, TestFailure};
 
 /// The placeholder that replaces a device token in normalised test names.
@@ -226,7 +224,7 @@ impl Suite<'_> {
                 };
                 let mut r = self.result_of(t, &placed, merged, &finished_at);
                 r.case_key = placed.key.clone();
-                b.add(self, &placed, json!({"nodeid": t.nodeid}), r);
+                b.add(self, &placed, ImportedSpec { nodeid: Some(t.nodeid.clone()), timing_key: None }, r);
             }
             if collided > 0 && !self.timings.is_empty() {
                 origin.notes.push(format!(
@@ -275,7 +273,7 @@ impl Suite<'_> {
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };
-                b.add(self, &placed, json!({"timing_key": e.key}), r);
+                b.add(self, &placed, ImportedSpec { nodeid: None, timing_key: Some(e.key.clone()) }, r);
             }
         }
         if b.replaced > 0 {
@@ -353,7 +351,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, suite: &Suite<'_>, placed: &Placed, spec: serde_json::Value, result: CaseResult) {
+    fn add(&mut self, suite: &Suite<'_>, placed: &Placed, spec: ImportedSpec, result: CaseResult) {
         let stem = function_stem(&placed.file);
         let function = (suite.namer)(stem, &placed.file);
         if self.function_names.insert(function.name.clone()) {
@@ -365,9 +363,9 @@ impl Builder {
                 framework: suite.framework,
                 function: function.name,
                 case_id: placed.case_id.clone(),
-                dtype: String::new(),
+                dtype: None,
                 seed: 0,
-                spec,
+                spec: Spec::Imported(spec),
             });
         }
         let k = (placed.key.clone(), result.device.clone());

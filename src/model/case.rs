@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Framework, Outcome, Reason, Target};
+use super::{Dtype, Framework, Outcome, Reason, Spec, Target};
 
 /// A catalogue function as planned in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,12 +36,14 @@ pub struct CaseRow {
     pub function: String,
     /// The catalogue case id, unique within the function (`default` unless set).
     pub case_id: String,
-    /// The swept dtype of this row, one of [`crate::model::DTYPES`].
-    pub dtype: String,
+    /// The swept dtype of this row; `None` for imported results (tests and the paper's data
+    /// have no swept dtype), stored as `""`.
+    #[serde(with = "super::dtype::or_empty")]
+    pub dtype: Option<Dtype>,
     /// Input seed actually used (run seed mixed with the case seed).
     pub seed: u64,
-    /// The case's catalogue entry as JSON (what the worker receives).
-    pub spec: serde_json::Value,
+    /// The case's catalogue entry (what the worker receives), or an import's origin.
+    pub spec: Spec,
 }
 
 /// How one case ended on one device. Crash and timeout are outcomes, not errors.

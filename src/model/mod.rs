@@ -1,20 +1,24 @@
 //! The shared vocabulary and records of mlport: frameworks, targets and dtypes, outcomes and
 //! failure reasons, function statuses (the names of the paper, "The Grand Illusion", Mince et
 //! al., arXiv 2309.07181, and of DESIGN.md), and the records every stage passes on — runs,
-//! planned functions and cases, results, references and comparisons. Every durable format
+//! planned functions and cases with their typed specs, results, references and comparisons. Every durable format
 //! stores the `as_str` spellings of its enums. Which outcome a case gets is decided in
 //! [`crate::outcome`]; this module only names it.
 
 mod case;
+mod dtype;
 mod framework;
 mod outcome;
 mod results;
 mod run;
+mod spec;
 mod target;
 
 pub use case::{CaseResult, CaseRow, FunctionRow};
+pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
 pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
-pub use target::{DTYPES, Mode, Target};
+pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, Spec};
+pub use target::{Mode, Target};

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{CaseResult, CaseRow, FunctionRow, Outcome, Target};
+use super::{CaseResult, CaseRow, CaseSpec, Dtype, FunctionRow, Outcome, Target};
 use crate::compare::{Rule, Tolerance, Verdict};
 
 /// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
@@ -21,13 +21,13 @@ pub struct ReferenceRow {
     /// The aligned cases' id.
     pub case_id: String,
     /// The swept dtype whose inputs are upcast.
-    pub dtype: String,
+    pub dtype: Dtype,
     /// The NumPy/SciPy function computing it (`numpy.cumsum`).
     pub function: String,
     /// Input seed, the aligned cases' (run seed mixed in).
     pub seed: u64,
     /// The NumPy case's spec as planned (what the worker receives).
-    pub spec: serde_json::Value,
+    pub spec: CaseSpec,
     /// `None` until computed; then `pass`, `fail`, `timeout` or `crash`.
     pub outcome: Option<Outcome>,
     /// Why it could not be computed (an error's type and message).

@@ -1,5 +1,5 @@
 //! Targets: a canonical device (`cpu`, `cuda:0`, ...) in an execution [`Mode`] (`cpu`,
-//! `cpu/compiled`), and the dtypes a case may sweep. Every report and rule works on targets.
+//! `cpu/compiled`). Every report and rule works on targets.
 
 use std::fmt;
 use std::str::FromStr;
@@ -150,25 +150,6 @@ impl fmt::Display for Target {
         f.write_str(&self.0)
     }
 }
-
-/// The dtypes a case may sweep, named as in NumPy/PyTorch.
-pub const DTYPES: [&str; 15] = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-];
 
 #[cfg(test)]
 mod tests {

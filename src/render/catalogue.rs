@@ -30,7 +30,7 @@ pub fn functions(catalogue: &Catalogue) -> String {
     for f in &catalogue.files {
         out.push_str(&format!("\n{} ({}):\n", f.framework, f.path));
         for g in &f.functions {
-            let mut dtypes: Vec<&str> = g.cases.iter().flat_map(|c| c.dtypes.iter().map(String::as_str)).collect();
+            let mut dtypes: Vec<&str> = g.cases.iter().flat_map(|c| c.dtypes.iter().map(|d| d.as_str())).collect();
             dtypes.sort();
             dtypes.dedup();
             let mut extra = Vec::new();

@@ -68,11 +68,11 @@ pub fn legend() -> String {
 
 fn grid(m: &DtypeMatrix) -> Grid {
     let mut columns = vec!["function".to_string(), "device".to_string()];
-    columns.extend(m.dtypes.iter().cloned());
+    columns.extend(m.dtypes.iter().map(|d| d.to_string()));
     let mut g = Grid::new(columns);
     for r in &m.rows {
         let mut cells = vec![r.function.clone(), r.device.to_string()];
-        cells.extend(m.dtypes.iter().map(|d| r.cells.get(d).map_or_else(String::new, marks)));
+        cells.extend(m.dtypes.iter().map(|d| r.cells.get(d.as_str()).map_or_else(String::new, marks)));
         g.push(cells);
     }
     g
@@ -83,7 +83,15 @@ fn problem_line(p: &Problem) -> String {
         (Outcome::WrongResult, _) | (_, None) => p.outcome.to_string(),
         (_, Some(r)) => r.to_string(),
     };
-    format!("#{} {} on {} at {} [{}]: {what} — {}", p.result_id, p.function, p.device, p.dtype, p.case_id, p.message)
+    format!(
+        "#{} {} on {} at {} [{}]: {what} — {}",
+        p.result_id,
+        p.function,
+        p.device,
+        crate::model::name_or_empty(p.dtype),
+        p.case_id,
+        p.message
+    )
 }
 
 /// Renders the matrix, its legend and the list of cases that did not pass. CSV is the matrix

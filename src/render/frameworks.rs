@@ -110,8 +110,13 @@ fn grid(t: &FrameworkTable) -> Grid {
     columns.extend(t.frameworks.iter().map(|f| f.to_string()));
     let mut g = Grid::new(columns);
     for r in &t.rows {
-        let mut cells =
-            vec![r.op.clone(), r.case_id.clone(), r.dtype.clone(), r.device.to_string(), r.reference.clone()];
+        let mut cells = vec![
+            r.op.clone(),
+            r.case_id.clone(),
+            crate::model::name_or_empty(r.dtype).to_string(),
+            r.device.to_string(),
+            r.reference.clone(),
+        ];
         cells.extend(t.frameworks.iter().map(|f| r.frameworks.get(f).map_or_else(|| "—".to_string(), |e| cell(e))));
         g.push(cells);
     }

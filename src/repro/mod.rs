@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::model::ResultRow;
-use crate::model::{Against, ComparisonVerdict, Framework, Mode, Outcome};
+use crate::model::{Against, ComparisonVerdict, Dtype, Framework, Mode, Outcome};
 use crate::store::Store;
 
 const TEMPLATE: &str = include_str!("repro.py.j2");
@@ -61,7 +61,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             "result #{result_id} ({} on {} at {}) is `{}`: nothing to reproduce",
             row.function.name,
             r.device,
-            row.case.dtype,
+            crate::model::name_or_empty(row.case.dtype),
             r.outcome
         );
     }
@@ -71,6 +71,12 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             summary.origin.source.as_str()
         );
     }
+    let (Some(spec), Some(case_dtype)) = (row.case.spec.catalogue(), row.case.dtype) else {
+        bail!(
+            "result #{result_id} has no catalogue case at a dtype (`{}`): there is nothing to reproduce",
+            row.case.key
+        );
+    };
     if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{}: exists and is not empty; choose another --out", out.display());
     }
@@ -79,15 +85,15 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let mut files = Vec::new();
 
     // Inputs: the arrays the run made once, copied; literal values inline.
-    let specs = row.case.spec["inputs"].as_array().cloned().unwrap_or_default();
-    let key = crate::plan::input_key(&row.case.spec["inputs"], &row.case.dtype, row.case.seed);
+    let specs = &spec.inputs;
+    let key = crate::plan::input_key(&spec.inputs, case_dtype, row.case.seed);
     let mut inputs = Vec::new();
     // A failure to find the function (phase `resolve`, e.g. `api_missing`) happens before any
     // input is made: the script reproduces it by looking the name up, and needs no inputs.
     let before_inputs = r.phase.as_deref() == Some("resolve");
     for (i, s) in specs.iter().enumerate().filter(|_| !before_inputs) {
         let dtype = match s["dtype"].as_str() {
-            None | Some("T") => row.case.dtype.clone(),
+            None | Some("T") => case_dtype.to_string(),
             Some(d) => d.to_string(),
         };
         let how = if s["scalar"].as_bool() == Some(true) { "scalar" } else { s["as"].as_str().unwrap_or("tensor") };
@@ -105,7 +111,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
                  folder was removed; run the case again (`mlport run --function {} --dtype {}`) and reproduce that result",
                 saved.display(),
                 row.function.name,
-                row.case.dtype
+                case_dtype
             );
         }
     }
@@ -125,7 +131,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             let outputs = match &c.against {
                 Against::Float64 => {
                     let op = row.function.op.clone().unwrap_or_default();
-                    let k = crate::agreement::reference_key(&op, &row.case.case_id, &row.case.dtype);
+                    let k = crate::agreement::reference_key(&op, &row.case.case_id, case_dtype);
                     references.iter().find(|x| x.key == k).map(|x| x.outputs.clone())
                 }
                 Against::Target(dev) => all
@@ -149,26 +155,26 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let script_name = format!("repro_{result_id}.py");
     let lit = |v: &Value| serde_json::to_string(&v.to_string()).expect("a string serialises");
     let s = |v: &str| serde_json::to_string(v).expect("a string serialises");
-    let code = match row.case.spec["code"].as_str() {
+    let code = match spec.code.as_deref() {
         Some(c) => s(c),
         None => "None".to_string(),
     };
     let message = r.message.clone().unwrap_or_default();
     let message = format!("{}{}", r.error_type.as_ref().map(|t| format!("{t}: ")).unwrap_or_default(), message);
     let ctx = minijinja::context! {
-        result_id, function => row.function.name, device => r.device.as_str(), dtype => row.case.dtype,
+        result_id, function => row.function.name, device => r.device.as_str(), dtype => case_dtype.as_str(),
         case_id => row.case.case_id, outcome => r.outcome.as_str(), reason => r.reason.map(|x| x.as_str()).filter(|x| *x != r.outcome.as_str()),
         message => message.replace("\"\"\"", "'''"), mlport_version => summary.info.mlport_version, run_id => run,
         host => summary.info.host, started_at => summary.info.started_at, python_version => summary.info.python_version,
         framework => fw.as_str(), framework_version => info.and_then(|i| i.version.clone()).unwrap_or_else(|| "?".into()),
         numpy_version => info.and_then(|i| i.packages.get("numpy").cloned()).or_else(|| summary.info.frameworks.get(&Framework::Numpy).and_then(|i| i.version.clone())).unwrap_or_else(|| "?".into()),
         input_note => if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
-        script_name, needs_ml_dtypes => fw == Framework::Numpy && row.case.dtype == "bfloat16",
+        script_name, needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
         expected => !expected.is_empty(), expected_what => against_what.join(", "),
-        function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(&row.case.dtype),
+        function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(case_dtype.as_str()),
         mode_json => s(r.device.mode().as_str()), compiled => r.device.mode() == Mode::Compiled,
         compiler => compiler(fw), calls => if r.device.mode() == Mode::Compiled { 5 } else { 1 },
-        inputs_json => lit(&Value::Array(inputs)), kwargs_json => lit(&row.case.spec["kwargs"]), code_json => code,
+        inputs_json => lit(&Value::Array(inputs)), kwargs_json => lit(&Value::Object(spec.kwargs.clone())), code_json => code,
         expected_json => lit(&Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
     };
     let mut env = minijinja::Environment::new();
@@ -188,7 +194,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             "{} on {} at {} (case `{}`): {}",
             row.function.name,
             r.device,
-            row.case.dtype,
+            case_dtype,
             row.case.case_id,
             r.reason.map_or_else(|| r.outcome.to_string(), |x| x.to_string())
         ),

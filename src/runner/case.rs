@@ -40,25 +40,26 @@ pub fn execute_case(
         r.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         r
     };
-    if let Some(why) = case.spec.get("skip").and_then(|s| s.as_str()) {
+    let spec = case.spec.catalogue();
+    if let Some(why) = spec.and_then(|s| s.skip.as_deref()) {
         return (Some(finish(outcome::skipped(why).into_result(&case.key, device.clone()))), true);
     }
-    let timeout = case
-        .spec
-        .get("timeout_s")
-        .and_then(|t| t.as_f64())
-        .and_then(|t| Duration::try_from_secs_f64(t).ok())
-        .unwrap_or(cfg.case_timeout);
+    let timeout =
+        spec.and_then(|s| s.timeout_s).and_then(|t| Duration::try_from_secs_f64(t).ok()).unwrap_or(cfg.case_timeout);
     let out = out_dir.to_string_lossy();
     let inputs_dir = cfg.run_dir.join("inputs");
     let inputs_dir = inputs_dir.to_string_lossy();
-    let input_key = crate::plan::input_key(&case.spec["inputs"], &case.dtype, case.seed);
+    // Only catalogue cases at a dtype are planned; an imported row (no spec to run) gets no key.
+    let input_key = match (spec, case.dtype) {
+        (Some(s), Some(d)) => crate::plan::input_key(&s.inputs, d, case.seed),
+        _ => String::new(),
+    };
     let req = Request::Run {
         v: PROTOCOL_VERSION,
         nonce: nonce(),
         case_key: &case.key,
         case: &case.spec,
-        dtype: &case.dtype,
+        dtype: case.dtype,
         seed: case.seed,
         out_dir: &out,
         inputs_dir: &inputs_dir,

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
-use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Target};
+use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, Target};
 use crate::store::Store;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
@@ -69,9 +69,9 @@ pub fn compute(
             framework: Framework::Numpy,
             function: r.function.clone(),
             case_id: r.case_id.clone(),
-            dtype: r.dtype.clone(),
+            dtype: Some(r.dtype),
             seed: r.seed,
-            spec: r.spec.clone(),
+            spec: Spec::from(r.spec.clone()),
         };
         let w = worker.as_mut().expect("started above");
         let (result, keep) = execute_case(w, &case, &Target::cpu(), &out_dir, cfg, true, interrupted);

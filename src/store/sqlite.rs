@@ -23,7 +23,7 @@ mod agreement;
 
 use super::schema::{self, Dialect};
 use crate::model::{
-    CaseResult, CaseRow, DeviceInfo, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
+    CaseResult, CaseRow, DeviceInfo, Dtype, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
     RunSummary, Target,
 };
 
@@ -683,7 +683,7 @@ fn insert_plan<'k>(
                     function,
                     c.key,
                     c.case_id,
-                    c.dtype,
+                    crate::model::name_or_empty(c.dtype),
                     c.seed.to_string(),
                     ctx.json(&c.spec, "case spec")?,
                     ordinal
@@ -876,14 +876,15 @@ fn function_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<FunctionRow> 
 }
 
 fn case_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<CaseRow> {
+    let key: String = row.get(at)?;
     Ok(CaseRow {
-        key: row.get(at)?,
         framework: parse(row, at + 1)?,
         function: row.get(at + 2)?,
         case_id: row.get(at + 3)?,
-        dtype: row.get(at + 4)?,
+        dtype: dtype_column(row, at + 4, "cases.dtype")?,
         seed: parse(row, at + 5)?,
-        spec: json(row, at + 6)?,
+        spec: spec_column(row, at + 6, "cases.spec", &key)?,
+        key,
     })
 }
 
@@ -970,6 +971,23 @@ where
     text.parse().map_err(|e| conversion(idx, Type::Text, format!("{column}: {e}")))
 }
 
+/// A dtype column where `""` stands for none (`cases.dtype` of an imported case); any other
+/// value that names no [`Dtype`] is an error naming the column and the value.
+fn dtype_column(row: &Row<'_>, idx: usize, column: &str) -> rusqlite::Result<Option<Dtype>> {
+    let text: String = row.get(idx)?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|e| conversion(idx, Type::Text, format!("{column}: {e}")))
+}
+
+/// A JSON column holding a case's spec (`cases.spec`, `reference_outputs.spec`): one that does
+/// not read as a spec is an error naming the column and the case's key.
+fn spec_column<T: DeserializeOwned>(row: &Row<'_>, idx: usize, column: &str, key: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(&row.get::<_, String>(idx)?)
+        .map_err(|e| conversion(idx, Type::Text, format!("{column} of case `{key}`: {e}")))
+}
+
 fn parse_opt<T>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>>
 where
     T: FromStr,
@@ -998,7 +1016,7 @@ mod tests {
     use tempfile::TempDir;
 
     use super::*;
-    use crate::model::{FrameworkInfo, RunSource};
+    use crate::model::{CaseSpec, FrameworkInfo, RunSource, Spec};
     use crate::model::{Outcome, Reason};
 
     fn dev(s: &str) -> Target {
@@ -1058,9 +1076,13 @@ mod tests {
             framework,
             function: function.into(),
             case_id: "basic".into(),
-            dtype: dtype.into(),
+            dtype: Some(dtype.parse().unwrap()),
             seed,
-            spec: json!({"args": [{"shape": [4, 5], "dist": "normal"}], "kwargs": {"dim": -1}}),
+            spec: Spec::from(CaseSpec {
+                inputs: vec![json!({"shape": [4, 5], "dist": "normal"})],
+                kwargs: json!({"dim": -1}).as_object().unwrap().clone(),
+                ..CaseSpec::new(function, "basic")
+            }),
         }
     }
 
@@ -1272,6 +1294,39 @@ mod tests {
         store.conn.execute("UPDATE runs SET state = 'done' WHERE id = ?1", [run]).unwrap();
         let err = chain(&store.run(run).unwrap_err());
         assert!(err.contains("runs.state: unknown run state `done`"), "{err}");
+    }
+
+    #[test]
+    fn stored_specs_and_dtypes_read_typed_and_bad_ones_name_the_column() {
+        let (_dir, mut store) = new_store();
+        let run = store.create_run(&info(), &functions(), &cases()).unwrap();
+        let key = "torch/torch.argsort/basic/float32";
+        // A spec as the previous version wrote it (/work/parity/store.db), and an import's.
+        let old = r#"{"code":null,"compare":["up_to_sign","allclose","up_to_sign_rows"],"function":"torch.argsort","id":"basic","inputs":[{"shape":[32,16]}],"kwargs":{"full_matrices":false},"outputs":null,"tolerance":{"float32":{"atol":0.00005,"rtol":null}}}"#;
+        store.conn.execute("UPDATE cases SET spec = ?1 WHERE key = ?2", [old, key]).unwrap();
+        let rows = store.cases(run).unwrap();
+        let c = rows[0].spec.catalogue().expect("a catalogue case");
+        assert_eq!(c.tolerance[&Dtype::Float32].atol, Some(5e-5));
+        assert_eq!(rows[0].dtype, Some(Dtype::Float32));
+        store
+            .conn
+            .execute("UPDATE cases SET spec = '{\"nodeid\":\"t.py::x\"}', dtype = '' WHERE key = ?1", [key])
+            .unwrap();
+        let rows = store.cases(run).unwrap();
+        assert_eq!((rows[0].dtype, rows[0].spec.catalogue().is_none()), (None, true), "an imported case");
+
+        store.conn.execute("UPDATE cases SET dtype = 'float8' WHERE key = ?1", [key]).unwrap();
+        let err = chain(&store.cases(run).unwrap_err());
+        assert!(err.contains("cases.dtype: unknown dtype `float8`"), "{err}");
+        store
+            .conn
+            .execute(
+                "UPDATE cases SET dtype = 'float32', spec = ?1 WHERE key = ?2",
+                [old.replace("exact", "x").replace("allclose", "roughly"), key.to_string()],
+            )
+            .unwrap();
+        let err = chain(&store.cases(run).unwrap_err());
+        assert!(err.contains(&format!("cases.spec of case `{key}`")) && err.contains("roughly"), "{err}");
     }
 
     #[test]

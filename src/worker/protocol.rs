@@ -70,9 +70,10 @@ pub enum Request<'a> {
         case_key: &'a str,
         /// The case's catalogue spec as planned ([`crate::model::CaseRow::spec`]):
         /// `function`, `id`, `inputs`, `kwargs`, `code`, `compare`, `outputs`.
-        case: &'a serde_json::Value,
-        /// The swept dtype, one of [`crate::model::DTYPES`]; inputs with dtype `T` take it.
-        dtype: &'a str,
+        case: &'a crate::model::Spec,
+        /// The swept dtype; inputs with dtype `T` take it (`""` for none: the worker's float32).
+        #[serde(with = "crate::model::dtype_or_empty")]
+        dtype: Option<crate::model::Dtype>,
         /// Input seed (run seed + case seed); input `i` is drawn with NumPy's PCG64 seeded
         /// `[seed mod 2^32, i]`.
         seed: u64,
@@ -272,14 +273,14 @@ mod tests {
 
     #[test]
     fn requests_serialise_as_documented() {
-        let spec = serde_json::json!({"function": "torch.add"});
+        let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
         let t = Timing::default();
         let r = Request::Run {
             v: 5,
             nonce: 9,
             case_key: "k",
             case: &spec,
-            dtype: "float32",
+            dtype: Some(crate::model::Dtype::Float32),
             seed: 7,
             out_dir: "/o",
             inputs_dir: "/i",
@@ -290,7 +291,7 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":5,"nonce":9,"case_key":"k","case":{"function":"torch.add"},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":5,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
         assert_eq!(serde_json::to_string(&Request::Shutdown { v: 5 }).unwrap(), r#"{"op":"shutdown","v":5}"#);
     }

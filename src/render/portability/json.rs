@@ -255,7 +255,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
             .map(|c| FailingCase {
                 result_id: c.result_id,
                 case: &c.case_id,
-                dtype: &c.dtype,
+                dtype: crate::model::name_or_empty(c.dtype),
                 reason: c.reason,
                 message: &c.message,
             })

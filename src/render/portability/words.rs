@@ -106,7 +106,7 @@ pub(crate) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
         .iter()
         .map(|c| {
             let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
-            format!("{} [{}]{id}: {} — {}", c.dtype, c.case_id, c.reason, c.message)
+            format!("{} [{}]{id}: {} — {}", crate::model::name_or_empty(c.dtype), c.case_id, c.reason, c.message)
         })
         .collect()
 }

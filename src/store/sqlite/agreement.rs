@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Ctx, Store, StoreError, json, parse, parse_column, parse_opt, prepare, to_u64};
+use super::{Ctx, Store, StoreError, json, parse, parse_column, parse_opt, prepare, spec_column, to_u64};
 use crate::model::{Against, ComparisonRow, Outcome, ReferenceRow, Target};
 use crate::outcome::Decision;
 
@@ -27,7 +27,16 @@ impl Store {
             for r in refs {
                 let spec = ctx.json(&r.spec, "reference spec")?;
                 insert
-                    .execute(params![run, r.key, r.op, r.case_id, r.dtype, r.function, r.seed.to_string(), spec])
+                    .execute(params![
+                        run,
+                        r.key,
+                        r.op,
+                        r.case_id,
+                        r.dtype.as_str(),
+                        r.function,
+                        r.seed.to_string(),
+                        spec
+                    ])
                     .map_err(|e| ctx.db(e))?;
             }
         }
@@ -71,14 +80,15 @@ impl Store {
         .and_then(|mut s| {
             s.query_map([run], |row| {
                 let seed: String = row.get(5)?;
+                let key: String = row.get(0)?;
                 Ok(ReferenceRow {
-                    key: row.get(0)?,
                     op: row.get(1)?,
                     case_id: row.get(2)?,
-                    dtype: row.get(3)?,
+                    dtype: parse_column(row, 3, "reference_outputs.dtype")?,
                     function: row.get(4)?,
                     seed: seed.parse().map_err(|e| super::conversion(5, rusqlite::types::Type::Text, e))?,
-                    spec: json(row, 6)?,
+                    spec: spec_column(row, 6, "reference_outputs.spec", &key)?,
+                    key,
                     outcome: parse_opt(row, 7)?,
                     message: row.get(8)?,
                     outputs: json(row, 9)?,
@@ -261,9 +271,9 @@ mod tests {
             framework: Framework::Torch,
             function: "torch.exp".into(),
             case_id: "c".into(),
-            dtype: "float32".into(),
+            dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
-            spec: serde_json::json!({}),
+            spec: crate::model::Spec::from(crate::model::CaseSpec::new("torch.exp", "c")),
         };
         let f = FunctionRow::new(Framework::Torch, "torch.exp");
         let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], std::slice::from_ref(&case)).unwrap();
