@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::model::Framework;
 use crate::scan::ScanReport;
+use crate::stats::SplitMix64;
 
 /// One function's usage.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -95,32 +96,15 @@ pub fn read_csv(text: &str) -> Result<Vec<Usage>, String> {
     Ok(frequencies(&scan, Framework::Numpy))
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): tiny, portable, fully specified by its seed.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), by rejection so there is no modulo bias.
-    pub fn below(&mut self, n: u64) -> u64 {
-        let zone = u64::MAX - u64::MAX % n;
-        loop {
-            let x = self.next_u64();
-            if x < zone {
-                return x % n;
-            }
+/// Uniform in `0..n` (n > 0) from `rng` by rejection, so there is no modulo bias. The draw
+/// `mine::sample` has always made (the bootstrap's `below` maps the same bits differently, so
+/// it is kept apart: a sample's seed must keep giving the same sample).
+fn below(rng: &mut SplitMix64, n: u64) -> u64 {
+    let zone = u64::MAX - u64::MAX % n;
+    loop {
+        let x = rng.next_u64();
+        if x < zone {
+            return x % n;
         }
     }
 }
@@ -150,7 +134,7 @@ pub fn sample(freq: &[Usage], top: usize, per_decile: usize, seed: u64) -> Vec<S
     for decile in (1..=10).map(|d| d * 10) {
         let mut pool: Vec<&Usage> = freq.iter().skip(top).filter(|u| u.decile == decile).collect();
         for _ in 0..per_decile.min(pool.len()) {
-            let i = rng.below(pool.len() as u64) as usize;
+            let i = below(&mut rng, pool.len() as u64) as usize;
             let u = pool.swap_remove(i);
             out.push(Sampled { function: u.function.clone(), calls: u.calls, decile, why: "decile" });
         }
