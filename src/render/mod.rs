@@ -14,6 +14,7 @@ mod format;
 pub mod frameworks;
 pub mod frequencies;
 pub mod grid;
+pub mod histogram;
 pub mod json;
 pub mod markdown;
 pub mod modes;

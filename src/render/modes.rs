@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
+use super::histogram::log2_rows;
 use super::json::versioned;
 use super::markdown::escape;
 use super::portability::words::versions;
@@ -126,25 +127,12 @@ fn csv(rep: &ModesReport) -> String {
 
 /// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
 pub fn histogram(r: &ModeRow) -> String {
-    let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).filter(|x| *x > 0.0).collect();
-    if ratios.is_empty() {
-        return String::new();
+    let ratios: Vec<f64> = r.steady_ratios.iter().map(|(_, x)| *x).collect();
+    let rows = log2_rows(&ratios, None);
+    if rows.is_empty() {
+        return rows;
     }
-    let bin = |x: f64| x.log2().floor() as i32;
-    let lo = ratios.iter().map(|&x| bin(x)).min().unwrap_or(0);
-    let hi = ratios.iter().map(|&x| bin(x)).max().unwrap_or(0);
-    let counts: Vec<usize> = (lo..=hi).map(|k| ratios.iter().filter(|&&x| bin(x) == k).count()).collect();
-    let most = counts.iter().copied().max().unwrap_or(1).max(1);
-    let edge = |k: i32| {
-        let v = 2f64.powi(k);
-        if v >= 1.0 { format!("{v:.0}×") } else { format!("1/{:.0}×", 1.0 / v) }
-    };
-    let mut out = format!("{} on {} vs {}, compiled/eager steady state:\n", r.framework, r.compiled, r.eager);
-    for (i, k) in (lo..=hi).enumerate() {
-        let bar = "#".repeat((counts[i] * 40).div_ceil(most));
-        let _ = writeln!(out, "  {:>16} {bar} {}", format!("[{}, {})", edge(k), edge(k + 1)), counts[i]);
-    }
-    out
+    format!("{} on {} vs {}, compiled/eager steady state:\n{rows}", r.framework, r.compiled, r.eager)
 }
 
 /// Every reason with its count, most frequent first: `compile_error 2, wrong_result 1`.

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::csv::Csv;
 use super::grid::Grid;
+use super::histogram::log2_rows;
 use super::json::versioned;
 use super::units::{interval, latency, ratio};
 use crate::analysis::slowdown::{
@@ -75,32 +76,13 @@ pub fn summary_lines(r: &SlowdownReport) -> Vec<String> {
 /// A text histogram of the median ratios on a log scale: one row per factor of 2, a bar of
 /// `#` per function (scaled to at most 40), the threshold marked between rows.
 pub fn render_histogram(r: &SlowdownReport) -> String {
-    let ratios: Vec<f64> = r.functions.iter().map(|f| f.median_ratio).filter(|x| *x > 0.0).collect();
-    if ratios.is_empty() {
-        return String::new();
-    }
-    let bin = |x: f64| x.log2().floor() as i32;
-    let (lo, hi) =
-        (ratios.iter().map(|&x| bin(x)).min().unwrap_or(0), ratios.iter().map(|&x| bin(x)).max().unwrap_or(0));
-    let counts: Vec<usize> = (lo..=hi).map(|k| ratios.iter().filter(|&&x| bin(x) == k).count()).collect();
-    let most = counts.iter().copied().max().unwrap_or(1).max(1);
-    let edge = |k: i32| {
-        let v = 2f64.powi(k);
-        if v >= 1.0 { format!("{v:.0}×") } else { format!("1/{:.0}×", 1.0 / v) }
-    };
+    let ratios: Vec<f64> = r.functions.iter().map(|f| f.median_ratio).collect();
     let limit = r.options.threshold;
-    let mut out = String::from("Median ratios B/A (log scale, one row per factor of 2):\n");
-    let mut marked = false;
-    for (i, k) in (lo..=hi).enumerate() {
-        if !marked && 2f64.powi(k) >= limit {
-            let _ = writeln!(out, "  {:─<24} beyond {}×", "", fmt_threshold(limit));
-            marked = true;
-        }
-        let n = counts[i];
-        let bar = "#".repeat((n * 40).div_ceil(most));
-        let _ = writeln!(out, "  {:>16} {bar} {n}", format!("[{}, {})", edge(k), edge(k + 1)));
+    let rows = log2_rows(&ratios, Some((limit, &format!("beyond {}×", fmt_threshold(limit)))));
+    if rows.is_empty() {
+        return rows;
     }
-    out
+    format!("Median ratios B/A (log scale, one row per factor of 2):\n{rows}")
 }
 
 /// The terminal rendering: per-function table, the distribution per framework, the
