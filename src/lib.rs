@@ -16,10 +16,12 @@
 pub mod agreement;
 pub mod analysis;
 pub mod audit;
+pub mod bundle;
 pub mod catalogue;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod fleet;
 pub mod import;
 pub mod mine;
 pub mod model;

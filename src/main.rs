@@ -5,13 +5,13 @@
 //! |---|---|
 //! | 0 | done: failures found in the frameworks are data, not errors (also `--help`, and a reader that closed stdout) |
 //! | 1 | error: the chain is printed on stderr; or a run in which no case could run |
-//! | 2 | usage error: an unknown option or a bad value |
-//! | 3 | `mlport audit --fail-on` found what it was asked to fail on |
+//! | 2 | usage error: an unknown option or a bad value (clap's), or flags that need others (`--shard` without `--campaign`) |
+//! | 3 | `mlport audit --fail-on` or `mlport diff --fail-on` found what it was asked to fail on |
 //! | 130 | interrupted by Ctrl-C or SIGTERM: continue with `mlport run --resume` |
 
 use clap::Parser;
 use mlport::cli::Cli;
-use mlport::commands::{self, ExitStatus, StdoutClosed};
+use mlport::commands::{self, ExitStatus, StdoutClosed, UsageError};
 
 fn main() {
     let status = match Cli::try_parse() {
@@ -20,6 +20,10 @@ fn main() {
             match commands::dispatch(cli.command) {
                 Ok(status) => status,
                 Err(e) if e.is::<StdoutClosed>() => ExitStatus::Ok,
+                Err(e) if e.is::<UsageError>() => {
+                    eprintln!("error: {e}");
+                    ExitStatus::Usage
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     for cause in e.chain().skip(1) {

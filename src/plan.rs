@@ -1,10 +1,15 @@
 //! Planning: catalogue × selected frameworks × functions × dtypes → the ordered list
-//! of cases a run executes on each device. Pure: no processes, no I/O.
+//! of cases a run executes on each device, and its split into shards ([`shard_of`], [`shard`]).
+//! Pure: no processes, no I/O.
+
+use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 
+use crate::agreement::case_reference_key;
 use crate::catalogue::Catalogue;
-use crate::model::{CaseRow, CaseSpec, Dtype, Framework, FunctionRow, ReferenceRow, Spec};
+use crate::compare::Rule;
+use crate::model::{CaseRow, CaseSpec, Dtype, Framework, FunctionRow, ReferenceRow, Shard, Spec};
 
 /// What to run, from the command line.
 #[derive(Clone, Debug, Default)]
@@ -24,9 +29,16 @@ pub struct Plan {
     pub functions: Vec<FunctionRow>,
     /// One row per (case, dtype), keyed by [`case_key`], in the order workers run them.
     pub cases: Vec<CaseRow>,
-    /// The float64 references the planned cases are compared with: one per (canonical op,
-    /// case id, dtype) that the catalogue's NumPy file has a function and case for, whether or
-    /// not NumPy itself is selected.
+    /// The float64 references the planned cases are compared with, each planned once:
+    /// - an op's: one per (canonical op, case id, dtype) that the catalogue's NumPy file has a
+    ///   function and case for, whether or not NumPy itself is selected, and whether or not that
+    ///   NumPy case is skipped as a test or its function is `reference_only`;
+    /// - otherwise a case's own: its catalogue `reference` (a NumPy/SciPy callable), or, for a
+    ///   float16, bfloat16, float32 or complex64 case, its **float64 self-reference**: the same
+    ///   function and case run by the same framework on the reference device on the same inputs
+    ///   upcast to float64 (complex128), the reference of last resort.
+    ///
+    /// Cases with none (integer, bool and float64 cases without an op reference) run unchecked.
     pub references: Vec<ReferenceRow>,
 }
 
@@ -38,6 +50,50 @@ impl Plan {
         v.dedup();
         v
     }
+
+    /// A fingerprint of the plan: the first 16 bytes, as hex, of the SHA-256 of every planned
+    /// case's key, input seed and spec (JSON) in order. Two machines that plan the same cases
+    /// from the same catalogue, selection and seed get the same digest; a changed catalogue
+    /// file, selection or `--seed` changes it.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for c in &self.cases {
+            h.update(c.key.as_bytes());
+            h.update([0]);
+            h.update(c.seed.to_le_bytes());
+            h.update(serde_json::to_string(&c.spec).unwrap_or_default().as_bytes());
+            h.update([0]);
+        }
+        hex::encode(&h.finalize()[..16])
+    }
+}
+
+/// The shard (0-based, below `count`) that holds function `name`: the first 8 bytes of the
+/// SHA-256 of the name's UTF-8 bytes, read as a big-endian `u64`, modulo `count`. Not Rust's
+/// randomised hasher: every machine, build and mlport version computes the same split, so the
+/// shards of a campaign run on different machines cover the plan exactly once. All cases and
+/// targets of a function stay in one shard, so each shard's device-attributable rule sees the
+/// function on the reference device.
+///
+/// Panics when `count` is 0 ([`Shard::new`] refuses it).
+pub fn shard_of(name: &str, count: u32) -> u32 {
+    use sha2::{Digest, Sha256};
+    assert!(count > 0, "a shard count is at least 1");
+    let digest = Sha256::digest(name.as_bytes());
+    let head = u64::from_be_bytes(digest[..8].try_into().expect("SHA-256 has 32 bytes"));
+    (head % u64::from(count)) as u32
+}
+
+/// The part of `full` that shard `part` holds: the functions with [`shard_of`] equal to its
+/// index, with their cases (in the full plan's order) and the float64 references those cases
+/// need. May be empty when the plan has fewer functions than shards.
+pub fn shard(catalogue: &Catalogue, full: &Plan, part: Shard) -> Plan {
+    let mine = |name: &str| shard_of(name, part.count) == part.index;
+    let functions: Vec<FunctionRow> = full.functions.iter().filter(|f| mine(&f.name)).cloned().collect();
+    let cases: Vec<CaseRow> = full.cases.iter().filter(|c| mine(&c.function)).cloned().collect();
+    let references = references(catalogue, &functions, &cases);
+    Plan { functions, cases, references }
 }
 
 /// The key that names a case at one dtype within a run: `framework/function/case/dtype`.
@@ -90,7 +146,7 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
             continue;
         }
         for f in &file.functions {
-            if !sel.functions.is_empty() && !sel.functions.contains(&f.name) {
+            if f.reference_only || (!sel.functions.is_empty() && !sel.functions.contains(&f.name)) {
                 continue;
             }
             let before = out.cases.len();
@@ -131,35 +187,99 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
 
 /// The float64 references of planned cases (see [`Plan::references`]), in case order, each once.
 fn references(catalogue: &Catalogue, functions: &[FunctionRow], cases: &[CaseRow]) -> Vec<ReferenceRow> {
-    let ops: std::collections::HashMap<(Framework, &str), &str> =
+    let ops: HashMap<(Framework, &str), &str> =
         functions.iter().filter_map(|f| f.op.as_deref().map(|op| ((f.framework, f.name.as_str()), op))).collect();
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for c in cases {
-        let Some(op) = ops.get(&(c.framework, c.function.as_str())) else { continue };
-        let Some((f, rc)) = catalogue.reference_for(op, &c.case_id) else { continue };
         let (Some(spec), Some(dtype)) = (c.spec.catalogue(), c.dtype) else { continue };
-        if rc.skip.is_some() || spec.skip.is_some() {
+        if spec.skip.is_some() {
             continue;
         }
-        let key = crate::agreement::reference_key(op, &c.case_id, dtype);
-        if !seen.insert(key.clone()) {
-            continue;
-        }
-        out.push(ReferenceRow {
+        let row = |key: String, framework: Framework, op: &str, function: &str, spec: CaseSpec| ReferenceRow {
             key,
+            framework,
             op: op.to_string(),
             case_id: c.case_id.clone(),
             dtype,
-            function: f.name.clone(),
+            function: function.to_string(),
             seed: c.seed,
-            spec: CaseSpec { timeout_s: rc.timeout_s.or(rc.spec.timeout_s), ..rc.spec.clone() },
+            spec,
             outcome: None,
             message: None,
             outputs: serde_json::json!([]),
-        });
+        };
+        match reference_source(catalogue, &ops, c, dtype) {
+            Some(Source::Own(r)) => {
+                let mut s = CaseSpec::new(&r.function, &c.case_id);
+                s.inputs = spec.inputs.clone();
+                s.kwargs = r.kwargs.clone();
+                s.timeout_s = spec.timeout_s;
+                out.push(row(case_reference_key(&c.key), Framework::Numpy, "", &r.function, s));
+            }
+            Some(Source::Op { op, function, case }) => {
+                let key = crate::agreement::reference_key(op, &c.case_id, dtype);
+                if seen.insert(key.clone()) {
+                    let s = CaseSpec { timeout_s: case.timeout_s.or(case.spec.timeout_s), ..case.spec.clone() };
+                    out.push(row(key, Framework::Numpy, op, &function.name, s));
+                }
+            }
+            Some(Source::SelfReference) => {
+                out.push(row(case_reference_key(&c.key), c.framework, "", &c.function, spec.clone()));
+            }
+            None => {}
+        }
     }
     out
+}
+
+/// Where a planned case's float64 reference comes from ([`Plan::references`]).
+enum Source<'a> {
+    /// The case's own catalogue `reference` (wins over its op's).
+    Own(&'a crate::catalogue::OwnReference),
+    /// Its canonical op's NumPy function and aligned case.
+    Op { op: &'a str, function: &'a crate::catalogue::Function, case: &'a crate::catalogue::Case },
+    /// The same function at float64 on the reference device, the reference of last resort.
+    SelfReference,
+}
+
+/// The dtypes a float64 self-reference is planned for: those below double precision.
+pub const SELF_REFERENCE_DTYPES: [Dtype; 4] = [Dtype::Float16, Dtype::Bfloat16, Dtype::Float32, Dtype::Complex64];
+
+/// Where case `c` at `dtype` gets its float64 reference, `None` when nothing can check it
+/// (an integer, bool, float64 or complex128 case with neither an op reference nor its own, or
+/// one whose `compare` checks no values: [`compares_values`]).
+fn reference_source<'a>(
+    catalogue: &'a Catalogue,
+    ops: &HashMap<(Framework, &str), &'a str>,
+    c: &CaseRow,
+    dtype: Dtype,
+) -> Option<Source<'a>> {
+    let declared = catalogue
+        .file(c.framework)
+        .and_then(|f| f.functions.iter().find(|f| f.name == c.function))
+        .and_then(|f| f.cases.iter().find(|k| k.id == c.case_id));
+    if let Some(own) = declared.and_then(|k| k.reference.as_ref()) {
+        return Some(Source::Own(own));
+    }
+    let op = ops.get(&(c.framework, c.function.as_str())).copied();
+    if let Some((function, case)) = op.and_then(|op| catalogue.reference_for(op, &c.case_id)) {
+        return Some(Source::Op { op: op.expect("found by it"), function, case });
+    }
+    let compares_values = c.spec.catalogue().is_some_and(|s| compares_values(&s.compare));
+    (SELF_REFERENCE_DTYPES.contains(&dtype) && compares_values).then_some(Source::SelfReference)
+}
+
+/// Whether `compare` compares some output's values (`allclose`, `exact`, `sorted`,
+/// `up_to_sign`, `ulp`) or distribution (`statistical`: a float64 draw of the same sampler is a
+/// fair second sample): only then can the same function at float64 judge it. `shape_dtype` and
+/// `none` are for answers with no values to check (a random shape, a side effect).
+fn compares_values(compare: &crate::model::Compare) -> bool {
+    let values = |r: &Rule| !matches!(r, Rule::ShapeDtype | Rule::None);
+    match compare {
+        crate::model::Compare::One(r) => values(r),
+        crate::model::Compare::PerOutput(list) => list.iter().any(values),
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +325,78 @@ skip = "needs a GPU"
         assert_eq!(p.cases[2].seed, 105);
         assert_eq!(p.cases[3].spec.catalogue().unwrap().skip.as_deref(), Some("needs a GPU"));
         assert_eq!(p.functions.len(), 2);
+    }
+
+    #[test]
+    fn shard_of_is_a_fixed_function_of_the_name() {
+        assert_eq!(shard_of("torch.add", 1), 0);
+        // `printf %s torch.add | sha256sum` begins c575200cd7907d01; jax.numpy.cumsum's 6468f88fab3252af.
+        assert_eq!((shard_of("torch.add", 4), shard_of("torch.add", 7)), (1, 5));
+        assert_eq!((shard_of("jax.numpy.cumsum", 4), shard_of("jax.numpy.cumsum", 7)), (3, 1));
+        // And for any count: the first 16 hex digits of the name's SHA-256, modulo the count.
+        for name in ["torch.add", "jax.numpy.cumsum", "tf.math.cumsum", ""] {
+            let head = {
+                use sha2::{Digest, Sha256};
+                u64::from_str_radix(&hex::encode(Sha256::digest(name.as_bytes()))[..16], 16).unwrap()
+            };
+            for n in [1, 2, 3, 4, 7, 64, u32::MAX] {
+                assert_eq!(u64::from(shard_of(name, n)), head % u64::from(n), "{name} {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn shards_of_the_builtin_catalogue_cover_the_plan_exactly_once() {
+        let catalogue = crate::catalogue::builtin().unwrap();
+        let full = plan(&catalogue, &Selection::default(), 0).unwrap();
+        let digest = full.digest();
+        for count in 1..=16 {
+            let mut seen: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+            let mut functions = 0;
+            let mut references = std::collections::HashSet::new();
+            let parts: Vec<Plan> =
+                (0..count).map(|i| shard(&catalogue, &full, Shard::new(i, count).unwrap())).collect();
+            for (i, part) in parts.iter().enumerate() {
+                functions += part.functions.len();
+                for c in &part.cases {
+                    assert!(seen.insert(c.key.as_str(), i as u32).is_none(), "{} in two shards of {count}", c.key);
+                    assert_eq!(shard_of(&c.function, count), i as u32);
+                }
+                for r in &part.references {
+                    references.insert(r.key.clone());
+                }
+            }
+            if count == 4 {
+                // The balance docs/fleet.md quotes (`cargo test --lib shards_of_the_builtin -- --nocapture`).
+                let sizes: Vec<String> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| format!("shard {i}: {} functions / {} cases", p.functions.len(), p.cases.len()))
+                    .collect();
+                eprintln!("built-in catalogue in 4 shards: {}", sizes.join("; "));
+            }
+            assert_eq!(seen.len(), full.cases.len(), "{count} shards cover every case");
+            assert_eq!(functions, full.functions.len(), "{count} shards cover every function");
+            let all: std::collections::HashSet<String> = full.references.iter().map(|r| r.key.clone()).collect();
+            assert_eq!(references, all, "{count} shards plan every reference");
+        }
+        assert_eq!(plan(&catalogue, &Selection::default(), 0).unwrap().digest(), digest, "the digest is stable");
+        assert_ne!(plan(&catalogue, &Selection::default(), 1).unwrap().digest(), digest, "a seed changes it");
+    }
+
+    #[test]
+    fn shard_of_random_names_stays_below_the_count() {
+        // A property over generated names (proptest-style, with the project's own seeded
+        // generator): every name lands in exactly one shard below the count, the same each time.
+        let mut rng = crate::stats::SplitMix64::new(7);
+        for _ in 0..2000 {
+            let len = (rng.next_u64() % 24) as usize;
+            let name: String = (0..len).map(|_| char::from(b'a' + (rng.next_u64() % 26) as u8)).collect();
+            let count = 1 + (rng.next_u64() % 100) as u32;
+            let s = shard_of(&name, count);
+            assert!(s < count);
+            assert_eq!(shard_of(&name, count), s);
+        }
     }
 
     #[test]

@@ -14,15 +14,7 @@ use mlport::store::Store;
 use serde_json::Value;
 
 fn run_fixture(db: &Path) {
-    mlport()
-        .args(["run", "--device", "cpu", "--catalogue"])
-        .arg(common::fixture("agreement"))
-        .arg("--db")
-        .arg(db)
-        .arg("--python")
-        .arg(common::python())
-        .assert()
-        .success();
+    common::run_catalogue(db, "agreement", &["--device", "cpu"]);
 }
 
 /// Max |a - e| and the count beyond |a - e| <= atol + rtol |e|, computed by NumPy from the
@@ -137,7 +129,7 @@ fn disagreements_are_found_classified_and_reproducible() {
         .stdout
         .clone();
     let t: Value = serde_json::from_slice(&json).unwrap();
-    assert_eq!((t["format"].as_str(), t["version"].as_u64()), (Some("mlport.frameworks"), Some(1)));
+    assert_eq!((t["format"].as_str(), t["version"].as_u64()), (Some("mlport.frameworks"), Some(2)));
     assert_eq!(t["shared_ops"], 2);
     let row = t["rows"].as_array().unwrap().iter().find(|r| r["op"] == "cumsum" && r["dtype"] == "float16").unwrap();
     assert_eq!(row["reference"], "numpy.cumsum in float64");

@@ -3,7 +3,9 @@
 //! stated reason (torch: a Python branch on a tensor's value under fullgraph; JAX: jnp.nonzero
 //! without `size`, a data-dependent shape; TensorFlow: a shape XLA cannot know at compile
 //! time) and one that recompiles when its shapes change — all from one
-//! `mlport run --modes eager,compiled`, then `report --modes` and a compiled/eager slowdown.
+//! `mlport run --modes eager,compiled,compiled_fullgraph` (torch's strict mode is
+//! `compiled_fullgraph`; its `compiled` takes the graph break and runs), then `report --modes` and a
+//! compiled/eager slowdown.
 
 mod common;
 
@@ -16,15 +18,11 @@ use mlport::store::Store;
 use serde_json::Value;
 
 fn run_fixture(db: &Path) {
-    mlport()
-        .args(["run", "--device", "cpu", "--modes", "eager,compiled", "--budget-ms", "20", "--catalogue"])
-        .arg(common::fixture("modes"))
-        .arg("--db")
-        .arg(db)
-        .arg("--python")
-        .arg(common::python())
-        .assert()
-        .success();
+    // JAX in 64-bit mode: with its shipped default, jnp.nonzero's int32 indices differ from its
+    // float64 self-reference's int64 (`dtype_changed`, tests/truth_dtype.rs); here only the
+    // compilers are under test, and every case must pass eagerly.
+    let modes = ["--device", "cpu", "--modes", "eager,compiled,compiled_fullgraph", "--budget-ms", "20", "--jax-x64"];
+    common::run_catalogue(db, "modes", &modes);
 }
 
 fn result<'a>(rows: &'a [ResultRow], function: &str, target: &str) -> &'a ResultRow {
@@ -41,19 +39,36 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
     let store = Store::open(&db).unwrap();
     let run = store.latest_run().unwrap().unwrap().id;
     let rows = store.results(run).unwrap();
-    let compiled: Target = "cpu/compiled".parse().unwrap();
     // Inductor's cache served the run only, and went with it; the outputs stay.
     let run_dir = tmp.path().join(".mlport").join(format!("modes.db-run-{run}"));
     assert!(run_dir.join("torch-cpu-compiled").is_dir() && !run_dir.join("compile-cache").exists());
 
-    // (framework, compiles, fails to compile with this error type, recompiles, at least this often)
+    // (framework, its whole-graph target, compiles, fails to compile with this error type,
+    // recompiles, at least this often)
     let cases = [
-        ("torch", "torch.cumsum", "torch.where", "torch._dynamo.exc.Unsupported", "torch.flip", 2),
-        ("jax", "jax.numpy.cumsum", "jax.numpy.nonzero", "jax.errors.ConcretizationTypeError", "jax.numpy.flip", 4),
-        ("tensorflow", "tf.math.cumsum", "tf.zeros", "InvalidArgumentError", "tf.reverse", 4),
+        (
+            "torch",
+            "cpu/compiled_fullgraph",
+            "torch.cumsum",
+            "torch.where",
+            "torch._dynamo.exc.Unsupported",
+            "torch.flip",
+            2,
+        ),
+        (
+            "jax",
+            "cpu/compiled",
+            "jax.numpy.cumsum",
+            "jax.numpy.nonzero",
+            "jax.errors.ConcretizationTypeError",
+            "jax.numpy.flip",
+            4,
+        ),
+        ("tensorflow", "cpu/compiled", "tf.math.cumsum", "tf.zeros", "InvalidArgumentError", "tf.reverse", 4),
     ];
     let comparisons = store.comparisons(run).unwrap();
-    for (fw, ok, bad, error_type, again, times) in cases {
+    for (fw, target, ok, bad, error_type, again, times) in cases {
+        let compiled: Target = target.parse().unwrap();
         // Every case passes eagerly, where nothing is compiled.
         for f in [ok, bad, again] {
             let eager = result(&rows, f, "cpu");
@@ -61,7 +76,7 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
             assert_eq!(eager.result.compiles, None, "{fw}: {f} eagerly");
         }
         // Compiles once and agrees with eager (and with the float64 reference).
-        let r = result(&rows, ok, "cpu/compiled");
+        let r = result(&rows, ok, target);
         assert_eq!((r.result.outcome, r.result.compiles), (Outcome::Pass, Some(1)), "{fw}: {:?}", r.result.message);
         assert!(r.result.first_call_ns.is_some() && !r.result.samples_ns.is_empty());
         let against: Vec<(String, &str)> = comparisons
@@ -73,14 +88,14 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
         assert!(against.contains(&("float64".into(), "agree")), "{fw}: {against:?}");
 
         // The compiler refuses it, for the stated reason.
-        let r = result(&rows, bad, "cpu/compiled");
+        let r = result(&rows, bad, target);
         assert_eq!((r.result.outcome, r.result.reason), (Outcome::Fail, Some(Reason::CompileError)), "{fw}");
         let ty = r.result.error_type.as_deref().unwrap_or_default();
         assert!(ty.ends_with(error_type), "{fw}: {ty}: {:?}", r.result.message);
         assert_eq!(r.result.phase.as_deref(), Some("first_call"));
 
         // A new shape on each call: compiled again and again, counted.
-        let r = result(&rows, again, "cpu/compiled");
+        let r = result(&rows, again, target);
         assert_eq!((r.result.outcome, r.result.reason), (Outcome::Fail, Some(Reason::Recompiles)), "{fw}");
         let n = r.result.compiles.unwrap();
         assert!(n >= times, "{fw}: compiled {n} times");
@@ -90,6 +105,11 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
             "{message}"
         );
     }
+    // torch's `compiled` (torch.compile's defaults) takes the graph break and runs it.
+    let broken = result(&rows, "torch.where", "cpu/compiled");
+    assert_eq!(broken.result.outcome, Outcome::Pass, "{:?}", broken.result.message);
+    assert!(broken.result.graph_breaks.unwrap() >= 1, "{:?}", broken.result.graph_breaks);
+    let compiled: Target = "cpu/compiled".parse().unwrap();
     // NumPy has no compiled mode: its compiled target is unavailable, never a failure.
     let numpy =
         store.devices(run).unwrap().into_iter().find(|d| d.device == compiled && d.framework.as_str() == "numpy");
@@ -102,8 +122,9 @@ fn compiled_targets_compile_fail_to_compile_and_recompile() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["format"], "mlport.modes");
-    for fw in ["torch", "jax", "tensorflow"] {
-        let row = doc["rows"].as_array().unwrap().iter().find(|r| r["framework"] == fw).unwrap();
+    for (fw, target) in [("torch", "cpu/compiled_fullgraph"), ("jax", "cpu/compiled"), ("tensorflow", "cpu/compiled")] {
+        let row =
+            doc["rows"].as_array().unwrap().iter().find(|r| r["framework"] == fw && r["compiled"] == target).unwrap();
         let counts: Vec<u64> = ["functions", "compile", "fail_to_compile", "recompile", "change_answer"]
             .iter()
             .map(|k| row[*k].as_u64().unwrap())

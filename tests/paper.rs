@@ -29,6 +29,7 @@ fn report_of(label: &str) -> PortabilityReport {
     let data = run(label);
     let summary = mlport::model::RunSummary {
         id: 1,
+        uid: "paper".into(),
         info: data.info.clone(),
         origin: data.origin.clone(),
         state: mlport::model::RunState::Finished,
@@ -50,6 +51,7 @@ fn report_of(label: &str) -> PortabilityReport {
                 function: functions[case.function.as_str()].clone(),
                 case: case.clone(),
                 result: r.clone(),
+                compared: false,
             }
         })
         .collect();

@@ -59,7 +59,7 @@ fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
     let p = plan(&cat, &Selection::default(), 0).unwrap();
     let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
     let mut inf = info();
-    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let run = store.create_run(&inf, &Default::default(), &p.functions, &p.cases).unwrap();
     let started = Instant::now();
     let ending = runner::execute(
         &mut store,
@@ -109,7 +109,7 @@ fn blocked_timing_blocks_fast_calls_and_flags_a_noisy_case_unstable() {
     let p = plan(&cat, &Selection::default(), 0).unwrap();
     let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
     let mut inf = info();
-    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let run = store.create_run(&inf, &Default::default(), &p.functions, &p.cases).unwrap();
     let cfg = RunConfig { threads: Some(1), ..config(tmp.path()) };
     runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut NullSink, &AtomicBool::new(false)).unwrap();
     assert_eq!(inf.frameworks.get(&Framework::Torch).and_then(|f| f.threads), Some(1), "--threads reached torch");
@@ -169,7 +169,7 @@ fn an_interrupted_run_keeps_its_results_and_resumes_where_it_stopped() {
     let run = {
         let mut store = Store::open(&db).unwrap();
         let mut inf = info();
-        let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+        let run = store.create_run(&inf, &Default::default(), &p.functions, &p.cases).unwrap();
         let flag = AtomicBool::new(false);
         let mut sink = InterruptAfter { after: 2, seen: 0, flag: &flag };
         let ending = runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut sink, &flag).unwrap();
@@ -218,7 +218,7 @@ fn hostile_cases_cannot_shift_answers_blame_the_next_case_or_leave_processes() {
     let p = plan(&cat, &Selection::default(), 0).unwrap();
     let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
     let mut inf = info();
-    let run = store.create_run(&inf, &p.functions, &p.cases).unwrap();
+    let run = store.create_run(&inf, &Default::default(), &p.functions, &p.cases).unwrap();
     let mut cfg = config(tmp.path());
     cfg.case_timeout = Duration::from_secs(30);
     let spec_env = ("MLPORT_TEST_MARKER", marker.as_str());

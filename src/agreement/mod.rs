@@ -20,7 +20,8 @@ pub use pairs::{OutputPair, compare_outputs};
 use std::collections::{HashMap, HashSet};
 
 use crate::model::{
-    Against, CaseResult, CaseRow, ComparisonRow, Dtype, Framework, Outcome, ReferenceRow, ResultRow, Target,
+    Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Dtype, Framework, Outcome, ReferenceRow,
+    ResultRow, Target,
 };
 use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
@@ -31,6 +32,24 @@ pub const FLOAT64: Against = Against::Float64;
 /// The key of the float64 reference of an aligned case at one dtype: `reference/<op>/<case>/<dtype>`.
 pub fn reference_key(op: &str, case_id: &str, dtype: Dtype) -> String {
     format!("reference/{op}/{case_id}/{dtype}")
+}
+
+/// The key of a case's own float64 reference (its catalogue `reference`, or its float64
+/// self-reference): `reference/case/<case key>`.
+pub fn case_reference_key(case_key: &str) -> String {
+    format!("reference/case/{case_key}")
+}
+
+/// The keys a case's float64 reference may be planned under, in the order they are tried: its
+/// own ([`case_reference_key`]: a catalogue `reference`, or a float64 self-reference; the plan
+/// gives a case one only when that is what judges it), then its canonical op's
+/// ([`reference_key`]).
+pub fn reference_keys(op: Option<&str>, case: &CaseRow) -> Vec<String> {
+    let mut keys = vec![case_reference_key(&case.key)];
+    if let (Some(op), Some(dtype)) = (op, case.dtype) {
+        keys.push(reference_key(op, &case.case_id, dtype));
+    }
+    keys
 }
 
 /// The dtype a float64 reference computes in for a case swept at `dtype`: `float64` for
@@ -73,11 +92,16 @@ impl Checker {
         Ok(Checker { ops, references })
     }
 
-    /// The computed float64 reference of a case, if its function has a canonical op and the
-    /// reference was computed (`pass`).
+    /// The float64 reference a case is judged by, computed or not ([`reference_keys`]): its own
+    /// (its catalogue `reference`, or its float64 self-reference), else its op's.
+    pub fn planned_reference_of(&self, case: &CaseRow) -> Option<&ReferenceRow> {
+        let op = self.ops.get(&(case.framework, case.function.clone())).map(String::as_str);
+        reference_keys(op, case).iter().find_map(|k| self.references.get(k))
+    }
+
+    /// The computed float64 reference of a case ([`Checker::planned_reference_of`], `pass`).
     pub fn reference_of(&self, case: &CaseRow) -> Option<&ReferenceRow> {
-        let op = self.ops.get(&(case.framework, case.function.clone()))?;
-        self.references.get(&reference_key(op, &case.case_id, case.dtype?)).filter(|r| r.outcome == Some(Outcome::Pass))
+        self.planned_reference_of(case).filter(|r| r.outcome == Some(Outcome::Pass))
     }
 
     /// Compares a just-recorded result that ran to an answer (a pass, or a `wrong_result` compared
@@ -92,36 +116,48 @@ impl Checker {
         case: &CaseRow,
         result: &CaseResult,
     ) -> Result<Option<Decision>, StoreError> {
+        Ok(self.compare_float64(store, run, case, result)?.and_then(|(_, wrong)| wrong))
+    }
+
+    /// [`Checker::check_float64`], also returning the stored comparison rows (`None` when
+    /// nothing was compared).
+    fn compare_float64(
+        &self,
+        store: &mut Store,
+        run: i64,
+        case: &CaseRow,
+        result: &CaseResult,
+    ) -> Result<Option<Compared>, StoreError> {
         if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             return Ok(None);
         }
         let Some(reference) = self.reference_of(case) else { return Ok(None) };
         let (Some(spec), Some(case_dtype)) = (case.spec.catalogue(), case.dtype) else { return Ok(None) };
-        let label = reference_label(&reference.function, case_dtype);
+        let label = match reference.function == case.function {
+            false => reference_label(&reference.function, case_dtype),
+            true => format!("{} (self-reference)", reference_label(&reference.function, case_dtype)),
+        };
         let pair =
             OutputPair { spec, case_dtype, actual: &result.outputs, expected: &reference.outputs, check_dtype: false };
-        record(store, run, case, result, &FLOAT64, &label, &pair)
+        let rows = compare_outputs(&pair, &case.key, &result.device, &FLOAT64, &label);
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let wrong = crate::outcome::wrong_result(&rows);
+        store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_ref())?;
+        Ok(Some((rows, wrong)))
     }
 }
 
-/// Compares and stores; [`crate::outcome::wrong_result`]'s decision when any compared output
-/// disagrees, stored with the comparisons.
-fn record(
-    store: &mut Store,
-    run: i64,
-    case: &CaseRow,
-    result: &CaseResult,
-    against: &Against,
-    label: &str,
-    pair: &OutputPair<'_>,
-) -> Result<Option<Decision>, StoreError> {
-    let rows = compare_outputs(pair, &case.key, &result.device, against, label);
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    let wrong = crate::outcome::wrong_result(&rows);
-    store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_ref())?;
-    Ok(wrong)
+/// The comparison rows a result got against one reference, and the verdict they gave.
+type Compared = (Vec<ComparisonRow>, Option<Decision>);
+
+/// The output indices a float64 comparison judged (agree or disagree; not `incomparable`).
+fn decided(rows: &[ComparisonRow]) -> Vec<u32> {
+    rows.iter()
+        .filter(|r| r.against == FLOAT64 && r.verdict != ComparisonVerdict::Incomparable)
+        .map(|r| r.output_index)
+        .collect()
 }
 
 /// What a comparison pass did.
@@ -139,9 +175,17 @@ pub struct PassSummary {
 /// `reference_device` for eager targets, the same device eager for compiled ones), the same
 /// case on that target when it ran there. Idempotent: a resumed or repeated pass compares
 /// only what is missing.
+///
+/// Attribution: the float64 reference is the judge. An output it judged (agree or disagree)
+/// is not judged again against the other target, so a compiled (or other-device) result that
+/// agrees with float64 is never `wrong_result` because the eager (reference-device) one is
+/// wrong; only outputs the float64 reference could not judge go by the other target
+/// ([`crate::outcome::against_target`]: on a compiled target "differs, side unknown", a pass;
+/// on another device `wrong_result`, the reference device being the paper's baseline).
 pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Result<PassSummary, StoreError> {
     let checker = Checker::load(store, run)?;
     let done: HashSet<(String, Target, Against)> = store.compared(run)?;
+    let mut earlier = by_result(store.comparisons(run)?);
     let rows: Vec<ResultRow> = store.results(run)?;
     let ran: HashMap<(&str, &Target), &CaseResult> = rows
         .iter()
@@ -154,11 +198,18 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
         if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             continue;
         }
+        let mut wrong = result.outcome == Outcome::WrongResult;
+        let stored = earlier.remove(&(case.key.clone(), result.device.clone())).unwrap_or_default();
+        let mut judged = decided(&stored);
         let seen = |against: &Against| done.contains(&(case.key.clone(), result.device.clone(), against.clone()));
         if !seen(&FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
-            if checker.check_float64(store, run, case, result)?.is_some() {
-                summary.wrong += 1;
+            if let Some((rows, verdict)) = checker.compare_float64(store, run, case, result)? {
+                judged = decided(&rows);
+                if verdict.is_some() {
+                    summary.wrong += 1;
+                    wrong = true;
+                }
             }
         }
         let target = result.device.reference_target(reference_device);
@@ -175,10 +226,18 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
                 expected: &expected.outputs,
                 check_dtype: true,
             };
+            let rows = compare_outputs(&pair, &case.key, &result.device, &device_against, target.as_str());
+            if rows.is_empty() {
+                continue;
+            }
             summary.compared += 1;
-            if record(store, run, case, result, &device_against, target.as_str(), &pair)?.is_some() {
+            let compiled = result.device.mode().is_compiled();
+            // A result already wrong against float64 keeps that verdict and its message.
+            let verdict = crate::outcome::against_target(&rows, &judged, compiled).filter(|_| !wrong);
+            if verdict.as_ref().is_some_and(|d| d.outcome == Outcome::WrongResult) {
                 summary.wrong += 1;
             }
+            store.record_comparisons(run, &case.key, &result.device, &rows, verdict.as_ref())?;
         }
     }
     Ok(summary)
@@ -227,7 +286,7 @@ mod tests {
             spec: Spec::from(CaseSpec::new("torch.exp", "default")),
         };
         let cases = [case("same"), case("off"), case("widened")];
-        let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &[f], &cases).unwrap();
+        let run = store.create_run(&RunInfo::blank("test", Target::cpu()), &Default::default(), &[f], &cases).unwrap();
         let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
         // The test double device: one case agrees, one is 1e-3 off at one element, one returns float64.
         let same = write(dir.path(), "same.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.000001]));
@@ -279,39 +338,80 @@ mod tests {
     }
 
     #[test]
-    fn compiled_targets_are_compared_with_eager_on_the_same_device() {
+    fn compiled_targets_are_judged_by_float64_first_and_never_blamed_blind() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let f = FunctionRow::new(Framework::Jax, "jax.numpy.exp");
-        let case = CaseRow {
-            key: "jax/jax.numpy.exp/c/float32".into(),
+        let mut f = FunctionRow::new(Framework::Jax, "jax.numpy.exp");
+        f.op = Some("exp".into());
+        let case = |id: &str| CaseRow {
+            key: format!("jax/jax.numpy.exp/{id}/float32"),
             framework: Framework::Jax,
             function: "jax.numpy.exp".into(),
-            case_id: "c".into(),
+            case_id: id.into(),
             dtype: Some(Dtype::Float32),
             seed: 0,
-            spec: Spec::from(CaseSpec::new("jax.numpy.exp", "default")),
+            spec: Spec::from(CaseSpec::new("jax.numpy.exp", id)),
         };
+        // `judged` has a float64 reference, `blind` has none.
+        let cases = [case("judged"), case("blind")];
         // The run's reference is cuda:0; cpu/compiled is still judged against cpu eager.
         let gpu: Target = "cuda:0".parse().unwrap();
-        let run = store.create_run(&RunInfo::blank("test", gpu.clone()), &[f], std::slice::from_ref(&case)).unwrap();
-        let cpu = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
-        let compiled = write(dir.path(), "compiled.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
-        let on_gpu = write(dir.path(), "gpu.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
+        let run = store.create_run(&RunInfo::blank("test", gpu.clone()), &Default::default(), &[f], &cases).unwrap();
+        let reference = ReferenceRow {
+            framework: Framework::Numpy,
+            key: reference_key("exp", "judged", Dtype::Float32),
+            op: "exp".into(),
+            case_id: "judged".into(),
+            dtype: Dtype::Float32,
+            function: "numpy.exp".into(),
+            seed: 0,
+            spec: CaseSpec::new("numpy.exp", "judged"),
+            outcome: None,
+            message: None,
+            outputs: json!([]),
+        };
+        store.plan_references(run, std::slice::from_ref(&reference)).unwrap();
+        let f64_out = write(dir.path(), "ref-f64.npy", Data::Float64(vec![1.0, 2.0, 3.5, 4.0]));
+        store.record_reference(run, &reference.key, Outcome::Pass, None, &f64_out).unwrap();
+        // Eager is the wrong one (3.0 where float64 says 3.5); compiled and the GPU are right.
+        let eager = write(dir.path(), "cpu.npy", Data::Float32(vec![1.0, 2.0, 3.0, 4.0]));
+        let right = write(dir.path(), "right.npy", Data::Float32(vec![1.0, 2.0, 3.5, 4.0]));
         let cpu_compiled: Target = "cpu/compiled".parse().unwrap();
-        for (device, outputs) in [(Target::cpu(), &cpu), (cpu_compiled.clone(), &compiled), (gpu.clone(), &on_gpu)] {
-            let mut r = CaseResult::new(&case.key, device, Outcome::Pass);
-            r.outputs = outputs.clone();
-            store.record_result(run, &r).unwrap();
+        for c in &cases {
+            for (device, outputs) in [(Target::cpu(), &eager), (cpu_compiled.clone(), &right), (gpu.clone(), &right)] {
+                let mut r = CaseResult::new(&c.key, device, Outcome::Pass);
+                r.outputs = outputs.clone();
+                store.record_result(run, &r).unwrap();
+            }
         }
-        assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary { compared: 2, wrong: 2 });
+        let s = check_run(&mut store, run, &gpu).unwrap();
+        let got = |id: &str, device: &Target| {
+            let r = store.results(run).unwrap().into_iter().find(|r| r.case.case_id == id && r.result.device == *device);
+            let r = r.unwrap().result;
+            (r.outcome, r.message.unwrap_or_default())
+        };
+        // With float64: the wrong side is eager, on cpu; compiled and cuda:0 agree with float64.
+        let (o, m) = got("judged", &Target::cpu());
+        assert_eq!(o, Outcome::WrongResult);
+        assert!(m.starts_with("disagrees with numpy.exp in float64 (output 0)"), "{m}");
+        assert_eq!(got("judged", &cpu_compiled), (Outcome::Pass, String::new()), "compiled is right");
+        assert_eq!(got("judged", &gpu), (Outcome::Pass, String::new()));
+        // Without float64: compiled differing from eager names no side; cpu against the
+        // reference device cuda:0 is a wrong result (the paper's baseline).
+        let (o, m) = got("blind", &cpu_compiled);
+        assert_eq!(o, Outcome::Pass);
+        assert!(m.starts_with("differs from cpu (output 0), side unknown: no float64 reference"), "{m}");
+        let (o, m) = got("blind", &Target::cpu());
+        assert_eq!(o, Outcome::WrongResult);
+        assert!(m.starts_with("disagrees with cuda:0 (output 0)"), "{m}");
+        assert_eq!(s, PassSummary { compared: 7, wrong: 2 });
+        // Every pair was compared all the same (for reports), against what it should be.
         let cmp = store.comparisons(run).unwrap();
         let against: Vec<(&str, String)> = cmp.iter().map(|c| (c.device.as_str(), c.against.to_string())).collect();
         assert!(against.contains(&("cpu/compiled", "device:cpu".into())), "{against:?}");
         assert!(against.contains(&("cpu", "device:cuda:0".into())), "{against:?}");
-        let r = store.results(run).unwrap().into_iter().find(|r| r.result.device == cpu_compiled).unwrap();
-        assert_eq!(r.result.outcome, Outcome::WrongResult);
-        assert!(r.result.message.unwrap().starts_with("disagrees with cpu (output 0)"));
+        assert!(against.contains(&("cpu/compiled", "float64".into())), "{against:?}");
+        assert_eq!(check_run(&mut store, run, &gpu).unwrap(), PassSummary::default());
     }
 
     #[test]

@@ -52,10 +52,10 @@ pub fn tolerance(spec: &CaseSpec, case_dtype: Dtype, leaf_dtype: &str) -> Tolera
     let base =
         Tolerance::for_dtype(if leaf_floating && case_dtype.is_inexact() { case_dtype.as_str() } else { leaf_dtype });
     let per = spec.tolerance.get(&case_dtype);
-    Tolerance {
-        rtol: per.and_then(|t| t.rtol).or(spec.rtol).unwrap_or(base.rtol),
-        atol: per.and_then(|t| t.atol).or(spec.atol).unwrap_or(base.atol),
-    }
+    Tolerance::close(
+        per.and_then(|t| t.rtol).or(spec.rtol).unwrap_or(base.rtol),
+        per.and_then(|t| t.atol).or(spec.atol).unwrap_or(base.atol),
+    )
 }
 
 /// Whether an output's element type, as the worker names it, is floating or complex: a
@@ -90,13 +90,17 @@ pub fn compare_outputs(
         )),
         _ => None,
     };
-    for (index, rule) in selected {
+    for (position, (index, rule)) in selected.into_iter().enumerate() {
         if rule == Rule::None {
             continue;
         }
         let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype.as_str());
-        let tol =
-            if rule == Rule::Exact { Tolerance::EXACT } else { tolerance(pair.spec, pair.case_dtype, leaf_dtype) };
+        let tol = match rule {
+            Rule::Exact => Tolerance::EXACT,
+            // The loader requires `max_ulp` with the rule; 0.5 (correctly rounded) for a spec without.
+            Rule::Ulp => Tolerance::ulps(pair.spec.max_ulp.unwrap_or(0.5)),
+            _ => tolerance(pair.spec, pair.case_dtype, leaf_dtype),
+        };
         let mut row = ComparisonRow::incomparable(case_key, device, against, reference, index as u32, rule, tol);
         if let Some(why) = &list_mismatch {
             row.summary = why.clone();
@@ -125,6 +129,9 @@ pub fn compare_outputs(
             }
             Err(why) => row.summary = why,
         }
+        if !pair.check_dtype {
+            expect_dtype(&mut row, pair, position, index);
+        }
         rows.push(row);
     }
     // Outputs the reference has and the result lacks (when every output is compared).
@@ -152,6 +159,29 @@ pub fn compare_outputs(
         }
     }
     rows
+}
+
+/// Against a float64 reference, the output's dtype must be the one
+/// [`crate::outcome::expected_of`] expects (the case's `out_dtype`, else the reference's mapped
+/// to the case's precision): another makes the row `disagree` with `dtype_changed`, whatever
+/// the rule (`shape_dtype` and `statistical` included) and whether or not the values could be
+/// compared; the summary begins `dtype int32, expected int64; `.
+fn expect_dtype(row: &mut ComparisonRow, pair: &OutputPair<'_>, position: usize, index: u64) {
+    fn dtype(side: &Value, index: u64) -> Option<&str> {
+        leaf(side, index).filter(|d| d["kind"] == "array").and_then(|d| d["dtype"].as_str())
+    }
+    let (Some(actual), Some(reference)) = (dtype(pair.actual, index), dtype(pair.expected, index)) else { return };
+    let Some(expected) = crate::outcome::expected_of(pair.spec, pair.case_dtype, position, reference) else { return };
+    if expected.admits(actual) {
+        return;
+    }
+    row.dtype_changed = true;
+    row.verdict = ComparisonVerdict::Disagree;
+    row.summary = format!("dtype {actual}, expected {expected}; {}", row.summary);
+    if let Value::Object(detail) = &mut row.detail {
+        detail.insert("dtype_changed".into(), Value::Bool(true));
+        detail.insert("out_dtype_expected".into(), Value::String(expected.to_string()));
+    }
 }
 
 fn leaves(outputs: &Value) -> Vec<u64> {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::ResultRow;
+use crate::agreement::FLOAT64;
+use crate::model::{ComparisonRow, ResultRow, RunSource};
 use crate::model::{Dtype, Framework, Outcome, Reason, Target, name_or_empty};
 
 /// The outcomes of one function's cases at one dtype on one device.
@@ -14,12 +15,24 @@ use crate::model::{Dtype, Framework, Outcome, Reason, Target, name_or_empty};
 pub struct Cell {
     /// Cases that passed.
     pub passed: usize,
-    /// Ran but disagreed with a reference (`wrong_result`).
+    /// Of them, those nothing compared ("ran, unchecked": no reference, or outputs that could
+    /// not be compared); live runs only.
+    pub unchecked: usize,
+    /// Ran but disagreed with a reference in value (`wrong_result`, reason `wrong_result`).
     pub wrong: usize,
+    /// Ran, but an output's dtype was not the expected one (`wrong_result`, reason
+    /// `dtype_changed`): counted apart from `wrong` (JSON version 2).
+    pub dtype_changed: usize,
     /// Failed (raised, timed out, crashed), by reason.
     pub failed: BTreeMap<Reason, usize>,
     /// Cases skipped.
     pub skipped: usize,
+    /// Passing cases whose comparisons with the float64 reference say whether they were
+    /// correctly rounded (elementwise rules, an output narrower than the reference).
+    pub rounding_known: usize,
+    /// Of them, those correctly rounded in every compared output (within 0.5 ULP of the float64
+    /// reference): information, never a verdict.
+    pub correctly_rounded: usize,
 }
 
 /// One function on one device.
@@ -73,8 +86,25 @@ pub struct DtypeMatrix {
     pub problems: Vec<Problem>,
 }
 
-/// Builds the matrix from a run's results (planned order). `keep` selects functions.
-pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool) -> DtypeMatrix {
+/// Builds the matrix from a run's results (planned order) and comparisons (for correct
+/// rounding). `keep` selects functions; `source` is the run's (imported tests are never
+/// "unchecked").
+pub fn build(
+    run: i64,
+    source: RunSource,
+    results: &[ResultRow],
+    comparisons: &[ComparisonRow],
+    keep: &dyn Fn(&ResultRow) -> bool,
+) -> DtypeMatrix {
+    // Per result, correct rounding over its float64 comparisons: None when any is unknown.
+    let mut rounding: std::collections::HashMap<(&str, &Target), Option<bool>> = Default::default();
+    for c in comparisons.iter().filter(|c| c.against == FLOAT64) {
+        let e = rounding.entry((c.case_key.as_str(), &c.device)).or_insert(Some(true));
+        *e = match (*e, c.correctly_rounded()) {
+            (Some(a), Some(b)) => Some(a && b),
+            _ => None,
+        };
+    }
     let mut rows: Vec<MatrixRow> = Vec::new();
     let mut index: BTreeMap<(Framework, String, Target), usize> = BTreeMap::new();
     let mut problems = Vec::new();
@@ -91,8 +121,17 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
         });
         let cell = rows[i].cells.entry(name_or_empty(r.case.dtype).to_string()).or_default();
         match r.result.outcome {
-            Outcome::Pass => cell.passed += 1,
+            Outcome::Pass => {
+                cell.passed += 1;
+                cell.unchecked += usize::from(r.unchecked(source));
+                if let Some(Some(rounded)) = rounding.get(&(r.case.key.as_str(), &r.result.device)) {
+                    cell.rounding_known += 1;
+                    cell.correctly_rounded += usize::from(*rounded);
+                }
+            }
             Outcome::Skip => cell.skipped += 1,
+            // A silent dtype change is its own mark, apart from the values' disagreement.
+            Outcome::WrongResult if r.result.reason == Some(Reason::DtypeChanged) => cell.dtype_changed += 1,
             Outcome::WrongResult => cell.wrong += 1,
             Outcome::Fail | Outcome::Timeout | Outcome::Crash => {
                 *cell.failed.entry(r.result.reason.unwrap_or(Reason::Other)).or_default() += 1
@@ -120,13 +159,10 @@ pub fn build(run: i64, results: &[ResultRow], keep: &dyn Fn(&ResultRow) -> bool)
     DtypeMatrix { run, dtypes, rows, problems }
 }
 
+/// The error type's last part and the message on one line, its head and tail when longer
+/// than 200 characters ([`super::excerpt`]).
 fn first_line(error_type: Option<&str>, message: Option<&str>) -> String {
-    let line = message.and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty())).unwrap_or("");
-    let line: String = if line.chars().count() > 200 {
-        format!("{}…", line.chars().take(200).collect::<String>())
-    } else {
-        line.into()
-    };
+    let line = super::excerpt(message.unwrap_or(""), 200);
     match error_type {
         Some(t) => format!("{}: {line}", t.rsplit('.').next().unwrap_or(t)),
         None => line,
@@ -139,7 +175,7 @@ pub(crate) mod tests {
     use crate::analysis::portability::tests::row;
 
     /// torch.a: float16 wrong, float32 pass, bfloat16 one case unsupported and one passing;
-    /// jax.a: float32 pass on cpu, float32 not implemented on tpu:0.
+    /// jax.a: float32 pass on cpu, float32 not implemented on tpu:0, float16 a dtype change on cpu.
     pub(crate) fn rows() -> Vec<ResultRow> {
         let at = |mut r: ResultRow, dtype: &str, id: i64, message: Option<&str>| {
             r.case.dtype = Some(dtype.parse().unwrap());
@@ -164,27 +200,38 @@ pub(crate) mod tests {
                 Some("\"a_cpu\" not implemented for 'BFloat16'\nmore"),
             ),
             at(row(Framework::Torch, "a", 2, "cpu", Outcome::Pass, None, &[10]), "bfloat16", 4, None),
-            at(row(Framework::Jax, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 5, None),
+            // Nothing compared it: "ran, unchecked".
+            ResultRow { compared: false, ..at(row(Framework::Jax, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 5, None) },
             at(
                 row(Framework::Jax, "a", 1, "tpu:0", Outcome::Fail, Some(Reason::NotImplemented), &[]),
                 "float32",
                 6,
                 Some("no lowering"),
             ),
+            at(
+                row(Framework::Jax, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::DtypeChanged), &[10]),
+                "float16",
+                7,
+                Some(
+                    "dtype changed against numpy.a in float64 (output 0): all 8 elements within exact equality: max abs 0, max rel 0, 0 ULP (int32); dtype changed: int32, expected int64",
+                ),
+            ),
         ]
     }
 
     #[test]
     fn cells_count_pass_wrong_and_reasons() {
-        let m = build(3, &rows(), &|_| true);
+        let m = build(3, RunSource::Live, &rows(), &[], &|_| true);
         assert_eq!(m.dtypes, [Dtype::Float16, Dtype::Bfloat16, Dtype::Float32], "Dtype::ALL order, swept ones only");
         let torch = &m.rows[0];
         assert_eq!((torch.cells["float16"].wrong, torch.cells["float16"].passed), (1, 0));
         assert_eq!(torch.cells["bfloat16"].failed, BTreeMap::from([(Reason::DtypeUnsupported, 1)]));
         assert_eq!(torch.cells["bfloat16"].passed, 1);
-        assert_eq!(m.problems.iter().map(|p| p.result_id).collect::<Vec<_>>(), [1, 3, 6]);
-        let only_jax = build(3, &rows(), &|r| r.function.framework == Framework::Jax);
+        assert_eq!(m.problems.iter().map(|p| p.result_id).collect::<Vec<_>>(), [1, 3, 6, 7]);
+        let jax = &m.rows[1];
+        assert_eq!((jax.cells["float16"].dtype_changed, jax.cells["float16"].wrong), (1, 0), "apart from values");
+        let only_jax = build(3, RunSource::Live, &rows(), &[], &|r| r.function.framework == Framework::Jax);
         assert_eq!(only_jax.rows.len(), 2);
-        assert_eq!(only_jax.dtypes, [Dtype::Float32]);
+        assert_eq!(only_jax.dtypes, [Dtype::Float16, Dtype::Float32]);
     }
 }

@@ -53,8 +53,11 @@ pub struct OpRow {
 pub struct Tally {
     /// Ran and agreed with the float64 reference.
     pub agree: usize,
-    /// Ran and disagreed (`wrong_result`).
+    /// Ran and disagreed in value (`wrong_result`, reason `wrong_result`).
     pub wrong: usize,
+    /// Ran, but an output's dtype was not the expected one (`wrong_result`, reason
+    /// `dtype_changed`; JSON version 2).
+    pub dtype_changed: usize,
     /// Raised, timed out or crashed.
     pub failed: usize,
     /// Ran, but was not compared: no float64 reference, or an output that could not be compared
@@ -149,6 +152,7 @@ pub fn build(
             let t = tally.entry(*fw).or_default();
             for e in entries {
                 match e.outcome {
+                    Outcome::WrongResult if e.reason == Some(Reason::DtypeChanged) => t.dtype_changed += 1,
                     Outcome::WrongResult => t.wrong += 1,
                     Outcome::Pass if !compared(e) => t.unchecked += 1,
                     Outcome::Pass => t.agree += 1,
@@ -203,6 +207,7 @@ pub(crate) mod tests {
 
     fn reference(op: &str, outcome: Outcome) -> ReferenceRow {
         ReferenceRow {
+            framework: Framework::Numpy,
             key: crate::agreement::reference_key(op, "c1", Dtype::Float32),
             op: op.into(),
             case_id: "c1".into(),
@@ -216,13 +221,15 @@ pub(crate) mod tests {
         }
     }
 
-    /// Op `a` in numpy, torch, jax (torch wrong, jax failed); op `b` in torch and jax with a
+    /// Op `a` in numpy, torch, jax, tensorflow (torch wrong, jax failed, tensorflow changed the
+    /// dtype); op `b` in torch and jax with a
     /// reference NumPy could not compute; op `c` in torch only (not shared, left out).
     pub(crate) fn table() -> FrameworkTable {
         let mut rows = vec![
             row(Framework::Numpy, "a", 1, "cpu", Outcome::Pass, None, &[100, 120, 110]),
             row(Framework::Torch, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::WrongResult), &[50]),
             row(Framework::Jax, "a", 1, "cpu", Outcome::Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(Framework::Tensorflow, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::DtypeChanged), &[70]),
             row(Framework::Torch, "b", 1, "cpu", Outcome::Pass, None, &[2000]),
             row(Framework::Jax, "b", 1, "cpu", Outcome::Pass, None, &[3000]),
             row(Framework::Torch, "c", 1, "cpu", Outcome::Pass, None, &[1]),
@@ -233,6 +240,11 @@ pub(crate) mod tests {
         let comparisons = vec![
             comparison("numpy/numpy.a/c1/float32", "agree", 0, 2.5e-7, 0.4),
             comparison("torch/torch.a/c1/float32", "disagree", 5, 0.031, 412.0),
+            ComparisonRow {
+                dtype_changed: true,
+                detail: serde_json::json!({"dtype_actual": "float64", "out_dtype_expected": "float32"}),
+                ..comparison("tensorflow/tensorflow.a/c1/float32", "disagree", 0, 0.0, 0.0)
+            },
         ];
         build(4, &rows, &comparisons, &[reference("a", Outcome::Pass), reference("b", Outcome::Fail)], &|_| true)
     }
@@ -242,9 +254,11 @@ pub(crate) mod tests {
         let t = table();
         assert_eq!(t.shared_ops, 2);
         assert_eq!(t.rows.iter().map(|r| r.op.as_str()).collect::<Vec<_>>(), ["a", "b"]);
-        assert_eq!(t.frameworks, [Framework::Numpy, Framework::Torch, Framework::Jax]);
-        assert_eq!(t.tally[&Framework::Torch], Tally { agree: 0, wrong: 1, failed: 0, unchecked: 1 });
-        assert_eq!(t.tally[&Framework::Jax], Tally { agree: 0, wrong: 0, failed: 1, unchecked: 1 });
+        assert_eq!(t.frameworks, [Framework::Numpy, Framework::Torch, Framework::Jax, Framework::Tensorflow]);
+        let tf = Tally { agree: 0, wrong: 0, dtype_changed: 1, failed: 0, unchecked: 0 };
+        assert_eq!(t.tally[&Framework::Tensorflow], tf, "a dtype change is counted apart");
+        assert_eq!(t.tally[&Framework::Torch], Tally { agree: 0, wrong: 1, dtype_changed: 0, failed: 0, unchecked: 1 });
+        assert_eq!(t.tally[&Framework::Jax], Tally { agree: 0, wrong: 0, dtype_changed: 0, failed: 1, unchecked: 1 });
         assert_eq!(t.rows[0].frameworks[&Framework::Numpy][0].median_ns, Some(110.0));
         assert_eq!(t.rows[1].reference, "numpy.b could not compute it: TypeError: no loop");
     }

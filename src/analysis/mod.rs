@@ -1,15 +1,22 @@
 //! What the stored results mean, computed and never formatted: the portability of each
 //! framework on each target by the paper's definitions ([`portability`]), the slowdown
 //! between two targets ([`slowdown`]), eager against compiled execution ([`modes`]), the
-//! dtype matrix ([`dtypes`]) and the cross-framework agreement table ([`frameworks`]).
+//! dtype matrix ([`dtypes`]), the cross-framework agreement table ([`frameworks`]) and what
+//! changed between two runs ([`diff`]); a campaign's runs of many shards and machines read as
+//! one, per machine ([`campaign`]).
 //! [`crate::render`] turns each result into text.
 
+pub mod campaign;
+pub mod coverage;
+pub mod diff;
 pub mod dtypes;
+pub mod excerpt;
 pub mod frameworks;
 pub mod modes;
 pub mod portability;
 pub mod slowdown;
 
+pub use excerpt::excerpt;
 pub use portability::{
     Attribution, CaseFailure, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader,
     TargetSummary, build, percent_of, rule_text, rule_text_for,

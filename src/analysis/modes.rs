@@ -36,15 +36,36 @@ pub struct CompiledFailure {
     pub result_id: i64,
 }
 
-/// One framework on one device, eager against compiled.
+/// A function that fails eagerly but runs compiled: its first such case.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompiledOnly {
+    /// Fully qualified name.
+    pub function: String,
+    /// Its cases that failed eagerly (raised, timed out or crashed) and passed compiled.
+    pub cases: usize,
+    /// `dtype [case]: eager reason — eager message` of the first of them.
+    pub first: String,
+    /// The compiled result's id (`mlport repro` reproduces the compiled call).
+    pub result_id: i64,
+}
+
+/// One framework on one device, eager against one compiled mode.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModeRow {
     /// The framework.
     pub framework: Framework,
     /// The eager target (`cpu`).
     pub eager: Target,
-    /// The compiled target (`cpu/compiled`).
+    /// The compiled target (`cpu/compiled`, `cpu/compiled_fullgraph`).
     pub compiled: Target,
+    /// torch: functions with at least one counted case that ran with graph breaks (under
+    /// `compiled` the code around a break runs as Python); `None` where the target records no
+    /// graph breaks (JAX, TensorFlow: their compilers take the whole call or fail).
+    pub graph_break_functions: Option<usize>,
+    /// torch: graph breaks summed over the target's cases.
+    pub graph_breaks: Option<u64>,
+    /// Functions with a case that fails eagerly but passes on this compiled target.
+    pub compiled_only: Vec<CompiledOnly>,
     /// Functions with at least one counted case under the compiler.
     pub functions: usize,
     /// Functions whose every counted case compiled once, ran and agreed with eager.
@@ -52,13 +73,13 @@ pub struct ModeRow {
     /// Functions with at least one counted case that failed under the compiler (an error,
     /// timeout or crash: `compile_error`, or a lowering or dtype the compiler lacks).
     pub fail_to_compile: usize,
-    /// Counted failing cases by reason, `recompiles` and `wrong_result` left out (they have
-    /// their own columns).
+    /// Counted failing cases by reason, `recompiles`, `wrong_result` and `dtype_changed` left
+    /// out (they have their own columns).
     pub failure_reasons: BTreeMap<Reason, usize>,
     /// Functions with at least one case compiled more than once for the same inputs.
     pub recompile: usize,
     /// Functions with at least one case whose compiled answer disagrees with eager's (or
-    /// with the float64 reference where eager agreed).
+    /// with the float64 reference where eager agreed), in value or in dtype (`dtype_changed`).
     pub change_answer: usize,
     /// Failing cases not counted: they failed eagerly too.
     pub not_attributable: usize,
@@ -99,7 +120,7 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
     let portability = portability::build(run, devices, results, &ReportOptions::default());
     let stats = StatsConfig { seed: stats_seed.unwrap_or(run.info.seed), ..Default::default() };
     let mut rows = Vec::new();
-    for t in portability.targets.iter().filter(|t| t.device.mode() == Mode::Compiled) {
+    for t in portability.targets.iter().filter(|t| t.device.mode().is_compiled()) {
         let eager = t.device.base();
         let compare = |measure: Measure| {
             let opts = SlowdownOptions {
@@ -111,7 +132,10 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
             };
             slowdown::slowdown((run, &eager, results), (run, &t.device, results), &opts)
         };
-        rows.push(row(t, eager.clone(), &compare(Measure::Steady), &compare(Measure::FirstCall)));
+        let mut r = row(t, eager.clone(), &compare(Measure::Steady), &compare(Measure::FirstCall));
+        graph_breaks(&mut r, results);
+        r.compiled_only = compiled_only(t.framework, &t.device, &eager, results);
+        rows.push(r);
     }
     let eager_only = portability
         .targets
@@ -138,7 +162,7 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
         let v: Vec<f64> = first.functions.iter().map(pick).collect();
         (!v.is_empty()).then(|| crate::stats::median(&v))
     };
-    let is_failure = |r: &Reason| !matches!(r, Reason::WrongResult | Reason::Recompiles);
+    let is_failure = |r: &Reason| !matches!(r, Reason::WrongResult | Reason::DtypeChanged | Reason::Recompiles);
     let mut failure_reasons = BTreeMap::new();
     for (r, n) in t.reasons.iter().filter(|(r, _)| is_failure(r)) {
         failure_reasons.insert(*r, *n);
@@ -173,7 +197,14 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
         fail_to_compile: t.functions.iter().filter(|f| f.reasons.keys().any(is_failure)).count(),
         failure_reasons,
         recompile: t.functions.iter().filter(|f| f.reasons.contains_key(&Reason::Recompiles)).count(),
-        change_answer: t.wrong_result_functions,
+        change_answer: t
+            .functions
+            .iter()
+            .filter(|f| f.wrong > 0 || f.reasons.contains_key(&Reason::DtypeChanged))
+            .count(),
+        graph_break_functions: None,
+        graph_breaks: None,
+        compiled_only: Vec::new(),
         not_attributable: t.cases_not_attributable,
         steady: own(steady).unwrap_or_else(|| empty.clone()),
         first_call: own(first).unwrap_or(empty),
@@ -184,15 +215,72 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
     }
 }
 
+/// Fills in a row's graph breaks from its compiled target's results: functions with a case that
+/// took any (passing or not: a break is a fact of the compilation), and the total.
+fn graph_breaks(row: &mut ModeRow, results: &[ResultRow]) {
+    let mine = results.iter().filter(|r| r.function.framework == row.framework && r.result.device == row.compiled);
+    let mut total: Option<u64> = None;
+    let mut functions: Vec<&str> = Vec::new();
+    for r in mine {
+        if let Some(n) = r.result.graph_breaks {
+            *total.get_or_insert(0) += n;
+            if n > 0 && !functions.contains(&r.function.name.as_str()) {
+                functions.push(&r.function.name);
+            }
+        }
+    }
+    row.graph_breaks = total;
+    row.graph_break_functions = total.map(|_| functions.len());
+}
+
+/// The functions of `framework` with a case that raised, timed out or crashed on `eager` and
+/// passed on `compiled`, in planned order.
+fn compiled_only(framework: Framework, compiled: &Target, eager: &Target, results: &[ResultRow]) -> Vec<CompiledOnly> {
+    use crate::model::Outcome;
+    let failed_eagerly: std::collections::HashMap<&str, &ResultRow> = results
+        .iter()
+        .filter(|r| r.function.framework == framework && r.result.device == *eager)
+        .filter(|r| matches!(r.result.outcome, Outcome::Fail | Outcome::Timeout | Outcome::Crash))
+        .filter(|r| r.result.reason != Some(Reason::HarnessError))
+        .map(|r| (r.case.key.as_str(), r))
+        .collect();
+    let mut out: Vec<CompiledOnly> = Vec::new();
+    for r in results.iter().filter(|r| r.function.framework == framework && r.result.device == *compiled) {
+        let Some(e) = failed_eagerly.get(r.case.key.as_str()).filter(|_| r.result.outcome == Outcome::Pass) else {
+            continue;
+        };
+        match out.iter_mut().find(|o| o.function == r.function.name) {
+            Some(o) => o.cases += 1,
+            None => out.push(CompiledOnly {
+                function: r.function.name.clone(),
+                cases: 1,
+                first: format!(
+                    "{} [{}]: {} — {}",
+                    crate::model::name_or_empty(r.case.dtype),
+                    r.case.case_id,
+                    e.result.reason.map_or_else(|| e.result.outcome.to_string(), |x| x.to_string()),
+                    super::portability::failure_message(&e.result)
+                ),
+                result_id: r.id,
+            }),
+        }
+    }
+    out
+}
+
 /// How the view counts, in words: its footer.
 pub fn rule_text() -> String {
     format!(
-        "Per framework and device, its functions under the compiler (X/compiled: torch.compile with fullgraph=True and \
-         the default Inductor backend, jax.jit of the whole call, tf.function with jit_compile=True) against eager X. \
+        "Per framework, device and compiled mode, its functions under the compiler against eager X (X/compiled: \
+         torch.compile with its defaults and the Inductor backend, graph breaks allowed and counted; jax.jit of the \
+         whole call; tf.function with jit_compile=True. X/compiled_fullgraph: torch.compile(fullgraph=True), where a \
+         graph break is a compile_error). graph breaks: torch's functions with a case that took graph breaks, and \
+         the breaks summed over its cases. compiled only: functions with a case that failed eagerly and passed \
+         compiled. \
          functions: functions with a counted case compiled. compile: every counted case compiled once, ran and \
          agreed. fail to compile: at least one counted case raised, timed out or crashed under the compiler (reasons \
          count cases). recompile: at least one case was compiled more than once for the same inputs. changed answer: \
-         at least one case disagreed with eager beyond tolerance. A function can be in several of the last three. \
+         at least one case disagreed with eager beyond tolerance, or changed an output's dtype. A function can be in several of the last three. \
          A failure counts only if the same case passed eagerly on the same device; the others are not attributable. \
          First call: the median over functions of each function's median first call (compilation included). \
          Compiled/eager: per function the median steady-state time compiled over eager (below 1 is faster \
@@ -210,8 +298,9 @@ pub(crate) mod tests {
     use crate::model::Outcome::{Fail, Pass, WrongResult};
 
     /// torch on cpu and cpu/compiled: a compiles and is 2× faster; b fails to compile in one of
-    /// two cases; c recompiles; d changes its answer; e fails in both modes (not attributable);
-    /// numpy on cpu only.
+    /// two cases, and its other case passes with 2 graph breaks; c recompiles; d changes its
+    /// answer; e fails in both modes (not attributable); f fails eagerly and passes compiled;
+    /// b's second case on cpu/compiled_fullgraph is a compile_error; numpy on cpu only.
     pub(crate) fn results() -> Vec<ResultRow> {
         let t = Framework::Torch;
         let mut rows = vec![
@@ -227,13 +316,20 @@ pub(crate) mod tests {
             row(t, "d", 1, "cpu/compiled", WrongResult, Some(Reason::WrongResult), &[5, 5, 5]),
             row(t, "e", 1, "cpu", Fail, Some(Reason::DtypeUnsupported), &[]),
             row(t, "e", 1, "cpu/compiled", Fail, Some(Reason::CompileError), &[]),
+            row(t, "f", 1, "cpu", Fail, Some(Reason::DtypeUnsupported), &[]),
+            row(t, "f", 1, "cpu/compiled", Pass, None, &[30, 30, 30]),
+            row(t, "b", 2, "cpu/compiled_fullgraph", Fail, Some(Reason::CompileError), &[]),
             row(Framework::Numpy, "a", 1, "cpu", Pass, None, &[7]),
         ];
         for (i, r) in rows.iter_mut().enumerate() {
             r.id = i as i64 + 1;
             let ran = r.result.outcome != Outcome::Fail || r.result.reason == Some(Reason::Recompiles);
-            let first = if r.result.device.mode() == Mode::Compiled { 2_000_000_000 } else { 20_000 };
+            let first = if r.result.device.mode().is_compiled() { 2_000_000_000 } else { 20_000 };
             r.result.first_call_ns = ran.then_some(first);
+            if r.result.device.mode() == Mode::Compiled {
+                r.result.graph_breaks =
+                    Some(if r.function.name == "torch.b" && r.case.case_id == "c2" { 2 } else { 0 });
+            }
             if r.result.outcome != Outcome::Pass {
                 r.result.message = Some("the compiler said no\nmore".into());
             }
@@ -257,11 +353,19 @@ pub(crate) mod tests {
     #[test]
     fn counts_follow_the_compiled_attribution() {
         let rep = example();
-        assert_eq!(rep.rows.len(), 1);
+        assert_eq!(rep.rows.len(), 2, "one row per compiled mode");
         let r = &rep.rows[0];
         assert_eq!((r.framework, r.eager.as_str(), r.compiled.as_str()), (Framework::Torch, "cpu", "cpu/compiled"));
-        // e failed eagerly too: not counted, so four functions, of which only a compiles whole.
-        assert_eq!((r.functions, r.compile, r.fail_to_compile, r.recompile, r.change_answer), (4, 1, 1, 1, 1));
+        // e failed eagerly too: not counted, so five functions, of which a and f compile whole.
+        assert_eq!((r.functions, r.compile, r.fail_to_compile, r.recompile, r.change_answer), (5, 2, 1, 1, 1));
+        assert_eq!((r.graph_breaks, r.graph_break_functions), (Some(2), Some(1)), "b's second case");
+        let only: Vec<(&str, usize, &str)> =
+            r.compiled_only.iter().map(|o| (o.function.as_str(), o.cases, o.first.as_str())).collect();
+        assert_eq!(only, [("torch.f", 1, "float32 [c1]: dtype_unsupported — the compiler said no … more")]);
+        let strict = &rep.rows[1];
+        assert_eq!(strict.compiled.as_str(), "cpu/compiled_fullgraph");
+        assert_eq!((strict.functions, strict.fail_to_compile, strict.graph_breaks), (1, 1, None));
+        assert!(strict.compiled_only.is_empty());
         assert_eq!(r.failure_reasons, BTreeMap::from([(Reason::CompileError, 1)]));
         assert_eq!(r.not_attributable, 1);
         // Steady ratios: a 0.5, b 4 (its compiled case 2), c 100, d 0.5.
@@ -272,7 +376,8 @@ pub(crate) mod tests {
         assert_eq!(r.first_call.median, Some(1e5));
         let names: Vec<&str> = r.failures.iter().map(|f| f.function.as_str()).collect();
         assert_eq!(names, ["torch.b", "torch.c", "torch.d"]);
-        assert_eq!(r.failures[0].first, "float32 [c1]: compile_error — the compiler said no");
+        // The message's first and last lines: both ends of it stay visible (issue 15).
+        assert_eq!(r.failures[0].first, "float32 [c1]: compile_error — the compiler said no … more");
         assert_eq!(
             rep.eager_only,
             vec![(Framework::Numpy, "numpy has no compiled mode: NumPy runs eagerly only".into())]

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{DeviceInfo, ResultRow, RunSource, RunSummary};
-use crate::model::{Dtype, Framework, FunctionStatus, Mode, Outcome, Reason, Target};
+use crate::model::{CaseResult, DeviceInfo, ResultRow, RunSource, RunSummary};
+use crate::model::{Dtype, Framework, FunctionStatus, Outcome, Reason, Target};
 
 /// Which failures on a target other than its reference target are the target's fault. The
 /// reference target of an eager target is the report's reference device; that of a compiled
@@ -63,6 +63,8 @@ pub struct RunHeader {
     pub catalogue_version: BTreeMap<Framework, String>,
     pub seed: u64,
     pub mlport_version: String,
+    /// JAX ran with `jax_enable_x64` on (`mlport run --jax-x64`); JAX's default is off.
+    pub jax_x64: bool,
     /// Where the results came from (`live` for `mlport run`).
     pub source: RunSource,
     /// The run's label, if it has one.
@@ -82,17 +84,19 @@ pub struct CaseFailure {
     /// `None` for an imported case.
     pub dtype: Option<Dtype>,
     pub reason: Reason,
-    /// The first line of the error message (at most 160 characters), or the outcome.
+    /// The error message on one line, its head and tail when longer than 160 characters
+    /// ([`super::excerpt`]), or the outcome.
     pub message: String,
 }
 
-/// The first non-empty line of a message, cut to `max` characters.
-fn first_line(message: &str, max: usize) -> String {
-    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if line.chars().count() > max {
-        format!("{}…", line.chars().take(max).collect::<String>())
-    } else {
-        line.to_string()
+/// A failing result's message for people: the error's type (its last dotted part) and an
+/// excerpt of its message ([`super::excerpt`], 160 characters); the outcome when nothing was recorded.
+pub fn failure_message(r: &CaseResult) -> String {
+    match (&r.error_type, &r.message) {
+        (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), super::excerpt(m, 160)),
+        (None, Some(m)) => super::excerpt(m, 160),
+        (Some(t), None) => t.clone(),
+        (None, None) => r.outcome.to_string(),
     }
 }
 
@@ -104,13 +108,18 @@ pub struct FunctionSummary {
     /// `None` when no case of the function was counted (the function was not "run").
     pub status: Option<FunctionStatus>,
     pub passed: usize,
-    /// Counted cases that raised, timed out or crashed (wrong results are apart, in `wrong`).
+    /// Of the passing cases, those nothing compared ("ran, unchecked": no reference, or
+    /// outputs that could not be compared); live runs only.
+    pub unchecked: usize,
+    /// Counted cases that raised, timed out, crashed or changed an output's dtype (reason
+    /// `dtype_changed`); wrong values are apart, in `wrong`.
     pub failed: usize,
     /// Counted cases that ran but disagreed with their reference (`wrong_result`).
     pub wrong: usize,
     /// Failing cases excused by the [`Attribution`] rule (not the device's fault).
     pub not_attributable: usize,
-    /// Counted failing cases by reason, errors only (wrong results are counted in `wrong`).
+    /// Counted failing cases by reason: errors and `dtype_changed` (wrong values are counted in
+    /// `wrong`).
     pub reasons: BTreeMap<Reason, usize>,
     /// The counted failing and wrong cases, in planned order.
     pub failures: Vec<CaseFailure>,
@@ -149,6 +158,8 @@ pub struct TargetSummary {
     /// disagreed with a reference beyond tolerance.
     pub wrong_result_functions: usize,
     pub cases_passed: usize,
+    /// Of the passing cases, those nothing compared ("ran, unchecked"); live runs only.
+    pub cases_unchecked: usize,
     /// Counted cases that raised, timed out or crashed.
     pub cases_failed: usize,
     /// Counted cases that ran but disagreed with their reference (`wrong_result`).
@@ -237,24 +248,25 @@ pub const COMPILED_RULE: &str = " A compiled target (`cpu/compiled`) is judged a
      failure under the compiler counts only if the same case passed eagerly there, and its answers are compared with \
      the eager ones.";
 
-/// Where a result lands under the rules.
-enum Counted {
+/// Where a result lands under the report's rules ([`counted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// A counted pass.
     Pass,
+    /// A counted failure with its reason (`wrong_result` for a case that ran but disagreed).
     Fail(Reason),
+    /// Skipped: never counted.
     Skipped,
+    /// A failure excused by the [`Attribution`] rule: not the target's fault.
     NotAttributable,
+    /// mlport's own (or the catalogue's) bug: listed apart, never counted.
     Harness,
 }
 
-/// Computes the report. `results` is the run's rows as [`crate::store::Store::results`]
-/// returns them (planned order); `devices` supplies the unavailable list. A failing
+/// How each of `results` (a run's rows as [`crate::store::Store::results`] returns them)
+/// counts under `opts`, in the same order: the classification [`build`] totals. A failing
 /// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`.
-pub fn build(
-    run: &RunSummary,
-    devices: &[DeviceInfo],
-    results: &[ResultRow],
-    opts: &ReportOptions,
-) -> PortabilityReport {
+pub fn counted(run: &RunSummary, results: &[ResultRow], opts: &ReportOptions) -> Vec<Counted> {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
     // Attribution needs the reference target: a framework with no result on it is counted as is.
@@ -276,36 +288,57 @@ pub fn build(
         Attribution::ReferencePassed => !on_target.contains(&(key, target)),
         Attribution::ReferenceNotFailed => on_target.contains(&(key, target)),
     };
-    let compiled_targets = results.iter().any(|r| r.result.device.mode() == Mode::Compiled);
+    results
+        .iter()
+        .map(|row| {
+            let r = &row.result;
+            match r.outcome {
+                Outcome::Pass => Counted::Pass,
+                Outcome::Skip => Counted::Skipped,
+                Outcome::Fail | Outcome::Timeout | Outcome::Crash | Outcome::WrongResult => {
+                    let reason = r.reason.unwrap_or(match r.outcome {
+                        Outcome::Timeout => Reason::Timeout,
+                        Outcome::Crash => Reason::Crash,
+                        Outcome::WrongResult => Reason::WrongResult,
+                        _ => Reason::Other,
+                    });
+                    let target = r.device.reference_target(&reference);
+                    if reason == Reason::HarnessError {
+                        Counted::Harness
+                    } else if opts.attributable
+                        && r.device != target
+                        && with_reference.contains(&(row.function.framework, &target))
+                        && excused(r.case_key.as_str(), &target)
+                    {
+                        Counted::NotAttributable
+                    } else {
+                        Counted::Fail(reason)
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+/// Computes the report. `results` is the run's rows as [`crate::store::Store::results`]
+/// returns them (planned order); `devices` supplies the unavailable list. A failing
+/// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`.
+pub fn build(
+    run: &RunSummary,
+    devices: &[DeviceInfo],
+    results: &[ResultRow],
+    opts: &ReportOptions,
+) -> PortabilityReport {
+    let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
+    let attribution = Attribution::for_source(run.origin.source);
+    let with_reference: HashSet<(Framework, &Target)> =
+        results.iter().map(|r| (r.function.framework, &r.result.device)).collect();
+    let compiled_targets = results.iter().any(|r| r.result.device.mode().is_compiled());
 
     let mut targets: BTreeMap<(Framework, bool, &Target), Totals<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
-    for row in results {
+    for (row, counted) in results.iter().zip(counted(run, results, opts)) {
         let r = &row.result;
-        let counted = match r.outcome {
-            Outcome::Pass => Counted::Pass,
-            Outcome::Skip => Counted::Skipped,
-            Outcome::Fail | Outcome::Timeout | Outcome::Crash | Outcome::WrongResult => {
-                let reason = r.reason.unwrap_or(match r.outcome {
-                    Outcome::Timeout => Reason::Timeout,
-                    Outcome::Crash => Reason::Crash,
-                    Outcome::WrongResult => Reason::WrongResult,
-                    _ => Reason::Other,
-                });
-                let target = r.device.reference_target(&reference);
-                if reason == Reason::HarnessError {
-                    Counted::Harness
-                } else if opts.attributable
-                    && r.device != target
-                    && with_reference.contains(&(row.function.framework, &target))
-                    && excused(r.case_key.as_str(), &target)
-                {
-                    Counted::NotAttributable
-                } else {
-                    Counted::Fail(reason)
-                }
-            }
-        };
         if let Counted::Harness = counted {
             harness_errors.push(HarnessError {
                 case_key: r.case_key.clone(),
@@ -319,7 +352,7 @@ pub fn build(
         }
         // The reference device sorts first within its framework.
         let key = (row.function.framework, r.device != reference, &r.device);
-        targets.entry(key).or_default().add(row, counted);
+        targets.entry(key).or_default().add(row, counted, run.origin.source);
     }
 
     PortabilityReport {
@@ -333,6 +366,7 @@ pub fn build(
             catalogue_version: run.info.catalogue_version.clone(),
             seed: run.info.seed,
             mlport_version: run.info.mlport_version.clone(),
+            jax_x64: run.info.jax_x64,
             source: run.origin.source,
             label: run.origin.label.clone(),
             machine: run.origin.machine.clone(),
@@ -374,6 +408,7 @@ struct Totals<'a> {
     index: HashMap<&'a str, usize>,
     reasons: BTreeMap<Reason, usize>,
     passed: usize,
+    unchecked: usize,
     failed: usize,
     wrong: usize,
     skipped: usize,
@@ -383,13 +418,14 @@ struct Totals<'a> {
 }
 
 impl<'a> Totals<'a> {
-    fn add(&mut self, row: &'a ResultRow, counted: Counted) {
+    fn add(&mut self, row: &'a ResultRow, counted: Counted, source: RunSource) {
         let name = row.function.name.as_str();
         let i = *self.index.entry(name).or_insert_with(|| {
             self.functions.push(FunctionSummary {
                 name: name.to_string(),
                 status: None,
                 passed: 0,
+                unchecked: 0,
                 failed: 0,
                 wrong: 0,
                 not_attributable: 0,
@@ -403,19 +439,17 @@ impl<'a> Totals<'a> {
             Counted::Pass => {
                 f.passed += 1;
                 self.passed += 1;
+                if row.unchecked(source) {
+                    f.unchecked += 1;
+                    self.unchecked += 1;
+                }
                 let mut samples: Vec<f64> = row.result.samples_ns.iter().map(|&ns| ns as f64).collect();
                 if let Some(m) = median(&mut samples) {
                     self.case_medians.push(m);
                 }
             }
             Counted::Fail(reason) => {
-                let r = &row.result;
-                let message = match (&r.error_type, &r.message) {
-                    (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), first_line(m, 160)),
-                    (None, Some(m)) => first_line(m, 160),
-                    (Some(t), None) => t.clone(),
-                    (None, None) => r.outcome.to_string(),
-                };
+                let message = failure_message(&row.result);
                 f.failures.push(CaseFailure {
                     result_id: row.id,
                     case_id: row.case.case_id.clone(),
@@ -453,6 +487,7 @@ impl<'a> Totals<'a> {
             reasons: self.reasons,
             wrong_result_functions: 0,
             cases_passed: self.passed,
+            cases_unchecked: self.unchecked,
             cases_failed: self.failed,
             cases_wrong: self.wrong,
             cases_skipped: self.skipped,
@@ -497,6 +532,7 @@ pub(crate) mod tests {
     pub(crate) fn run_summary() -> RunSummary {
         RunSummary {
             id: 7,
+            uid: "0123456789abcdef0123456789abcdef".into(),
             info: RunInfo {
                 started_at: "2026-12-01T10:00:00Z".into(),
                 host: "gpu-box".into(),
@@ -518,6 +554,8 @@ pub(crate) mod tests {
                 seed: 42,
                 reference_device: Target::cpu(),
                 mlport_version: "0.1.0".into(),
+                jax_x64: false,
+                switches: None,
             },
             origin: Default::default(),
             state: crate::model::RunState::Finished,
@@ -575,12 +613,15 @@ pub(crate) mod tests {
                 samples_ns: samples.to_vec(),
                 block_sizes: Vec::new(),
                 compiles: None,
+                graph_breaks: None,
                 runqueue_wait_ns: None,
                 steady_wall_ns: None,
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),
             },
+            // Compared to a verdict unless a test says otherwise ("ran, unchecked").
+            compared: true,
         }
     }
 
@@ -596,7 +637,8 @@ pub(crate) mod tests {
             row(t, "a", 1, "cuda:0", Fail, Some(NotImplemented), &[]),
             row(t, "a", 2, "cpu", Pass, None, &[50, 40]),
             row(t, "a", 2, "cuda:0", Pass, None, &[7]),
-            row(t, "b", 1, "cpu", Pass, None, &[100]),
+            // Passed with nothing to compare it with.
+            ResultRow { compared: false, ..row(t, "b", 1, "cpu", Pass, None, &[100]) },
             row(t, "b", 1, "cuda:0", Fail, Some(NotImplemented), &[]),
             row(t, "b", 2, "cpu", Fail, Some(DtypeUnsupported), &[]),
             row(t, "b", 2, "cuda:0", Fail, Some(DtypeUnsupported), &[]),
@@ -834,5 +876,20 @@ pub(crate) mod tests {
         assert_eq!(median(&mut [3.0]), Some(3.0));
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(&mut [9.0, 1.0, 5.0]), Some(5.0));
+    }
+
+    #[test]
+    fn passes_nothing_compared_are_counted_unchecked_in_live_runs_only() {
+        let live = build(&run_summary(), &devices(), &results(), &ReportOptions::default());
+        let cpu = target(&live, Framework::Torch, "cpu");
+        assert_eq!((cpu.cases_passed, cpu.cases_unchecked), (3, 1));
+        let b = cpu.functions.iter().find(|f| f.name == "torch.b").unwrap();
+        assert_eq!((b.passed, b.unchecked), (1, 1));
+        assert_eq!(target(&live, Framework::Torch, "cuda:0").cases_unchecked, 0);
+        // An imported test checked its own answer: never "unchecked".
+        let mut run = run_summary();
+        run.origin.source = RunSource::ImportPytestJson;
+        let imported = build(&run, &devices(), &results(), &ReportOptions::default());
+        assert!(imported.targets.iter().all(|t| t.cases_unchecked == 0));
     }
 }

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use toml::Spanned;
 
-use super::spec::{COMPARES, CaseTable, CompareSpec, DISTS, FORMAT_VERSION, FileSpec, FunctionSpec, PASS_AS};
-use super::{Case, CatalogueFile, Function};
+use super::spec::{COMPARES, CaseTable, CompareSpec, FORMAT_VERSION, FileSpec, FunctionSpec};
+use super::{Case, CatalogueFile, Function, OwnReference};
 use crate::compare::Rule;
-use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework};
+use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework, Mode, OutDtype};
 
 /// The longest per-case timeout a catalogue or `--timeout` may ask for: one day, in s.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
@@ -133,13 +133,53 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
     let mut cases: Vec<Case> = Vec::new();
     for c in f.case {
         let span = c.span();
-        let case = case(cx, framework, &name, c.into_inner(), span.start)?;
+        let mut c = c.into_inner();
+        if c.out_dtype.is_none()
+            && let Some(o) = &f.out_dtype
+        {
+            // The function's default, checked against each case's `outputs` where it lands.
+            let copy = match o.get_ref() {
+                CompareSpec::One(d) => CompareSpec::One(d.clone()),
+                CompareSpec::PerOutput(l) => CompareSpec::PerOutput(l.clone()),
+            };
+            c.out_dtype = Some(Spanned::new(o.span(), copy));
+        }
+        if c.modes.is_none()
+            && let Some(m) = &f.modes
+        {
+            c.modes = Some(Spanned::new(m.span(), m.get_ref().clone()));
+        }
+        let case = case(cx, framework, &name, c, span.start)?;
         if cases.iter().any(|d| d.id == case.id) {
             return Err(cx.err(span.start, format!("case id `{}` is used twice in `{name}`", case.id)));
         }
         cases.push(case);
     }
-    Ok(Function { name, paper: f.paper, decile, top20: f.top20, op: f.op, moved: f.moved, note: f.note, cases })
+    let reference_only = match &f.reference_only {
+        Some(r) if *r.get_ref() && framework != Framework::Numpy => {
+            return Err(cx.err_at(
+                r,
+                "`reference_only` belongs in the NumPy catalogue: it marks a NumPy function that only supplies float64 \
+                 references",
+            ));
+        }
+        Some(r) if *r.get_ref() && f.op.is_none() => {
+            return Err(cx.err_at(r, "a `reference_only` function needs an `op`: that is what it is the reference of"));
+        }
+        Some(r) => *r.get_ref(),
+        None => false,
+    };
+    Ok(Function {
+        name,
+        paper: f.paper,
+        decile,
+        top20: f.top20,
+        op: f.op,
+        moved: f.moved,
+        note: f.note,
+        reference_only,
+        cases,
+    })
 }
 
 /// `dtype` as a [`Dtype`]; `None` for `T` where `allow_t` (an input that takes the swept dtype).
@@ -158,7 +198,7 @@ fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<Option
     }
 }
 
-fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize) -> Result<Case, CatalogueError> {
+fn case(cx: &Ctx, framework: Framework, function: &str, c: CaseTable, at: usize) -> Result<Case, CatalogueError> {
     let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
     if let Some(s) = &c.id
         && (id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace))
@@ -189,35 +229,7 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize
         if let Some(d) = &i.dtype {
             check_dtype(cx, at, d, true)?;
         }
-        if let Some(dist) = &i.dist {
-            if !DISTS.contains(&dist.as_str()) {
-                return Err(cx.err(at, format!("unknown dist `{dist}` (expected one of {})", DISTS.join(", "))));
-            }
-            if i.value.is_some() {
-                return Err(cx.err(at, "an input has either `value` or `dist`, not both"));
-            }
-        }
-        if let Some(shape) = &i.shape
-            && shape.iter().any(|&s| s < 0)
-        {
-            return Err(cx.err(at, format!("shape {shape:?} has a negative dimension")));
-        }
-        if let Some(a) = &i.as_
-            && !PASS_AS.contains(&a.as_str())
-        {
-            return Err(cx.err(at, format!("unknown `as = \"{a}\"` (expected one of {})", PASS_AS.join(", "))));
-        }
-        let scalar = i.scalar == Some(true) || i.as_.as_deref() == Some("scalar");
-        if scalar && i.shape.as_ref().is_some_and(|s| s.iter().product::<i64>() != 1) {
-            return Err(
-                cx.err(at, "a scalar input (`scalar = true` or `as = \"scalar\"`) must have shape [] or one element")
-            );
-        }
-        if let (Some(lo), Some(hi)) = (i.low, i.high)
-            && lo >= hi
-        {
-            return Err(cx.err(at, format!("low {lo} must be below high {hi}")));
-        }
+        super::inputs::check(i, &dtypes).map_err(|m| cx.err(at, m))?;
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
     let compare = match c.compare.as_ref() {
@@ -250,6 +262,9 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize
             }
         }
     };
+    let (compare, max_ulp) = ulp_rule(cx, &c, compare)?;
+    let out_dtype = c.out_dtype.as_ref().map(|o| out_dtype(cx, o, c.outputs.as_deref())).transpose()?;
+    let modes = c.modes.as_ref().map(|m| modes(cx, framework, m)).transpose()?;
     for t in [&c.rtol, &c.atol].into_iter().flatten() {
         if !(*t.get_ref() >= 0.0 && t.get_ref().is_finite()) {
             return Err(cx.err_at(t, "a tolerance must be a finite number >= 0"));
@@ -289,6 +304,9 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize
         id: id.clone(),
         inputs,
         kwargs,
+        max_ulp,
+        modes,
+        out_dtype,
         outputs: c.outputs.clone(),
         rtol: c.rtol.as_ref().map(|t| *t.get_ref()),
         skip: None,
@@ -296,16 +314,140 @@ fn case(cx: &Ctx, _framework: Framework, function: &str, c: CaseTable, at: usize
         tolerance,
     };
     let line = line_col(cx.text, at).0;
+    let reference = match (&c.reference, &c.reference_kwargs) {
+        (Some(r), kwargs) => {
+            let name = r.get_ref();
+            let root = name.split('.').next().unwrap_or("");
+            if !is_dotted_identifier(name) || !name.contains('.') || !matches!(root, "numpy" | "scipy") {
+                return Err(cx.err_at(
+                    r,
+                    format!(
+                        "`reference = \"{name}\"` must name a NumPy or SciPy callable by its full name \
+                         (`scipy.special.expit`, `numpy.cumsum`)"
+                    ),
+                ));
+            }
+            let kwargs = match kwargs {
+                Some(k) => match serde_json::to_value(k.get_ref()).map_err(|e| cx.err_at(k, e.to_string()))? {
+                    serde_json::Value::Object(m) => m,
+                    other => return Err(cx.err_at(k, format!("`reference_kwargs` must be a table, not {other}"))),
+                },
+                None => serde_json::Map::new(),
+            };
+            Some(OwnReference { function: name.clone(), kwargs })
+        }
+        (None, Some(k)) => {
+            return Err(cx.err_at(
+                k,
+                "`reference_kwargs` goes with `reference = \"numpy...\"`: there is no callable to pass them to",
+            ));
+        }
+        (None, None) => None,
+    };
     Ok(Case {
         id,
         dtypes,
         seed: c.seed.unwrap_or(0),
         timeout_s: c.timeout_s.map(|t| *t.get_ref()),
         skip: c.skip,
+        reference,
         spec,
         path: cx.path.to_string(),
         line,
     })
+}
+
+/// A case's `out_dtype`: each name a dtype or `T`; a list names at least one, and exactly one
+/// per output `outputs` selects when it selects.
+fn out_dtype(cx: &Ctx, o: &Spanned<CompareSpec>, outputs: Option<&[u32]>) -> Result<OutDtype, CatalogueError> {
+    let names: Vec<&String> = match o.get_ref() {
+        CompareSpec::One(d) => vec![d],
+        CompareSpec::PerOutput(list) => list.iter().collect(),
+    };
+    if names.is_empty() {
+        return Err(cx.err_at(o, "`out_dtype` lists no dtype"));
+    }
+    for d in &names {
+        check_dtype(cx, o.span().start, d, true).map_err(|_| {
+            cx.err_at(o, format!("`out_dtype`: unknown dtype `{d}` (expected one of {}, or T)", Dtype::expected_list()))
+        })?;
+    }
+    Ok(match o.get_ref() {
+        CompareSpec::One(d) => OutDtype::One(d.clone()),
+        CompareSpec::PerOutput(list) => {
+            if let Some(outs) = outputs
+                && outs.len() != list.len()
+            {
+                return Err(cx.err_at(
+                    o,
+                    format!("`out_dtype` lists {} dtypes but `outputs` selects {} outputs", list.len(), outs.len()),
+                ));
+            }
+            OutDtype::PerOutput(list.clone())
+        }
+    })
+}
+
+/// A case's `modes`: at least one, each a [`Mode`] the framework has, none twice.
+fn modes(cx: &Ctx, framework: Framework, m: &Spanned<Vec<String>>) -> Result<Vec<Mode>, CatalogueError> {
+    if m.get_ref().is_empty() {
+        return Err(cx.err_at(m, "`modes` lists no mode (eager, compiled, compiled_fullgraph)"));
+    }
+    let mut out = Vec::new();
+    for name in m.get_ref() {
+        let mode: Mode = name.parse().map_err(|e: String| cx.err_at(m, format!("`modes`: {e}")))?;
+        if let Some(why) = framework.lacks_mode(mode) {
+            return Err(cx.err_at(m, format!("`modes`: {why}")));
+        }
+        if out.contains(&mode) {
+            return Err(cx.err_at(m, format!("`modes` lists {mode} twice")));
+        }
+        out.push(mode);
+    }
+    Ok(out)
+}
+
+/// The `ulp` rule's keys: `ulp = N` replaces the default rule by `ulp` with `max_ulp = N`;
+/// `max_ulp` goes with a `compare` that names `ulp` (and that needs it); `rtol`/`atol` mean
+/// nothing when every output is compared in ULPs.
+fn ulp_rule(cx: &Ctx, c: &CaseTable, compare: Compare) -> Result<(Compare, Option<f64>), CatalogueError> {
+    let bound = |v: &Spanned<f64>, key: &str| {
+        let n = *v.get_ref();
+        if n >= 0.0 && n.is_finite() {
+            Ok(n)
+        } else {
+            Err(cx.err_at(v, format!("`{key}` must be a finite number >= 0")))
+        }
+    };
+    let names_ulp = match &compare {
+        Compare::One(r) => *r == Rule::Ulp,
+        Compare::PerOutput(list) => list.contains(&Rule::Ulp),
+    };
+    let (compare, max_ulp) = match (&c.ulp, &c.max_ulp) {
+        (Some(u), _) if c.compare.is_some() => {
+            return Err(cx.err_at(
+                u,
+                "`ulp = N` replaces the default rule; with `compare`, write `compare = \"ulp\"` and `max_ulp = N`",
+            ));
+        }
+        (Some(u), Some(_)) => return Err(cx.err_at(u, "`ulp = N` is `max_ulp = N` with the `ulp` rule: give one")),
+        (Some(u), None) => (Compare::One(Rule::Ulp), Some(bound(u, "ulp")?)),
+        (None, Some(m)) if !names_ulp => {
+            return Err(cx.err_at(m, "`max_ulp` means nothing without `compare = \"ulp\"` (or `ulp = N`)"));
+        }
+        (None, Some(m)) => (compare, Some(bound(m, "max_ulp")?)),
+        (None, None) if names_ulp => {
+            let at = c.compare.as_ref().map_or(0, |s| s.span().start);
+            return Err(cx.err(at, "the `ulp` rule needs `max_ulp = N` (0.5: correctly rounded)"));
+        }
+        (None, None) => (compare, None),
+    };
+    if compare == Compare::One(Rule::Ulp)
+        && let Some(t) = c.rtol.as_ref().or(c.atol.as_ref())
+    {
+        return Err(cx.err_at(t, "`rtol`/`atol` mean nothing when every output is compared in ULPs (`max_ulp`)"));
+    }
+    Ok((compare, max_ulp))
 }
 
 /// Reads one file or every `*.toml` in a folder (sorted by name).
@@ -413,6 +555,58 @@ op = "svd"
     }
 
     #[test]
+    fn out_dtype_is_a_dtype_or_t_per_case_or_from_the_function() {
+        let case = |text: &str| json_of(&parse("t.toml", text).unwrap().functions[0].cases[0]);
+        assert!(case(GOOD).get("out_dtype").is_none(), "absent: not stored");
+        let one = GOOD.replace("compare = \"up_to_sign\"", "out_dtype = \"int64\"");
+        assert_eq!(case(&one)["out_dtype"], json!("int64"));
+        let list = GOOD.replace("compare = \"up_to_sign\"", "out_dtype = [\"T\", \"int64\"]\n  outputs = [0, 2]");
+        assert_eq!(case(&list)["out_dtype"], json!(["T", "int64"]));
+        let from_function = GOOD.replace("op = \"svd\"", "op = \"svd\"\nout_dtype = \"bool\"");
+        assert_eq!(case(&from_function)["out_dtype"], json!("bool"));
+        let both = from_function.replace("compare = \"up_to_sign\"", "out_dtype = \"T\"");
+        assert_eq!(case(&both)["out_dtype"], json!("T"), "the case's own wins");
+        let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", "out_dtype = \"int65\""));
+        assert!(e.starts_with("cat/t.toml:15:") && e.contains("`out_dtype`: unknown dtype `int65`"), "{e}");
+        let e = error_of(&GOOD.replace("op = \"svd\"", "op = \"svd\"\nout_dtype = [\"T\", \"t\"]"));
+        assert!(e.starts_with("cat/t.toml:9:") && e.contains("unknown dtype `t`"), "{e}");
+        let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", "out_dtype = []"));
+        assert!(e.contains("`out_dtype` lists no dtype"), "{e}");
+        let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", "out_dtype = [\"T\"]\n  outputs = [0, 1]"));
+        assert!(e.contains("`out_dtype` lists 1 dtypes but `outputs` selects 2 outputs"), "{e}");
+        let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", "out_dtype = 3"));
+        assert!(e.starts_with("cat/t.toml:15:"), "{e}");
+    }
+
+    #[test]
+    fn modes_name_the_modes_a_case_runs_in() {
+        let case = |text: &str| json_of(&parse("t.toml", text).unwrap().functions[0].cases[0]);
+        assert!(case(GOOD).get("modes").is_none(), "absent: every mode, not stored");
+        let eager = GOOD.replace("compare = \"up_to_sign\"", "modes = [\"eager\"]");
+        assert_eq!(case(&eager)["modes"], json!(["eager"]));
+        let both = GOOD.replace("op = \"svd\"", "op = \"svd\"\nmodes = [\"compiled\", \"compiled_fullgraph\"]");
+        assert_eq!(case(&both)["modes"], json!(["compiled", "compiled_fullgraph"]), "from the function");
+        let own = both.replace("compare = \"up_to_sign\"", "modes = [\"eager\"]");
+        assert_eq!(case(&own)["modes"], json!(["eager"]), "the case's own wins");
+        for (bad, says) in [
+            ("modes = []", "`modes` lists no mode"),
+            ("modes = [\"jit\"]", "`modes`: unknown mode `jit` (expected eager, compiled or compiled_fullgraph)"),
+            ("modes = [\"eager\", \"eager\"]", "`modes` lists eager twice"),
+            ("modes = \"eager\"", "invalid type"),
+        ] {
+            let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", bad));
+            assert!(e.starts_with("cat/t.toml:15:") && e.contains(says), "{bad}: {e}");
+        }
+        let jax = GOOD
+            .replace("\"torch\"", "\"jax\"")
+            .replace("compare = \"up_to_sign\"", "modes = [\"compiled_fullgraph\"]");
+        assert!(error_of(&jax).contains("jax has no compiled_fullgraph mode"), "{}", error_of(&jax));
+        let numpy =
+            GOOD.replace("\"torch\"", "\"numpy\"").replace("compare = \"up_to_sign\"", "modes = [\"compiled\"]");
+        assert!(error_of(&numpy).contains("numpy has no compiled mode"), "{}", error_of(&numpy));
+    }
+
+    #[test]
     fn a_bad_dtype_names_file_line_and_column() {
         let e = error_of(&GOOD.replace("\"bfloat16\"]", "\"bfloat17\"]"));
         assert!(e.starts_with("cat/t.toml:12:"), "{e}");
@@ -444,9 +638,165 @@ op = "svd"
         assert!(error_of(nocase).contains("has no [[function.case]]"));
     }
 
+    /// A one-case file whose case is swept over `dtypes` and has one input table `input`.
+    fn with_input(dtypes: &str, input: &str) -> String {
+        format!(
+            "format = 1\nframework = \"torch\"\nversion = \"t1\"\n[[function]]\nname = \"torch.abs\"\n\
+             [[function.case]]\ndtypes = {dtypes}\ninputs = [ {{ {input} }} ]\n"
+        )
+    }
+
+    #[test]
+    fn every_pair_of_input_keys_means_something_or_is_an_error_naming_the_place() {
+        // One value per key; `dist = "uniform"` reads `low`/`high` only.
+        const KEYS: [(&str, &str); 13] = [
+            ("shape", "[2, 2]"),
+            ("dtype", "\"int32\""),
+            ("dist", "\"uniform\""),
+            ("low", "1.0"),
+            ("high", "5.0"),
+            ("mean", "0.5"),
+            ("std", "2.0"),
+            ("p", "0.3"),
+            ("start", "1.0"),
+            ("value", "[1, 2]"),
+            ("fill", "3"),
+            ("scalar", "true"),
+            ("as", "\"list\""),
+        ];
+        // Alone, at float32: `low`, `high` (no dist reads them), `p` (not bool) and `start`
+        // (not arange) mean nothing.
+        let alone_bad = ["low", "high", "p", "start"];
+        // The pairs that mean something although one key alone does not, and those that do
+        // not although each key alone does, with a word of the error.
+        let rescued = [("dist", "low"), ("dist", "high")];
+        let broken: [(&str, &str, &str); 16] = [
+            ("shape", "scalar", "must hold one element"),
+            ("dtype", "mean", "means nothing"),
+            ("dtype", "std", "means nothing"),
+            ("dist", "mean", "means nothing"),
+            ("dist", "std", "means nothing"),
+            ("dist", "value", "not `dist` and `value`"),
+            ("dist", "fill", "not `dist` and `fill`"),
+            ("mean", "value", "means nothing with `value`"),
+            ("mean", "fill", "means nothing with `fill`"),
+            ("std", "value", "means nothing with `value`"),
+            ("std", "fill", "means nothing with `fill`"),
+            ("value", "fill", "not `value` and `fill`"),
+            ("value", "scalar", "must hold one element"),
+            ("scalar", "as", "contradicts `as = \"list\"`"),
+            ("low", "high", "means nothing"),
+            ("p", "start", "means nothing"),
+        ];
+        let mut checked = 0;
+        for (i, (a, va)) in KEYS.iter().enumerate() {
+            for (b, vb) in &KEYS[i + 1..] {
+                let text = with_input("[\"float32\"]", &format!("{a} = {va}, {b} = {vb}"));
+                let got = parse("cat/t.toml", &text);
+                let broke = broken.iter().find(|(x, y, _)| (x, y) == (a, b));
+                let refused =
+                    !rescued.contains(&(a, b)) && (alone_bad.contains(a) || alone_bad.contains(b) || broke.is_some());
+                match (got, refused) {
+                    (Ok(_), false) | (Err(_), true) => {}
+                    (Ok(_), true) => panic!("`{a}` with `{b}` loaded, but one of them means nothing there"),
+                    (Err(e), false) => panic!("`{a}` with `{b}` was refused: {e}"),
+                }
+                if let Err(e) = parse("cat/t.toml", &text) {
+                    let e = e.to_string();
+                    assert!(e.starts_with("cat/t.toml:8:12: "), "`{a}` with `{b}`: {e}");
+                    if let Some((_, _, word)) = broke {
+                        assert!(e.contains(word), "`{a}` with `{b}`: {e}");
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 78, "13 keys, 78 pairs");
+        for (a, va) in KEYS {
+            let alone = parse("cat/t.toml", &with_input("[\"float32\"]", &format!("{a} = {va}")));
+            assert_eq!(alone.is_err(), alone_bad.contains(&a), "`{a}` alone: {alone:?}");
+        }
+    }
+
+    #[test]
+    fn inputs_are_read_at_the_dtypes_they_take() {
+        let ok = |dtypes: &str, input: &str| parse("cat/t.toml", &with_input(dtypes, input)).map(|_| ());
+        let err = |dtypes: &str, input: &str| ok(dtypes, input).unwrap_err().to_string();
+        // `p` means something when the sweep holds bool, low/high for the other dtypes.
+        ok("[\"float32\", \"bool\"]", "shape = [4], dist = \"randint\", low = 0, high = 4, p = 0.2").unwrap();
+        assert!(err("[\"bool\"]", "shape = [4], dist = \"randint\"").contains("a bool input is drawn"));
+        assert!(err("[\"bool\"]", "shape = [4], std = 2.0").contains("`std` means nothing"));
+        ok("[\"bool\"]", "shape = [4], p = 0.9").unwrap();
+        assert!(err("[\"bool\"]", "shape = [4], p = 1.5").contains("probability"));
+        // mean/std are read by normal at floating dtypes only; a sweep with one is enough.
+        ok("[\"int32\", \"float16\"]", "shape = [4], std = 3.0").unwrap();
+        assert!(err("[\"int32\"]", "shape = [4], std = 3.0").contains("at dtype int32"));
+        assert!(err("[\"float32\"]", "shape = [4], dist = \"arange\", low = 1.0").contains("`low` means nothing"));
+        ok("[\"float32\"]", "shape = [4], dist = \"arange\", start = 3.0").unwrap();
+        // value and fill: broadcast to the shape, or refused.
+        ok("[\"float32\"]", "shape = [250, 250], value = 1.23").unwrap();
+        ok("[\"float32\"]", "shape = [3, 4], value = [[1], [2], [3]]").unwrap();
+        ok("[\"float32\"]", "shape = [250, 250], fill = 1.23").unwrap();
+        let e = err("[\"float32\"]", "shape = [2, 3], value = [1, 2]");
+        assert!(e.starts_with("cat/t.toml:8:12: `value` of shape [2] cannot be broadcast to `shape` [2, 3]"), "{e}");
+        assert!(err("[\"float32\"]", "value = [[1, 2], [3]]").contains("ragged"));
+        assert!(err("[\"float32\"]", "value = \"one\"").contains("not a string"));
+        assert!(err("[\"float32\"]", "fill = [1, 2]").contains("one number or bool"));
+        assert!(err("[\"float32\", \"int8\"]", "shape = [2], fill = 1.5").contains("dtype int8 cannot hold"));
+        assert!(err("[\"float32\"]", "value = 2.5, dtype = \"int64\"").contains("truncated"));
+        ok("[\"float32\"]", "value = [4], as = \"scalar\"").unwrap();
+        assert!(err("[\"float32\"]", "shape = [3], dist = \"spd\"").contains("two equal dimensions"));
+        assert!(err("[\"float32\"]", "dist = \"probs\"").contains("at least one dimension"));
+    }
+
+    #[test]
+    fn the_ulp_rule_keys() {
+        let case = |keys: &str| GOOD.replace("compare = \"up_to_sign\"", keys);
+        let spec = |keys: &str| parse("cat/t.toml", &case(keys)).map(|f| f.functions[0].cases[0].spec.clone());
+        let s = spec("ulp = 1").unwrap();
+        assert_eq!((s.compare.clone(), s.max_ulp), (Compare::One(Rule::Ulp), Some(1.0)));
+        let s = spec("compare = [\"ulp\", \"allclose\"]\nmax_ulp = 0.5\nrtol = 1e-3").unwrap();
+        assert_eq!((s.compare.rule(0), s.compare.rule(1), s.max_ulp), (Rule::Ulp, Rule::AllClose, Some(0.5)));
+        let err = |keys: &str| error_of(&case(keys));
+        assert!(err("compare = \"exact\"\nulp = 1").contains("`ulp = N` replaces the default rule"));
+        assert!(err("ulp = 1\nmax_ulp = 1").contains("give one"));
+        assert!(err("max_ulp = 1").contains("`max_ulp` means nothing without"));
+        assert!(err("compare = \"ulp\"").contains("needs `max_ulp = N`"));
+        assert!(err("ulp = -1.0").contains("`ulp` must be a finite number >= 0"));
+        assert!(err("ulp = 2\nrtol = 1e-3").contains("mean nothing when every output is compared in ULPs"));
+        let e = err("max_ulp = 1");
+        assert!(e.starts_with("cat/t.toml:15:"), "{e}");
+    }
+
     #[test]
     fn syntax_errors_carry_a_position() {
         let e = error_of("format = 1\nframework = \"torch\nversion = 1\n");
         assert!(e.starts_with("cat/t.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn references_are_checked_where_they_are_written() {
+        let head =
+            |fw: &str| format!("format = 1\nframework = \"{fw}\"\nversion = \"t\"\n[[function]]\nname = \"{fw}.f\"\n");
+        // reference_only belongs in the NumPy file, on a function with an op.
+        let e = error_of(&format!("{}reference_only = true\nop = \"f\"\n[[function.case]]\n", head("torch")));
+        assert!(e.contains("`reference_only` belongs in the NumPy catalogue") && e.starts_with("cat/t.toml:6:"), "{e}");
+        let e = error_of(&format!("{}reference_only = true\n[[function.case]]\n", head("numpy")));
+        assert!(e.contains("needs an `op`"), "{e}");
+        // reference names a NumPy or SciPy callable; reference_kwargs only with it.
+        let e = error_of(&format!("{}[[function.case]]\nreference = \"torch.exp\"\n", head("torch")));
+        assert!(e.contains("must name a NumPy or SciPy callable") && e.starts_with("cat/t.toml:7:"), "{e}");
+        let e = error_of(&format!("{}[[function.case]]\nreference_kwargs = {{ axis = 1 }}\n", head("torch")));
+        assert!(e.contains("`reference_kwargs` goes with `reference"), "{e}");
+        let ok = parse(
+            "cat/t.toml",
+            &format!(
+                "{}[[function.case]]\nreference = \"scipy.special.softmax\"\nreference_kwargs = {{ axis = 1 }}\n",
+                head("torch")
+            ),
+        )
+        .unwrap();
+        let own = ok.functions[0].cases[0].reference.clone().unwrap();
+        assert_eq!((own.function.as_str(), own.kwargs["axis"].as_i64()), ("scipy.special.softmax", Some(1)));
     }
 }

@@ -2,6 +2,7 @@
 //! The built-in catalogue (catalogue/*.toml) is embedded in the binary.
 
 mod builtin;
+mod inputs;
 mod load;
 pub mod spec;
 
@@ -40,6 +41,8 @@ pub struct Function {
     pub moved: Option<String>,
     /// Free text for readers of the report.
     pub note: Option<String>,
+    /// Only supplies float64 references (NumPy files): never planned as a test.
+    pub reference_only: bool,
     /// At least one; ids are unique within the function.
     pub cases: Vec<Case>,
 }
@@ -60,6 +63,16 @@ impl Function {
     }
 }
 
+/// A case's own float64 reference: a NumPy or SciPy callable run by the NumPy worker on the
+/// case's inputs upcast to float64 (complex128).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnReference {
+    /// The callable's full name (`scipy.special.expit`, `numpy.cumsum`).
+    pub function: String,
+    /// Its keyword arguments (`reference_kwargs`), literal JSON.
+    pub kwargs: serde_json::Map<String, serde_json::Value>,
+}
+
 /// One case of a function; planned once per dtype.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -74,6 +87,9 @@ pub struct Case {
     pub timeout_s: Option<f64>,
     /// Recorded as `skip` with this why, never run.
     pub skip: Option<String>,
+    /// The case's own float64 reference (`reference = "scipy.special.expit"`), which wins
+    /// over its op's.
+    pub reference: Option<OwnReference>,
     /// What the worker receives (function, id, inputs, kwargs, code) and what the comparison
     /// reads (compare, outputs, rtol, atol, tolerance).
     pub spec: CaseSpec,
@@ -158,11 +174,17 @@ impl Catalogue {
         Ok(())
     }
 
-    /// The NumPy function with this canonical op and a case with this id: the float64
-    /// reference of every aligned case (`None` when the catalogue has none).
+    /// The NumPy function with this canonical op and a case with this id, the first in file
+    /// order (a `reference_only` function may add case ids to an op that a NumPy test already
+    /// has): the float64 reference of every aligned case (`None` when the catalogue has none).
+    /// The case may be skipped as a NumPy test, or its function `reference_only`: it still
+    /// supplies the reference.
     pub fn reference_for(&self, op: &str, case_id: &str) -> Option<(&Function, &Case)> {
-        let f = self.file(Framework::Numpy)?.functions.iter().find(|f| f.op.as_deref() == Some(op))?;
-        f.cases.iter().find(|c| c.id == case_id).map(|c| (f, c))
+        self.file(Framework::Numpy)?
+            .functions
+            .iter()
+            .filter(|f| f.op.as_deref() == Some(op))
+            .find_map(|f| f.cases.iter().find(|c| c.id == case_id).map(|c| (f, c)))
     }
 
     /// The file for a framework, if any.

@@ -50,6 +50,17 @@ pub struct FunctionSpec {
     /// Free text for readers of the report.
     #[serde(default)]
     pub note: Option<String>,
+    /// The default `out_dtype` of the function's cases (a case's own wins).
+    #[serde(default)]
+    pub out_dtype: Option<Spanned<CompareSpec>>,
+    /// The default `modes` of the function's cases (a case's own wins).
+    #[serde(default)]
+    pub modes: Option<Spanned<Vec<String>>>,
+    /// NumPy files only: the function is there to supply float64 references to the other
+    /// frameworks' cases with its `op` and case ids, and is never run or judged as a NumPy test
+    /// (default false).
+    #[serde(default)]
+    pub reference_only: Option<Spanned<bool>>,
     /// The `[[function.case]]` tables; at least one.
     #[serde(default)]
     pub case: Vec<Spanned<CaseTable>>,
@@ -82,6 +93,23 @@ pub struct CaseTable {
     /// Indices of the output leaves to compare (default all).
     #[serde(default)]
     pub outputs: Option<Vec<u32>>,
+    /// The dtype every compared output must have, a [`crate::model::Dtype`] name or `T` (the
+    /// swept dtype), or a list with one per compared output (docs/catalogue.md, "Output
+    /// dtypes"); default: the float64 reference's, mapped to the case's precision.
+    #[serde(default)]
+    pub out_dtype: Option<Spanned<CompareSpec>>,
+    /// The execution modes the case runs in, among `eager`, `compiled`, `compiled_fullgraph`
+    /// (docs/modes.md); default every mode a run asks for (`--modes`).
+    #[serde(default)]
+    pub modes: Option<Spanned<Vec<String>>>,
+    /// The `ulp` rule's bound in ULPs of the output's dtype (0.5: correctly rounded); required
+    /// by, and only with, a `compare` that names `ulp`.
+    #[serde(default)]
+    pub max_ulp: Option<Spanned<f64>>,
+    /// `ulp = N`: the case's outputs are compared by the `ulp` rule with `max_ulp = N` instead of
+    /// the default `allclose` (not with `compare` or `max_ulp`).
+    #[serde(default)]
+    pub ulp: Option<Spanned<f64>>,
     /// Relative tolerance for every dtype of the case, replacing the dtype's default
     /// (torch.testing.assert_close's; DESIGN.md); non-negative.
     #[serde(default)]
@@ -97,22 +125,34 @@ pub struct CaseTable {
     /// (default: the run's, 60 s).
     #[serde(default)]
     pub timeout_s: Option<Spanned<f64>>,
-    /// Record the case as `skip` with this reason and never run it.
+    /// Record the case as `skip` with this reason and never run it. On a NumPy case that
+    /// supplies an op's float64 reference, only the NumPy test is skipped: the reference is
+    /// still computed.
     #[serde(default)]
     pub skip: Option<String>,
+    /// The case's own float64 reference, which wins over its op's: a NumPy or SciPy callable
+    /// (`scipy.special.expit`), called on the case's inputs upcast to float64 with
+    /// `reference_kwargs` (not the case's own `kwargs`, whose names are the framework's).
+    #[serde(default)]
+    pub reference: Option<Spanned<String>>,
+    /// Literal keyword arguments of the `reference` callable (`{ axis = 1 }`); only with
+    /// `reference`.
+    #[serde(default)]
+    pub reference_kwargs: Option<Spanned<toml::Table>>,
     /// Python defining `build(ctx, *inputs, **kwargs)`, run once untimed; it returns the
     /// zero-argument callable that is timed (docs/catalogue.md, "Python case code").
     #[serde(default)]
     pub code: Option<Spanned<String>>,
 }
 
-/// A case's `compare`: one rule for every compared output, or one per compared output.
+/// A case's `compare` (one rule for every compared output, or one per compared output) or
+/// `out_dtype` (likewise, dtype names): one name, or a list of them.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum CompareSpec {
-    /// `compare = "up_to_sign"`.
+    /// `compare = "up_to_sign"`, `out_dtype = "int64"`.
     One(String),
-    /// `compare = ["up_to_sign", "allclose", "up_to_sign_rows"]`.
+    /// `compare = ["up_to_sign", "allclose", "up_to_sign_rows"]`, `out_dtype = ["T", "int64"]`.
     PerOutput(Vec<String>),
 }
 
@@ -139,7 +179,8 @@ pub struct InputSpec {
     /// `T` (the swept dtype, the default) or a fixed [`crate::model::Dtype`] name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
-    /// Value distribution, one of [`DISTS`] (the worker's default is `normal`); not with `value`.
+    /// Value distribution, one of [`DISTS`] (the worker's default is `normal`); not with
+    /// `value` or `fill`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dist: Option<String>,
     /// Lower bound, inclusive, for `uniform` (default 0), `positive` (0.5) and integer draws
@@ -162,9 +203,14 @@ pub struct InputSpec {
     /// First value of `arange` (default 0; step 1, row-major over `shape`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<f64>,
-    /// A literal value, cast to the input's dtype, instead of a distribution.
+    /// A literal value (a number, a bool or nested lists of them), cast to the input's dtype,
+    /// instead of a distribution; with `shape`, broadcast to it by NumPy's rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<toml::Value>,
+    /// One number (or bool) every element of an array of `shape` takes, cast to the input's
+    /// dtype: `{ shape = [250, 250], fill = 1.23 }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<toml::Value>,
     /// Pass as a Python scalar, the same as `as = "scalar"`; the shape must hold one element.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scalar: Option<bool>,
@@ -178,8 +224,8 @@ pub struct InputSpec {
 pub const DISTS: [&str; 9] = ["normal", "uniform", "positive", "probs", "spd", "randint", "arange", "ones", "zeros"];
 
 /// Comparison rules a case may declare (`crate::compare::Rule` spells the same names).
-pub const COMPARES: [&str; 8] =
-    ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "shape_dtype", "statistical", "none"];
+pub const COMPARES: [&str; 9] =
+    ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "ulp", "shape_dtype", "statistical", "none"];
 
 /// Ways an input may be passed instead of a framework tensor.
 pub const PASS_AS: [&str; 4] = ["tensor", "numpy", "list", "scalar"];

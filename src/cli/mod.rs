@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{Dtype, Framework, Mode, Target};
+use crate::model::{Dtype, Framework, Mode, Shard, Target};
+use crate::store::Location;
 pub use values::{SlowdownSide, SlowdownSpec, TargetArg, ThresholdFor};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
@@ -58,6 +59,67 @@ pub enum Command {
     /// Write a self-contained Python script (inputs saved beside it) that reproduces one
     /// stored failure or wrong result, for filing upstream.
     Repro(ReproArgs),
+    /// What changed from run A to run B: per function × target the status changes, agreement
+    /// changes and slowdowns beyond --threshold, with both sides' versions.
+    Diff(DiffArgs),
+    /// Write runs (with their results, samples, references and comparisons) to a versioned,
+    /// self-contained bundle that `mlport import bundle` loads into any store.
+    Export(ExportArgs),
+}
+
+/// Arguments of `mlport export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The store holding the runs.
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Runs to export: ids, labels or campaign names (a campaign exports all its runs).
+    #[arg(value_name = "RUN|CAMPAIGN", required = true)]
+    pub runs: Vec<String>,
+    /// The bundle to write (a gzip-compressed tar; replaced once complete).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Also carry each run's files: its .npy outputs, inputs and float64 references.
+    #[arg(long)]
+    pub with_outputs: bool,
+    /// Where the runs' files are (with --with-outputs).
+    #[command(flatten)]
+    pub outputs: OutputsArg,
+}
+
+/// Arguments of `mlport diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The store holding both runs.
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The baseline: a run id or label (`latest` for the newest run).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// What is compared with it: a run id or label.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// A function is slower on B when the bootstrap interval of its median steady-state ratio
+    /// B/A lies wholly above this (faster when wholly below its inverse).
+    #[arg(long, default_value = "1.5", value_parser = values::above_one, value_name = "RATIO")]
+    pub threshold: f64,
+    /// An output agreeing with the float64 reference on both sides is listed when its largest
+    /// error (ULPs) grew or shrank by this factor.
+    #[arg(long, default_value = "2", value_parser = values::above_one, value_name = "FACTOR")]
+    pub error_factor: f64,
+    /// Exit with code 3 when a change of these kinds is present, e.g.
+    /// `new_failure,new_wrong_result,slowdown` (any kind the diff lists).
+    #[arg(long, value_delimiter = ',', value_name = "CHANGE")]
+    pub fail_on: Vec<crate::analysis::diff::ChangeKind>,
+    /// Count every failure, not only device-attributable ones.
+    #[arg(long)]
+    pub all_failures: bool,
+    /// The bootstrap's seed (default: run A's stored seed).
+    #[arg(long, value_name = "SEED")]
+    pub stats_seed: Option<u64>,
+    /// Output format: table, markdown, json (`mlport.diff`, version 2) or csv.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
 }
 
 /// Arguments of `mlport scan`.
@@ -92,6 +154,13 @@ pub struct AuditArgs {
     /// Runs to take results from: ids or labels, comma-separated (default: every run in the store).
     #[arg(long = "run", value_delimiter = ',', value_name = "RUN")]
     pub runs: Vec<String>,
+    /// A campaign's runs instead (its shards read together), on one machine: the campaign's
+    /// only machine, or the one --machine names.
+    #[arg(long, value_name = "NAME", conflicts_with = "runs")]
+    pub campaign: Option<String>,
+    /// With --campaign: the machine whose runs to read (needed when the campaign has more than one).
+    #[arg(long, value_name = "NAME", requires = "campaign")]
+    pub machine: Option<String>,
     /// The reference device the target is compared with.
     #[arg(long, default_value = "cpu", value_name = "DEVICE")]
     pub reference: Target,
@@ -159,6 +228,23 @@ pub enum ImportCommand {
     /// The published raw data of "The Grand Illusion" (a folder like ../shared/paper-data):
     /// one run per framework × machine × device, repeated sessions merged.
     Paper(ImportPaperArgs),
+    /// Bundles written by `mlport export` (any machine's): each in one transaction; a run
+    /// already in the store (same uid) is skipped, so importing twice changes nothing.
+    Bundle(ImportBundleArgs),
+}
+
+/// Arguments of `mlport import bundle`.
+#[derive(Debug, Args)]
+pub struct ImportBundleArgs {
+    /// The store to write (created when missing).
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The bundles.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where files carried by bundles go.
+    #[command(flatten)]
+    pub outputs: OutputsArg,
 }
 
 /// Arguments of `mlport import pytest-json`.
@@ -236,12 +322,30 @@ pub struct PytestArgs {
     pub pytest_args: Vec<String>,
 }
 
-/// `--db PATH`, shared by the commands that read or write a store.
+/// `--db PATH|URL` (or `MLPORT_DB`), shared by the commands that read or write a store.
 #[derive(Debug, Args, Clone)]
 pub struct DbArg {
-    /// The SQLite store.
-    #[arg(long, default_value = "mlport.db", value_name = "PATH")]
-    pub db: PathBuf,
+    /// The store: an SQLite file, or a PostgreSQL database (postgresql://USER[:PASSWORD]@HOST:PORT/DB)
+    /// that many machines write to at once.
+    #[arg(
+        long,
+        env = "MLPORT_DB",
+        hide_env_values = true,
+        default_value = "mlport.db",
+        value_name = "PATH|URL",
+        value_parser = values::StoreParser
+    )]
+    pub db: Location,
+}
+
+/// `--outputs DIR`, shared by the commands that write or read a run's arrays.
+#[derive(Debug, Args, Clone)]
+pub struct OutputsArg {
+    /// Keep (or find) each run's output arrays in DIR/<store>-run-<id>/ instead of .mlport/ beside
+    /// the SQLite store (for PostgreSQL: in the current folder); a folder shared by the machines of
+    /// a fleet lets any of them reproduce a result.
+    #[arg(long, value_name = "DIR")]
+    pub outputs: Option<PathBuf>,
 }
 
 /// `--python PATH`, shared by the commands that start workers.
@@ -293,6 +397,9 @@ pub struct RunArgs {
     /// Where results go.
     #[command(flatten)]
     pub db: DbArg,
+    /// Where output arrays go.
+    #[command(flatten)]
+    pub outputs: OutputsArg,
     /// Which interpreter runs the workers.
     #[command(flatten)]
     pub python: PythonArg,
@@ -306,9 +413,11 @@ pub struct RunArgs {
     /// device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
     #[arg(short, long = "device", value_delimiter = ',', value_name = "DEVICE")]
     pub devices: Vec<TargetArg>,
-    /// Execution modes, each device a target in each: eager (each framework's own dispatch)
-    /// and compiled (torch.compile, jax.jit, tf.function(jit_compile=True)); e.g.
-    /// `--modes eager,compiled` runs `cpu` and `cpu/compiled`. NumPy runs eager only.
+    /// Execution modes, each device a target in each: eager (each framework's own dispatch),
+    /// compiled (torch.compile with graph breaks allowed, jax.jit, tf.function(jit_compile=True))
+    /// and compiled_fullgraph (torch.compile(fullgraph=True); torch only); e.g.
+    /// `--modes eager,compiled` runs `cpu` and `cpu/compiled`. NumPy runs eager only; a case's
+    /// catalogue `modes` can leave some out.
     #[arg(long = "modes", value_delimiter = ',', value_name = "MODE", default_value = "eager")]
     pub modes: Vec<Mode>,
     /// Only these functions (fully qualified, e.g. torch.linalg.svd).
@@ -337,9 +446,39 @@ pub struct RunArgs {
     /// with the run, per framework.
     #[arg(long, value_name = "N", value_parser = values::threads)]
     pub threads: Option<u32>,
+    /// Run JAX with `jax_enable_x64` on (64-bit int64/float64/complex128 arrays). Off by
+    /// default, as JAX ships: an int64 or float64 case then runs at int32/float32, as a JAX
+    /// user's code would. Recorded with the run; `--resume` and `repro` use the run's setting.
+    #[arg(long)]
+    pub jax_x64: bool,
+    /// A name for the run, usable wherever a run id is (`--run`, `--slowdown`, `mlport diff`,
+    /// `mlport export`).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
     /// Continue an interrupted run (the latest, or the one given) instead of starting one.
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "latest", value_parser = values::resume_run)]
     pub resume: Option<String>,
+    /// Run one of N disjoint parts of the plan, `INDEX/COUNT` from 0 (`--shard 0/4` is the first
+    /// of four), split by a stable hash of the function name (docs/fleet.md). Inside a Slurm job
+    /// array or a Kubernetes Indexed Job the shard comes from the environment. Needs --campaign
+    /// (inside a Slurm array it defaults to `slurm-<array job id>`); running a campaign's shard
+    /// again continues its run.
+    #[arg(long, value_name = "I/N", value_parser = values::shard)]
+    pub shard: Option<Shard>,
+    /// The number of shards when the index comes from a Kubernetes Indexed Job
+    /// (`JOB_COMPLETION_INDEX`): the Job's `completions`.
+    #[arg(long, env = "MLPORT_SHARDS", value_name = "N", value_parser = values::shard_count)]
+    pub shards: Option<u32>,
+    /// The campaign the run belongs to: the runs of many shards and machines that
+    /// `report --campaign` reads as one. One run per (campaign, --machine, shard): running the
+    /// same one again continues it (its pending cases) instead of starting another.
+    #[arg(long, env = "MLPORT_CAMPAIGN", value_name = "NAME", value_parser = values::fleet_name)]
+    pub campaign: Option<String>,
+    /// The machine's name in reports (default: the host name); names a machine in
+    /// `report --campaign C --slowdown cuda:0@MACHINE..tpu:0@MACHINE`. Give it on a cluster whose
+    /// nodes share one kind of hardware, so a shard requeued on another node is the same machine.
+    #[arg(long, env = "MLPORT_MACHINE", value_name = "NAME", value_parser = values::fleet_name)]
+    pub machine: Option<String>,
     /// Format of the table printed at the end.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
@@ -352,8 +491,17 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub db: DbArg,
     /// The run to report: an id, a label, or `all` for an overview of every run (default: the latest).
-    #[arg(long, value_name = "RUN")]
+    #[arg(long, value_name = "RUN", conflicts_with = "campaign")]
     pub run: Option<String>,
+    /// A campaign's runs instead of one run: one group per (machine, target), each machine
+    /// counted against its own reference device; with --slowdown a side's `@NAME` is a machine
+    /// of the campaign (`cuda:0@gpu-box..tpu:0@tpu-box`).
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+    /// With --campaign and --dtypes, --frameworks or --modes: the machine whose runs to read
+    /// (needed when the campaign has more than one).
+    #[arg(long, value_name = "NAME", requires = "campaign")]
+    pub machine: Option<String>,
     /// Output format (csv: the overview's rows, or with --slowdown its table).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
@@ -410,6 +558,9 @@ pub struct ReproArgs {
     /// The store holding the result.
     #[command(flatten)]
     pub db: DbArg,
+    /// Where the run's output arrays are.
+    #[command(flatten)]
+    pub outputs: OutputsArg,
     /// The result's id, as `mlport report --dtypes`, `--frameworks` and `--functions` print it (`#123`).
     #[arg(value_name = "RESULT_ID", value_parser = values::result_id)]
     pub result: i64,
@@ -434,4 +585,12 @@ pub struct ListArgs {
     /// List every function, not only counts.
     #[arg(long)]
     pub functions: bool,
+    /// Per framework, what will judge the planned cases' answers: their op's float64
+    /// reference, their own `reference`, a float64 self-reference, or nothing (they would pass
+    /// "ran, unchecked").
+    #[arg(long)]
+    pub references: bool,
+    /// List the planned floating-point cases nothing can check, one case key a line.
+    #[arg(long)]
+    pub unchecked: bool,
 }

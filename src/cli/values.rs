@@ -5,7 +5,8 @@
 
 use std::str::FromStr;
 
-use crate::model::{Framework, Mode, Target};
+use crate::model::{Framework, Mode, Shard, Target};
+use crate::store::Location;
 
 /// A `--device` value: a target, and whether it was written with its mode (`cpu/compiled` is
 /// a target on its own; `cpu` is run in each of `--modes`).
@@ -68,6 +69,16 @@ pub fn positive(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A finite ratio above 1 (`mlport diff --threshold`, `--error-factor`): at 1 or below every
+/// change, or none, would be one.
+pub fn above_one(s: &str) -> Result<f64, String> {
+    let v = positive(s)?;
+    if v <= 1.0 {
+        return Err(format!("must be above 1, not {v}"));
+    }
+    Ok(v)
+}
+
 /// A per-case timeout in seconds: positive and at most one day
 /// ([`crate::catalogue::MAX_TIMEOUT_S`]).
 pub fn timeout(s: &str) -> Result<f64, String> {
@@ -116,6 +127,59 @@ pub fn resume_run(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!("`{s}` is not a run id (a number, as `mlport runs` prints it)"))
+    }
+}
+
+/// A `--shard` value: `INDEX/COUNT` with `0 <= INDEX < COUNT` ([`Shard`]'s parser).
+pub fn shard(s: &str) -> Result<Shard, String> {
+    s.parse()
+}
+
+/// A `--shards` (or `MLPORT_SHARDS`) count: at least 1.
+pub fn shard_count(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("the shard count must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a shard count (a whole number, at least 1)")),
+    }
+}
+
+/// A `--campaign` or `--machine` name: not blank, and without `..` or `@`, which `--slowdown
+/// DEVICE@MACHINE..DEVICE@MACHINE` uses to separate its sides.
+pub fn fleet_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        Err("must not be empty".into())
+    } else if s.contains("..") || s.contains('@') {
+        Err(format!("`{s}` holds `..` or `@`, which --slowdown uses to separate machines; choose another name"))
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// `--db` / `MLPORT_DB`: an SQLite path or a PostgreSQL URL ([`Location::parse`]). A clap
+/// parser of its own because clap's usual message repeats the value as given, and a URL's
+/// password must not reach the terminal: the error names the value with its password hidden.
+#[derive(Clone, Debug)]
+pub struct StoreParser;
+
+impl clap::builder::TypedValueParser for StoreParser {
+    type Value = Location;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Location, clap::Error> {
+        let name = arg.map_or_else(|| "--db".to_string(), |a| format!("--{}", a.get_id()));
+        let text = value.to_str().ok_or_else(|| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidUtf8, format!("invalid value for {name}: not UTF-8\n"))
+                .with_cmd(cmd)
+        })?;
+        Location::parse(text).map_err(|e| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("invalid value for {name}: {e}\n"))
+                .with_cmd(cmd)
+        })
     }
 }
 
@@ -201,6 +265,16 @@ mod tests {
         assert!(resume_run("abc").unwrap_err().contains("`abc` is not a run id"));
         assert_eq!(result_id("#12"), Ok(12));
         assert!(result_id("x12").unwrap_err().contains("is not a result id"));
+        assert_eq!(shard("1/4"), Ok(Shard { index: 1, count: 4 }));
+        assert!(shard("5/4").unwrap_err().contains("shard index 5 is not below the count 4"));
+        assert!(shard("0/0").unwrap_err().contains("at least 1"));
+        assert!(shard("x/2").unwrap_err().contains("`x` in `x/2` is not a shard index"));
+        assert_eq!(shard_count("4"), Ok(4));
+        assert!(shard_count("0").unwrap_err().contains("at least 1"));
+        assert!(shard_count("four").unwrap_err().contains("not a shard count"));
+        assert_eq!(fleet_name("gpu-box"), Ok("gpu-box".to_string()));
+        assert!(fleet_name(" ").unwrap_err().contains("empty"));
+        assert!(fleet_name("a@b").unwrap_err().contains("`..` or `@`"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use super::ExitStatus;
 use super::output::{StdoutClosed, emit, format_of};
 use super::scan::scan_with;
-use super::select::resolve_run;
+use super::select::{campaign_runs, machine_runs, resolve_run};
 use crate::audit::{self, AuditReport};
 use crate::cli::AuditArgs;
 use crate::{render, workspace};
@@ -35,6 +35,8 @@ fn add_to_catalogue(rep: &AuditReport, path: &Path) -> Result<()> {
         .files
         .iter()
         .flat_map(|f| f.functions.iter())
+        // A `reference_only` NumPy function only supplies references: no run measures it.
+        .filter(|f| !f.reference_only)
         .map(|f| (crate::scan::canonical(&f.name), f.name.to_string()))
         .collect();
     let runnable: Vec<&str> = rep
@@ -75,7 +77,10 @@ fn add_to_catalogue(rep: &AuditReport, path: &Path) -> Result<()> {
 pub fn audit(args: AuditArgs) -> Result<ExitStatus> {
     let store =
         workspace::open_to_read(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
-    let runs = if args.runs.is_empty() {
+    let runs = if let Some(campaign) = &args.campaign {
+        // One machine's runs: an audit joins a target with its reference device on one machine.
+        machine_runs(campaign, &campaign_runs(&store, campaign)?, args.machine.as_deref())?
+    } else if args.runs.is_empty() {
         store.runs()?
     } else {
         args.runs.iter().map(|r| resolve_run(&store, Some(r))).collect::<Result<Vec<_>>>()?

@@ -1,5 +1,6 @@
-//! `mlport list`: the catalogue (built-in or `--catalogue`), optionally every function, and
-//! unless `--no-probe` the frameworks and devices the interpreter offers.
+//! `mlport list`: the catalogue (built-in or `--catalogue`), optionally every function and
+//! what will judge the planned cases (`--references`, `--unchecked`), and unless
+//! `--no-probe` the frameworks and devices the interpreter offers.
 
 use anyhow::Result;
 
@@ -16,6 +17,16 @@ pub fn list(args: ListArgs) -> Result<ExitStatus> {
     emit(&render::catalogue::files_table(&catalogue))?;
     if args.functions {
         emit(&render::catalogue::functions(&catalogue))?;
+    }
+    if args.references || args.unchecked {
+        let plan = crate::plan::plan(&catalogue, &crate::plan::Selection::default(), 0)?;
+        let coverage = crate::analysis::coverage::build(&plan);
+        if args.references {
+            emit(&render::catalogue::references(&coverage))?;
+        }
+        if args.unchecked {
+            emit(&render::catalogue::unchecked(&coverage))?;
+        }
     }
     if !args.no_probe {
         let frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();

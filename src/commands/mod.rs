@@ -5,7 +5,9 @@
 //! does (see [`ExitStatus::code`]).
 
 mod audit;
+mod diff;
 mod env;
+mod export;
 mod import;
 mod list;
 mod mine;
@@ -23,7 +25,7 @@ mod select;
 use anyhow::Result;
 
 use crate::cli::{Command, ImportCommand};
-pub use output::StdoutClosed;
+pub use output::{StdoutClosed, UsageError};
 
 /// How a command ended, and so the process's exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub enum ExitStatus {
     Error,
     /// 2: a usage error: an unknown option or a bad value (clap's message).
     Usage,
-    /// 3: `mlport audit --fail-on` found what it was asked to fail on.
+    /// 3: `mlport audit --fail-on` or `mlport diff --fail-on` found what it was asked to fail on.
     Findings,
     /// 130 (128 + SIGINT): stopped by Ctrl-C or SIGTERM; `mlport run --resume` continues.
     Interrupted,
@@ -66,12 +68,15 @@ pub fn dispatch(command: Command) -> Result<ExitStatus> {
         Command::Env(a) => env::env(a),
         Command::Import(ImportCommand::PytestJson(a)) => import::pytest_json(a),
         Command::Import(ImportCommand::Paper(a)) => import::paper(a),
+        Command::Import(ImportCommand::Bundle(a)) => import::bundle(a),
         Command::Pytest(a) => pytest::pytest(a),
         Command::Scan(a) => scan::scan(a),
         Command::Audit(a) => audit::audit(a),
         Command::Mine(a) => mine::mine(a),
         Command::Sample(a) => sample::sample(a),
         Command::Repro(a) => repro::repro(a),
+        Command::Diff(a) => diff::diff(a),
+        Command::Export(a) => export::export(a),
     }
 }
 

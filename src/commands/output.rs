@@ -15,6 +15,12 @@ use crate::render::Format;
 #[error("stdout was closed")]
 pub struct StdoutClosed;
 
+/// A command line that is wrong in itself (a flag that needs another), found after clap parsed
+/// it: the message is printed as an error and the exit code is clap's for usage errors (2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// Writes `text` to stdout.
 ///
 /// Errors: [`StdoutClosed`] on a broken pipe; any other write error (a full disk).
@@ -37,14 +43,18 @@ pub fn format_of(f: FormatArg) -> Format {
     }
 }
 
-/// `1 case`, `2 cases`.
-pub fn plural(n: usize, what: &str) -> String {
-    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+pub use crate::render::units::plural;
+
+/// The command line as typed, recorded with each run, with any password in a URL
+/// (`--db postgresql://USER:PASSWORD@…`) replaced by `***`: the line is stored, shown by
+/// reports and exported in bundles.
+pub fn command_line() -> String {
+    recorded_command_line(std::env::args())
 }
 
-/// The command line as typed, recorded with each run.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+/// [`command_line`] of given arguments.
+fn recorded_command_line(args: impl Iterator<Item = String>) -> String {
+    args.map(|a| crate::store::location::redact(&a)).collect::<Vec<_>>().join(" ")
 }
 
 /// Now, UTC, to the second (RFC 3339), as runs record their start.
@@ -55,6 +65,14 @@ pub fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_command_lines_hold_no_password() {
+        let args =
+            ["mlport", "run", "--db", "postgresql://ann:s3cret@db/fleet", "--db=postgres://b:pw2@h/d?password=pw3"];
+        let line = recorded_command_line(args.iter().map(|a| a.to_string()));
+        assert_eq!(line, "mlport run --db postgresql://ann:***@db/fleet --db=postgres://b:***@h/d?password=***");
+    }
 
     #[test]
     fn plurals() {

@@ -8,10 +8,10 @@ use anyhow::{Result, bail};
 
 use super::ExitStatus;
 use super::output::{emit, format_of};
-use super::select::resolve_run;
+use super::select::{self, resolve_run};
 use crate::analysis::{self, ReportOptions};
 use crate::cli::{FormatArg, MeasureArg, ReportArgs, SlowdownSpec};
-use crate::model::ResultRow;
+use crate::model::{ComparisonRow, DeviceInfo, ReferenceRow, ResultRow, RunSummary};
 use crate::render::{self, Format};
 use crate::store::Store;
 use crate::workspace;
@@ -42,6 +42,72 @@ enum Which<'a> {
     Dtypes,
     Frameworks,
     Portability,
+    /// `--campaign` without a view that reads one machine: every machine's portability.
+    Campaign,
+}
+
+/// The runs one report reads: one run, or one machine's runs of a campaign (disjoint shards of
+/// one plan) read together as if they were one run.
+struct Picked {
+    /// The run, or the machine's first run with the group's machine and summed counts.
+    summary: RunSummary,
+    ids: Vec<i64>,
+}
+
+impl Picked {
+    /// `--run`'s run (`spec`), or with `--campaign` the runs of `machine` (or the only machine).
+    fn of(store: &Store, args: &ReportArgs, spec: Option<&str>, machine: Option<&str>) -> Result<Picked> {
+        let Some(campaign) = &args.campaign else {
+            let summary = resolve_run(store, spec)?;
+            return Ok(Picked { ids: vec![summary.id], summary });
+        };
+        let runs = select::campaign_runs(store, campaign)?;
+        let mine = select::machine_runs(campaign, &runs, machine.or(args.machine.as_deref()))?;
+        let mut summary = mine[0].clone();
+        summary.origin.machine = Some(analysis::campaign::machine_of(&mine[0]).to_string());
+        summary.cases_planned = mine.iter().map(|r| r.cases_planned).sum();
+        summary.results = mine.iter().map(|r| r.results).sum();
+        Ok(Picked { summary, ids: mine.iter().map(|r| r.id).collect() })
+    }
+
+    fn results(&self, store: &Store) -> Result<Vec<ResultRow>> {
+        self.gather(|id| store.results(id))
+    }
+
+    fn devices(&self, store: &Store) -> Result<Vec<DeviceInfo>> {
+        self.gather(|id| store.devices(id))
+    }
+
+    fn comparisons(&self, store: &Store) -> Result<Vec<ComparisonRow>> {
+        self.gather(|id| store.comparisons(id))
+    }
+
+    fn references(&self, store: &Store) -> Result<Vec<ReferenceRow>> {
+        self.gather(|id| store.references(id))
+    }
+
+    fn gather<T, E: Into<anyhow::Error>>(&self, read: impl Fn(i64) -> Result<Vec<T>, E>) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        for id in &self.ids {
+            out.extend(read(*id).map_err(Into::into)?);
+        }
+        Ok(out)
+    }
+
+    /// How the runs read are named in messages: `run 3`, or `machine gpu-box of campaign c (runs 1, 2)`.
+    fn describe(&self, args: &ReportArgs) -> String {
+        match &args.campaign {
+            None => format!("run {}", self.summary.id),
+            Some(c) => {
+                let ids: Vec<String> = self.ids.iter().map(i64::to_string).collect();
+                format!(
+                    "machine {} of campaign `{c}` (runs {})",
+                    self.summary.origin.machine.as_deref().unwrap_or_default(),
+                    ids.join(", ")
+                )
+            }
+        }
+    }
 }
 
 impl<'a> Which<'a> {
@@ -60,6 +126,8 @@ impl<'a> Which<'a> {
             Which::Dtypes
         } else if args.frameworks {
             Which::Frameworks
+        } else if args.campaign.is_some() {
+            Which::Campaign
         } else {
             Which::Portability
         })
@@ -79,10 +147,11 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     let out = match Which::of(&args)? {
         Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
         Which::Modes => {
-            let run = resolve_run(&store, one_run(&args))?;
-            let rep = analysis::modes::build(&run, &store.devices(run.id)?, &store.results(run.id)?, args.stats_seed);
+            let run = Picked::of(&store, &args, one_run(&args), None)?;
+            let rep = analysis::modes::build(&run.summary, &run.devices(&store)?, &run.results(&store)?, args.stats_seed);
             render::modes::render(&rep, format)
         }
+        Which::Campaign => campaign(&store, &args, &opts, format)?,
         Which::Overview => {
             let reports: Vec<analysis::PortabilityReport> =
                 store.runs()?.iter().map(|r| build_portability(&store, r.id, &opts)).collect::<Result<_>>()?;
@@ -99,17 +168,42 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Ok)
 }
 
+/// `--campaign NAME`: every machine's portability, each against its own reference device;
+/// with `--functions`, each machine's failing functions after.
+fn campaign(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Format) -> Result<String> {
+    let name = args.campaign.as_deref().unwrap_or_default();
+    let mut runs = Vec::new();
+    for r in select::campaign_runs(store, name)? {
+        let (devices, results) = (store.devices(r.id)?, store.results(r.id)?);
+        runs.push((r, devices, results));
+    }
+    let rep = analysis::campaign::build(name, &runs, opts);
+    let mut out = render::campaign::render(&rep, format);
+    if args.functions && format != Format::Json && format != Format::Csv {
+        for m in &rep.machines {
+            out.push('\n');
+            out.push_str(&render::render_functions(&m.report, format));
+        }
+    } else if args.functions {
+        bail!("--campaign --functions renders as table or markdown (json and csv: one --machine at a time with --run)");
+    }
+    Ok(out)
+}
+
 /// `--slowdown A..B`: a side without @RUN is in --run's run, else in the other side's run,
-/// else the latest.
+/// else the latest. With `--campaign` a side's @NAME is a machine of the campaign (default
+/// --machine's, else the other side's, else the only one), and the rule line says the sides
+/// are on different machines.
 fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Format) -> Result<String> {
     let (a, b) = (&spec.a, &spec.b);
     let default = one_run(args);
-    let ra = resolve_run(store, a.run.as_deref().or(default).or(b.run.as_deref()))?;
-    let rb = resolve_run(store, b.run.as_deref().or(default).or(a.run.as_deref()))?;
-    let (rows_a, rows_b) = (store.results(ra.id)?, store.results(rb.id)?);
-    for (run, side, rows) in [(&ra, a, &rows_a), (&rb, b, &rows_b)] {
+    let pa = Picked::of(store, args, a.run.as_deref().or(default).or(b.run.as_deref()), a.run.as_deref().or(b.run.as_deref()))?;
+    let pb = Picked::of(store, args, b.run.as_deref().or(default).or(a.run.as_deref()), b.run.as_deref().or(a.run.as_deref()))?;
+    let (ra, rb) = (&pa.summary, &pb.summary);
+    let (rows_a, rows_b) = (pa.results(store)?, pb.results(store)?);
+    for (picked, side, rows) in [(&pa, a, &rows_a), (&pb, b, &rows_b)] {
         if !rows.iter().any(|r| r.result.device == side.device) {
-            bail!("--slowdown: run {} has no result on {}", run.id, side.device);
+            bail!("--slowdown: {} has no result on {}", picked.describe(args), side.device);
         }
     }
     let measure = match args.measure {
@@ -118,8 +212,8 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
         MeasureArg::FirstCall => analysis::Measure::FirstCall,
     };
     let sd = analysis::slowdown::slowdown(
-        (&ra, &a.device, &rows_a),
-        (&rb, &b.device, &rows_b),
+        (ra, &a.device, &rows_a),
+        (rb, &b.device, &rows_b),
         &analysis::SlowdownOptions {
             measure,
             threshold: args.threshold,
@@ -129,6 +223,12 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
             stats: crate::stats::StatsConfig { seed: args.stats_seed.unwrap_or(ra.info.seed), ..Default::default() },
         },
     );
+    let mut sd = sd;
+    if let Some(c) = &args.campaign {
+        let machine = |p: &Picked| p.summary.origin.machine.clone().unwrap_or_default();
+        sd.rule.push(' ');
+        sd.rule.push_str(&analysis::campaign::slowdown_rule(c, &machine(&pa), &machine(&pb)));
+    }
     Ok(match format {
         Format::Table => render::slowdown::render_table(&sd),
         Format::Csv => render::slowdown::render_csv(&sd),
@@ -155,29 +255,30 @@ fn kept(only: &[String], r: &ResultRow) -> bool {
     only.is_empty() || only.iter().any(|o| *o == r.function.name || r.function.op.as_deref() == Some(o.as_str()))
 }
 
-/// `--dtypes` or `--frameworks` of one run.
+/// `--dtypes` or `--frameworks` of one run, or of one machine's runs of a campaign.
 fn matrix(store: &Store, args: &ReportArgs, format: Format) -> Result<String> {
-    let run = resolve_run(store, args.run.as_deref())?;
-    let results = store.results(run.id)?;
+    let picked = Picked::of(store, args, args.run.as_deref(), None)?;
+    let run = &picked.summary;
+    let results = picked.results(store)?;
     let only = only_names(&args.only, &results, args.frameworks);
     let keep = |r: &ResultRow| kept(&only, r);
     if !only.is_empty() && !results.iter().any(keep) {
-        bail!("--only {}: run {} has no such function or op", only.join(","), run.id);
+        bail!("--only {}: {} has no such function or op", only.join(","), picked.describe(args));
     }
     Ok(if args.dtypes {
-        render::dtypes::render(&analysis::dtypes::build(run.id, &results, &keep), format)
+        render::dtypes::render(&analysis::dtypes::build(run.id, run.origin.source, &results, &store.comparisons(run.id)?, &keep), format)
     } else {
         let t = analysis::frameworks::build(
             run.id,
             &results,
-            &store.comparisons(run.id)?,
-            &store.references(run.id)?,
+            &picked.comparisons(store)?,
+            &picked.references(store)?,
             &keep,
         );
         if t.rows.is_empty() {
             eprintln!(
-                "mlport: run {} has no op run by two or more frameworks (the catalogue's `op` key maps them)",
-                run.id
+                "mlport: {} has no op run by two or more frameworks (the catalogue's `op` key maps them)",
+                picked.describe(args)
             );
         }
         render::frameworks::render(&t, format)

@@ -14,8 +14,8 @@ pub fn repro(args: ReproArgs) -> Result<ExitStatus> {
     let id = args.result;
     let store = workspace::open_to_read(&args.db.db, "(run `mlport run` first, or pass --db)")?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("repro-{id}")));
-    let db = args.db.db.clone();
-    let w = crate::repro::write(&store, id, &out, &|run| workspace::run_dir(&db, run))?;
+    let folders = workspace::RunFolders::new(&args.db.db, args.outputs.outputs.as_deref());
+    let w = crate::repro::write(&store, id, &out, &|run| folders.run_dir(run))?;
     eprintln!("mlport: result #{id}: {}", w.what);
     eprintln!(
         "mlport: wrote {} and {} array files; run it with: python {}",

@@ -23,7 +23,7 @@ pub struct Resumed {
     pub cases: Vec<CaseRow>,
     /// The targets to run on: as given, else [`stored_targets`].
     pub devices: Option<Vec<Target>>,
-    /// The run's lock ([`workspace::lock_run`]).
+    /// The run's lock ([`workspace::RunFolders::lock_run`]).
     pub lock: std::fs::File,
 }
 
@@ -43,7 +43,10 @@ pub fn pending_keys<'a>(
     for (d, done) in devices.iter().zip(done) {
         if d.available {
             pending.extend(
-                cases.iter().filter(|c| c.framework == d.framework && !done.contains(&c.key)).map(|c| c.key.as_str()),
+                cases
+                    .iter()
+                    .filter(|c| c.framework == d.framework && c.runs_in(d.device.mode()) && !done.contains(&c.key))
+                    .map(|c| c.key.as_str()),
             );
         }
         done_somewhere.extend(done.iter().map(String::as_str));
@@ -87,7 +90,7 @@ pub fn stored_targets(recorded: &[DeviceInfo]) -> Option<Vec<Target>> {
 /// Errors: no such run; a run not made by `mlport run`; the run is executing elsewhere.
 pub fn start(
     store: &mut Store,
-    db: &std::path::Path,
+    folders: &workspace::RunFolders,
     which: &str,
     devices: Option<Vec<Target>>,
     format: FormatArg,
@@ -96,11 +99,25 @@ pub fn start(
         let runs = store.runs()?;
         select::latest_live(&runs)
             .cloned()
-            .with_context(|| format!("{}: no `mlport run` run to resume", store.path().display()))?
+            .with_context(|| format!("{}: no `mlport run` run to resume", store.location()))?
     } else {
         let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
         store.run(id)?
     };
+    continue_run(store, folders, summary, devices, format)
+}
+
+/// Continues the stored run `summary` (what `--resume` and a campaign shard's rerun do): `None`
+/// when it is already complete (finished and reported as [`start`] says).
+///
+/// Errors: a run not made by `mlport run`; the run is executing elsewhere.
+pub fn continue_run(
+    store: &mut Store,
+    folders: &workspace::RunFolders,
+    summary: RunSummary,
+    devices: Option<Vec<Target>>,
+    format: FormatArg,
+) -> Result<Option<Resumed>> {
     if summary.origin.source != RunSource::Live {
         bail!(
             "run {} was not made by `mlport run` (it is {}): only live runs can be resumed",
@@ -108,9 +125,11 @@ pub fn start(
             summary.origin.source
         );
     }
-    let lock = workspace::lock_run(db, summary.id)?;
+    let lock = folders.lock_run(summary.id)?;
     let references_left = runner::reference::pending(store, summary.id)?.len();
-    if pending_cases(store, summary.id)? == 0 && summary.results > 0 && references_left == 0 {
+    // A run without results is complete only when it plans nothing (a shard holding no function).
+    let has_all = summary.results > 0 || summary.cases_planned == 0;
+    if pending_cases(store, summary.id)? == 0 && has_all && references_left == 0 {
         // A run stopped between committing a result and comparing it: finish the comparisons.
         let done = agreement::check_run(store, summary.id, &summary.info.reference_device)?;
         if done.compared > 0 {

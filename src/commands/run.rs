@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::output::{command_line, now, plural};
+use super::output::{UsageError, command_line, now, plural};
 use super::report::print_portability;
+use super::select::check_label;
 use super::resume::{self, pending_cases};
 use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};
-use crate::model::{CaseRow, Framework, RunInfo, RunState, Target};
+use crate::fleet::{self, Placement};
+use crate::model::{CaseRow, Framework, RunInfo, RunOrigin, RunSource, RunState, RunSwitches, Shard, Target};
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
@@ -29,15 +31,23 @@ use crate::workspace;
 /// What `run` executes: a stored run's pending cases, or a fresh plan.
 enum Start {
     Resume(Box<resume::Resumed>),
-    /// With the catalogue version of each planned framework.
-    New(Plan, BTreeMap<Framework, String>),
+    New(Box<NewRun>),
+}
+
+/// A run to create.
+struct NewRun {
+    plan: Plan,
+    /// Its description: this machine, the catalogue versions, the switches it runs with.
+    info: RunInfo,
+    /// Its machine, campaign and shard.
+    origin: RunOrigin,
 }
 
 impl Start {
     fn frameworks(&self) -> Vec<Framework> {
         let mut v: Vec<Framework> = match self {
             Start::Resume(r) => r.cases.iter().map(|c| c.framework).collect(),
-            Start::New(plan, _) => plan.frameworks(),
+            Start::New(new) => new.plan.frameworks(),
         };
         v.sort();
         v.dedup();
@@ -52,6 +62,7 @@ fn changes_plan(args: &RunArgs) -> bool {
         || !args.functions.is_empty()
         || !args.dtypes.is_empty()
         || args.seed != 0
+        || args.label.is_some()
 }
 
 /// Loads `--catalogue`, or the built-in catalogue.
@@ -62,15 +73,37 @@ pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue> {
     })
 }
 
-/// A fresh plan from the catalogue and the selection on the command line.
-fn new_start(args: &RunArgs) -> Result<Start> {
+/// A fresh plan from the catalogue and the selection on the command line, cut to the run's
+/// shard when it has one (which may hold no function of the plan).
+fn new_start(args: &RunArgs, placement: Option<&Placement>) -> Result<Start> {
     let catalogue = load_catalogue(args.catalogue.as_deref())?;
     let sel = Selection {
         frameworks: values::dedup(&args.frameworks),
         functions: args.functions.clone(),
         dtypes: args.dtypes.clone(),
     };
-    let plan = plan::plan(&catalogue, &sel, args.seed)?;
+    let mut plan = plan::plan(&catalogue, &sel, args.seed)?;
+    let mut origin = RunOrigin { machine: args.machine.clone(), label: args.label.clone(), ..RunOrigin::default() };
+    if let Some(p) = placement {
+        origin.campaign = Some(p.campaign.clone());
+        origin.shard = Some(p.shard);
+        origin.plan_digest = Some(plan.digest());
+        let whole = (plan.functions.len(), plan.cases.len());
+        plan = plan::shard(&catalogue, &plan, p.shard);
+        eprintln!(
+            "mlport: campaign `{}`, shard {} ({}): {} and {} of the plan's {} and {}",
+            p.campaign,
+            p.shard,
+            p.source.describe(),
+            plural(plan.functions.len(), "function"),
+            plural(plan.cases.len(), "case"),
+            plural(whole.0, "function"),
+            plural(whole.1, "case"),
+        );
+        if plan.cases.is_empty() {
+            eprintln!("mlport: shard {} holds no function of this plan: nothing to run", p.shard);
+        }
+    }
     let planned = plan.frameworks();
     let versions = catalogue
         .files
@@ -78,7 +111,46 @@ fn new_start(args: &RunArgs) -> Result<Start> {
         .filter(|f| planned.contains(&f.framework))
         .map(|f| (f.framework, f.version.clone()))
         .collect();
-    Ok(Start::New(plan, versions))
+    let mut info = new_run_info(versions, args.seed, args.reference.clone());
+    info.jax_x64 = args.jax_x64;
+    info.switches = Some(switches(args));
+    Ok(Start::New(Box::new(NewRun { plan, info, origin })))
+}
+
+/// The switches on the command line that change results without changing the plan.
+fn switches(args: &RunArgs) -> RunSwitches {
+    let modes = values::modes(&args.modes);
+    RunSwitches {
+        devices: (!args.devices.is_empty()).then(|| values::targets(&args.devices, &modes)),
+        modes,
+        threads: args.threads,
+        budget_ms: args.budget_ms,
+        target_spread: args.target_spread,
+        timeout_s: args.timeout,
+    }
+}
+
+/// Creates the new run (state `running`) with its plan. Errors: the store's, and, when another
+/// process started the same shard since it was looked up, an error saying so.
+fn create(store: &mut Store, new: &NewRun) -> Result<i64> {
+    let NewRun { plan, info, origin } = new;
+    match store.create_run(info, origin, &plan.functions, &plan.cases) {
+        Ok(id) => Ok(id),
+        Err(e) => {
+            // Another process may have started the same shard since it was looked up.
+            let campaign = origin.campaign.as_deref().unwrap_or_default();
+            if let Some(other) = fleet::existing_shard(&store.campaign_runs(campaign)?, origin, info)? {
+                bail!(
+                    "shard {} of campaign `{}` was started by another mlport process meanwhile (run {}); nothing \
+                     was written: run again to continue it",
+                    origin.shard.unwrap_or(Shard::WHOLE),
+                    campaign,
+                    other.id
+                );
+            }
+            Err(e.into())
+        }
+    }
 }
 
 /// The description of a new run: this machine, now, and how it was asked for.
@@ -116,27 +188,79 @@ fn warn_contention(store: &Store, run_id: i64) -> Result<()> {
 /// `mlport run`.
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let db = args.db.db.clone();
+    let folders = workspace::RunFolders::new(&db, args.outputs.outputs.as_deref());
     let modes = values::modes(&args.modes);
     let devices = if args.devices.is_empty() { None } else { Some(values::targets(&args.devices, &modes)) };
 
     let (mut store, start) = match &args.resume {
         Some(which) => {
+            if args.shard.is_some() || args.shards.is_some() || args.campaign.is_some() {
+                bail!(
+                    "--resume continues a run named by id; a campaign's shard (--campaign, --shard, --shards, or \
+                     MLPORT_CAMPAIGN/MLPORT_SHARDS in the environment) continues its own run when run again without --resume"
+                );
+            }
             if changes_plan(&args) {
                 bail!(
-                    "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype or --seed (start a new run instead)"
+                    "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype, --seed or --label (start a new run instead)"
                 );
             }
             let mut store = workspace::open_existing(&db, "to resume")?;
-            match resume::start(&mut store, &db, which, devices.clone(), args.format)? {
+            match resume::start(&mut store, &folders, which, devices.clone(), args.format)? {
                 Some(r) => (store, Start::Resume(Box::new(r))),
                 None => return Ok(ExitStatus::Ok),
             }
         }
         None => {
-            let start = new_start(&args)?;
-            (workspace::open_store(&db)?, start)
+            let placement =
+                fleet::placement(args.shard, args.shards, args.campaign.as_deref(), &|k| std::env::var(k).ok())
+                    .map_err(|e| match e.downcast::<fleet::ShardWithoutCampaign>() {
+                        Ok(usage) => UsageError(usage.to_string()).into(),
+                        Err(e) => e,
+                    })?;
+            let start = new_start(&args, placement.as_ref())?;
+            let mut store = workspace::open_store(&db)?;
+            let runs = match &start {
+                Start::New(new) if new.origin.campaign.is_some() => {
+                    store.campaign_runs(new.origin.campaign.as_deref().unwrap_or_default())?
+                }
+                _ => Vec::new(),
+            };
+            let same = match &start {
+                Start::New(new) => fleet::existing_shard(&runs, &new.origin, &new.info)?.cloned(),
+                Start::Resume(_) => None,
+            };
+            match same {
+                // The same shard again (a retried pod, a requeued task): continue its run.
+                Some(summary) => {
+                    eprintln!(
+                        "mlport: campaign `{}` shard {} is run {}: continuing it",
+                        summary.origin.campaign.as_deref().unwrap_or_default(),
+                        summary.origin.shard.unwrap_or(Shard::WHOLE),
+                        summary.id
+                    );
+                    match resume::continue_run(&mut store, &folders, summary, devices.clone(), args.format)? {
+                        Some(r) => (store, Start::Resume(Box::new(r))),
+                        None => return Ok(ExitStatus::Ok),
+                    }
+                }
+                None => {
+                    check_label(&store, args.label.as_deref())?;
+                    (store, start)
+                }
+            }
         }
     };
+    // A shard holding no function of the plan is a finished run all the same, so that the
+    // campaign's report counts it (and a rerun of it says it is complete); no worker starts.
+    if let Start::New(new) = &start
+        && new.plan.cases.is_empty()
+    {
+        let id = create(&mut store, new)?;
+        store.finish_run(id, RunState::Finished)?;
+        eprintln!("mlport: run {id}: no case to run; recorded as a finished run of the campaign in {db}");
+        return Ok(ExitStatus::Ok);
+    }
 
     // The Python side, before any run is recorded.
     let env = env::python_env(&args.python, &start.frameworks())?;
@@ -150,12 +274,19 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         match start {
             Start::Resume(r) => {
                 let r = *r;
+                if args.jax_x64 && !r.summary.info.jax_x64 {
+                    bail!(
+                        "run {} ran JAX with jax_enable_x64 off; --resume continues it the same way (start a new \
+                         run for --jax-x64)",
+                        r.summary.id
+                    );
+                }
                 (r.summary.id, r.cases, r.summary.info, r.devices, r.lock)
             }
-            Start::New(plan, versions) => {
-                let info = new_run_info(versions, args.seed, args.reference.clone());
-                let id = store.create_run(&info, &plan.functions, &plan.cases)?;
-                let lock = workspace::lock_run(&db, id)?;
+            Start::New(new) => {
+                let id = create(&mut store, &new)?;
+                let NewRun { plan, info, .. } = *new;
+                let lock = folders.lock_run(id)?;
                 store.plan_references(id, &plan.references)?;
                 (id, plan.cases, info, devices, lock)
             }
@@ -163,12 +294,13 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let cfg = RunConfig {
         python: env.python.clone(),
         script_dir,
-        run_dir: workspace::run_dir(&db, run_id),
+        run_dir: folders.run_dir(run_id),
         devices,
         modes,
         case_timeout: Duration::from_secs_f64(args.timeout),
         timing: Timing { budget_ms: args.budget_ms, target_spread: args.target_spread, ..Timing::default() },
         threads: args.threads,
+        jax_x64: info.jax_x64,
         ..RunConfig::default()
     };
     workspace::create_dir(&cfg.run_dir)?;
@@ -184,7 +316,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         "mlport: run {run_id}: {} of {}, store {}",
         plural(cases.len(), "case"),
         plural(store.functions(run_id)?.len(), "function"),
-        db.display()
+        db
     );
     let started = Instant::now();
     let mut progress = Progress::new(pending, per_fw);
@@ -192,16 +324,14 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     progress.finish();
     drop(lock); // the run's cases are done with (reports below only read)
     let elapsed = started.elapsed();
-    let resume_hint = format!("`mlport run --resume {run_id} --db {}`", db.display());
+    let resume_hint = format!("`mlport run --resume {run_id} --db {db}`");
     match ending {
         Ending::Interrupted => {
             store.finish_run(run_id, RunState::Interrupted)?;
             let s = store.run(run_id)?;
             eprintln!(
                 "mlport: interrupted after {elapsed:.0?}: {} of {} cases recorded in {}; continue with {resume_hint}",
-                s.results,
-                s.cases_planned,
-                db.display(),
+                s.results, s.cases_planned, db,
             );
             Ok(ExitStatus::Interrupted)
         }
@@ -210,7 +340,13 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             store.finish_run(run_id, if left == 0 { RunState::Finished } else { RunState::Incomplete })?;
             let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
-            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts})", elapsed.as_secs_f64());
+            // Passes nothing could compare (docs/catalogue.md, "References"), over the whole run.
+            let unchecked = store.results(run_id)?.iter().filter(|r| r.unchecked(RunSource::Live)).count();
+            let unchecked = match unchecked {
+                0 => String::new(),
+                n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),
+            };
+            eprintln!("mlport: run {run_id} ended after {:.1} s ({counts}{unchecked})", elapsed.as_secs_f64());
             warn_contention(&store, run_id)?;
             if left > 0 {
                 eprintln!(

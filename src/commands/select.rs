@@ -1,8 +1,10 @@
-//! Which stored run a command means: `--run` and `--resume` values (an id, a label, `latest`)
-//! resolved against the store, and the rule for a new run's `--label`.
+//! Which stored runs a command means: `--run` and `--resume` values (an id, a label, `latest`)
+//! resolved against the store, a `--campaign`'s runs and one machine's among them, and the rule
+//! for a new run's `--label`.
 
 use anyhow::{Context, Result, bail};
 
+use crate::analysis;
 use crate::model::{RunSource, RunSummary};
 use crate::store::Store;
 
@@ -30,7 +32,7 @@ pub fn check_label(store: &Store, label: Option<&str>) -> Result<()> {
         bail!("--label `{label}` {why}; choose another");
     }
     if store.run_by_label(label)?.is_some() {
-        bail!("{}: a run is already labelled `{label}`; choose another label", store.path().display());
+        bail!("{}: a run is already labelled `{label}`; choose another label", store.location());
     }
     Ok(())
 }
@@ -52,7 +54,7 @@ pub fn latest_live(runs: &[RunSummary]) -> Option<&RunSummary> {
 ///
 /// Errors: the store holds no run; no run has that id or label; the id is too large.
 pub fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
-    let db = store.path().display();
+    let db = store.location();
     match spec {
         None | Some("latest") => {
             let runs = store.runs()?;
@@ -65,6 +67,63 @@ pub fn resolve_run(store: &Store, spec: Option<&str>) -> Result<RunSummary> {
         Some(label) => store
             .run_by_label(label)?
             .with_context(|| format!("{db}: no run with id or label `{label}` (see `mlport runs`)")),
+    }
+}
+
+/// The runs of campaign `name`, oldest first.
+///
+/// Errors: no run of the store belongs to it (naming the campaigns it has).
+pub fn campaign_runs(store: &Store, name: &str) -> Result<Vec<RunSummary>> {
+    let runs = store.campaign_runs(name)?;
+    if runs.is_empty() {
+        let mut known: Vec<String> = store.runs()?.into_iter().filter_map(|r| r.origin.campaign).collect();
+        known.sort();
+        known.dedup();
+        let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+        bail!("{}: no run belongs to campaign `{name}` (campaigns in this store: {known})", store.location());
+    }
+    Ok(runs)
+}
+
+/// The machines of a campaign's runs, sorted, each once ([`analysis::campaign::machine_of`]).
+pub fn machines(runs: &[RunSummary]) -> Vec<&str> {
+    let mut m: Vec<&str> = runs.iter().map(analysis::campaign::machine_of).collect();
+    m.sort();
+    m.dedup();
+    m
+}
+
+/// The runs of one machine among a campaign's: `machine`, or the only machine there is.
+///
+/// Errors: no run on that machine; no machine named while the campaign has several (listing them).
+pub fn machine_runs(campaign: &str, runs: &[RunSummary], machine: Option<&str>) -> Result<Vec<RunSummary>> {
+    let all = machines(runs);
+    let chosen = match (machine, all.as_slice()) {
+        (Some(m), _) if all.contains(&m) => m,
+        (Some(m), _) => bail!("campaign `{campaign}` has no run on machine `{m}` (its machines: {})", all.join(", ")),
+        (None, [only]) => only,
+        (None, _) => bail!(
+            "campaign `{campaign}` spans machines {}: name one (--machine NAME, or DEVICE@NAME in --slowdown)",
+            all.join(", ")
+        ),
+    };
+    Ok(runs.iter().filter(|r| analysis::campaign::machine_of(r) == chosen).cloned().collect())
+}
+
+/// The runs `name` means: one run by id or label ([`resolve_run`]), else every run of the
+/// campaign `name`, oldest first.
+///
+/// Errors: no run has that id or label and no campaign that name.
+pub fn runs_named(store: &Store, name: &str) -> Result<Vec<RunSummary>> {
+    match resolve_run(store, Some(name)) {
+        Ok(run) => Ok(vec![run]),
+        Err(e) => {
+            let campaign = store.campaign_runs(name)?;
+            if campaign.is_empty() {
+                return Err(e.context(format!("`{name}` names no run and no campaign")));
+            }
+            Ok(campaign)
+        }
     }
 }
 
@@ -81,13 +140,9 @@ pub(crate) mod tests {
         let data: Vec<RunData> = runs
             .iter()
             .map(|(source, label)| RunData {
+                uid: None,
                 info: RunInfo::blank("mlport test", Target::cpu()),
-                origin: RunOrigin {
-                    source: *source,
-                    label: label.map(str::to_string),
-                    machine: None,
-                    notes: Vec::new(),
-                },
+                origin: RunOrigin { source: *source, label: label.map(str::to_string), ..RunOrigin::default() },
                 functions: Vec::new(),
                 cases: Vec::new(),
                 devices: Vec::new(),

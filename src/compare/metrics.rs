@@ -3,10 +3,21 @@
 //! tasks, each converting 1 Ki-element blocks into stack buffers, then a reduce). The
 //! elementwise test is `torch.testing.assert_close`'s and `numpy.isclose`'s asymmetric form
 //! `|a − e| ≤ atol + rtol·|e|` (complex: the modulus), NaN agreeing with NaN and ±Inf only
-//! with the same-signed Inf; integers and bool compare exactly as `i128`. ULPs are counted in
-//! the dtype the framework reported (bfloat16 saved as float32 still gets bfloat16 ULPs): the
-//! difference over the spacing of that dtype at the expected value, `numpy.spacing`'s
-//! definition (2^(⌊log₂|e|⌋ − p) with p explicit mantissa bits, floored at the subnormal step).
+//! with the same-signed Inf; integers and bool compare exactly as `i128`.
+//!
+//! **ULPs** are counted in the dtype the framework reported (bfloat16 saved as float32 still
+//! gets bfloat16 ULPs) as the number of representable values of that dtype between the output
+//! and the expected value, fractionally: `|ord(a) − ord(e)|`, where `ord` numbers the dtype's
+//! values in order (0 for +0, 1 for the smallest subnormal, negatives mirrored) and is linear
+//! between neighbours. Within one binade this is `|a − e|` over the dtype's spacing there
+//! (2^(⌊log₂|e|⌋ − p), p explicit mantissa bits: `numpy.spacing`'s); below the smallest normal
+//! the spacing is that at the smallest normal (the subnormal step 2^(emin − p)), so zero is an
+//! ordinary point and never divides. A distance across binades counts the values actually
+//! between (NumPy's `nulp_diff` for representable values), so `0.38` against `0` in bfloat16
+//! is 16,067 ULP (the bfloat16 values in between), not `0.38 / 2^-133` = 4.1e39. An output is
+//! **correctly rounded** (the float64 reference rounded to nearest in the output's dtype) exactly
+//! when every element is within 0.5 ULP by this count (Muller et al., "Handbook of
+//! Floating-Point Arithmetic", 2.6: ulp(x) for x in [2^e, 2^(e+1)) is 2^(max(e, emin) − p)).
 
 use std::borrow::Cow;
 
@@ -73,6 +84,15 @@ pub struct Comparison {
     /// the larger of the two components'), over the finite elements.
     #[serde(deserialize_with = "null_as_inf")]
     pub max_ulp: f64,
+    /// The `ulp` rule's bound in ULPs (`None` for the other rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ulp_limit: Option<f64>,
+    /// Whether every element is the reference rounded to nearest in the output's dtype (within
+    /// 0.5 ULP, no NaN/Inf mismatch): known only for an elementwise rule against a wider
+    /// reference (float16, bfloat16, float32 or complex64 against float64 or complex128) with
+    /// elements to compare; `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctly_rounded: Option<bool>,
     /// Elements where exactly one side is NaN (complex: either component).
     pub nan_mismatch: u64,
     /// Elements where an Inf meets anything but the same Inf (and neither side is NaN).
@@ -148,6 +168,8 @@ pub fn compare(
         max_abs: 0.0,
         max_rel: 0.0,
         max_ulp: 0.0,
+        ulp_limit: tol.max_ulp,
+        correctly_rounded: None,
         nan_mismatch: 0,
         inf_mismatch: 0,
         shape_actual: actual.shape().to_vec(),
@@ -187,7 +209,7 @@ pub fn compare(
             c.ks_statistic = Some(test.statistic);
             c.ks_p_value = Some(test.p_value);
         }
-        Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } => {
+        Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp => {
             let (a, e): (Cow<NpyArray>, Cow<NpyArray>) = match rule {
                 Rule::Sorted => (Cow::Owned(sort_last_axis(actual)), Cow::Owned(sort_last_axis(expected))),
                 Rule::UpToSign { axis } => match align_signs(actual, expected, axis) {
@@ -220,6 +242,10 @@ pub fn compare(
                 }
             }
             differs |= acc.mismatched > 0;
+            let narrow = matches!(actual_dtype, "float16" | "bfloat16" | "float32" | "complex64");
+            if narrow && matches!(expected_dtype, "float64" | "complex128") && c.elements > 0 {
+                c.correctly_rounded = Some(c.max_ulp <= 0.5 && acc.nan == 0 && acc.inf == 0);
+            }
         }
     }
     if differs {
@@ -251,23 +277,26 @@ fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
-/// The unit ULPs are counted in: the spacing of a binary floating-point format with `p`
-/// explicit mantissa bits and smallest normal exponent `emin` at a value `x`,
-/// 2^(max(⌊log₂|x|⌋, emin) − p), as `numpy.spacing` gives it for a value of that dtype; or 1
-/// (integers and bool). Held as `scale` = 2^−p and `floor` = 2^(emin − p) (0 and 1 for the
-/// unit 1), so the spacing is `max(2^⌊log₂|x|⌋ · scale, floor)`: exact, and branch-free.
+/// The unit ULPs are counted in (see the module doc): a binary floating-point format with `p`
+/// explicit mantissa bits and smallest normal exponent `emin`, or 1 (integers and bool).
+/// Held as `scale` = 2^−p, `floor` = 2^(emin − p) (the spacing at the smallest normal and
+/// below) and `min_normal` = 2^emin, so the spacing at `x` is `max(2^⌊log₂|x|⌋ · scale, floor)`:
+/// exact, and branch-free. The unit 1 has `scale` 0, `floor` 1 and `min_normal` +∞.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct UlpUnit {
     scale: f64,
     floor: f64,
+    min_normal: f64,
+    p: i32,
+    emin: i32,
 }
 
 impl UlpUnit {
-    const ONE: UlpUnit = UlpUnit { scale: 0.0, floor: 1.0 };
+    const ONE: UlpUnit = UlpUnit { scale: 0.0, floor: 1.0, min_normal: f64::INFINITY, p: 0, emin: 0 };
 
     /// The unit of a format with `p` explicit mantissa bits and smallest normal exponent `emin`.
     fn float(p: i32, emin: i32) -> UlpUnit {
-        UlpUnit { scale: pow2(-p), floor: pow2(emin - p) }
+        UlpUnit { scale: pow2(-p), floor: pow2(emin - p), min_normal: pow2(emin), p, emin }
     }
 
     /// The unit for a reported dtype name; unknown names fall back to the file's dtype.
@@ -289,6 +318,41 @@ impl UlpUnit {
         // subnormals, which lie below every format's floor).
         let s = f64::from_bits(x.to_bits() & 0x7ff0_0000_0000_0000) * self.scale;
         if s > self.floor { s } else { self.floor }
+    }
+
+    /// Whether `a` and `e` lie in different binades of the format (another sign, or another
+    /// power of two above the smallest normal): then `|a − e| / spacing(e)` is not the count
+    /// of values between them and [`UlpUnit::distance`] must count.
+    #[inline(always)]
+    fn crosses(self, a: f64, e: f64) -> bool {
+        ((a.to_bits() ^ e.to_bits()) >> 52) != 0 && a.abs().max(e.abs()) >= self.min_normal
+    }
+
+    /// `ord(|x|)` as its integer part and fraction: the number of the format's non-negative
+    /// values below `|x|` (finite), linear between neighbours. Exact: the scalings are by
+    /// powers of two and `m − 1` is exact for `m` in [1, 2).
+    fn ord(self, x: f64) -> (i128, f64) {
+        let m = x.abs();
+        if m < self.min_normal {
+            let q = m / self.floor;
+            let i = q.floor();
+            return (i as i128, q - i);
+        }
+        let e = ((m.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        let t = (m / pow2(e) - 1.0) * pow2(self.p);
+        let i = t.floor();
+        ((1i128 << self.p) * i128::from(e - self.emin + 1) + i as i128, t - i)
+    }
+
+    /// The ULP distance between finite `a` and `e`: `|ord(a) − ord(e)|` (the module doc); for
+    /// the unit 1, `|a − e|`.
+    fn distance(self, a: f64, e: f64) -> f64 {
+        if self.scale == 0.0 {
+            return (a - e).abs();
+        }
+        let ((ia, fa), (ie, fe)) = (self.ord(a), self.ord(e));
+        let (na, ne) = (a.is_sign_negative() && a != 0.0, e.is_sign_negative() && e != 0.0);
+        if na == ne { ((ia - ie) as f64 + (fa - fe)).abs() } else { (ia + ie) as f64 + (fa + fe) }
     }
 }
 
@@ -352,14 +416,14 @@ impl Acc {
         }
     }
 
-    /// A finite element's difference `d`, its ULPs, its relative error and its excess.
+    /// A finite element's difference `d`, `|e|`, its ULPs; its excess over `tol`.
     #[inline(always)]
-    fn finite(&mut self, idx: usize, d: f64, allowed: f64, rel: f64, ulp: f64) {
-        self.mismatched += u64::from(d > allowed);
+    fn finite(&mut self, idx: usize, d: f64, mag: f64, ulp: f64, tol: Tolerance) {
+        let excess = tol.excess(d, mag, ulp);
+        self.mismatched += u64::from(excess > 0.0);
         self.max_abs = self.max_abs.max(d);
-        self.max_rel = self.max_rel.max(rel);
+        self.max_rel = self.max_rel.max(if mag > 0.0 { d / mag } else { 0.0 });
         self.max_ulp = self.max_ulp.max(ulp);
-        let excess = d - allowed;
         if excess > self.worst_excess {
             self.worst_excess = excess;
             self.worst_idx = idx;
@@ -410,20 +474,18 @@ fn elementwise(a: &NpyArray, e: &NpyArray, tol: Tolerance, ulp: UlpUnit) -> Acc 
 /// Real float64 values of one block starting at flat index `base`.
 #[inline(always)]
 fn real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: UlpUnit, acc: &mut Acc) {
-    // Non-finite values are rare: when a block has none, take the branch-free path.
-    let mut all_finite = true;
+    // Non-finite values and pairs in different binades are rare: when a block has none, take
+    // the branch-free path, whose ULPs (|a − e| over the spacing at e) are then exact counts.
+    let mut plain = true;
     for (&a, &e) in a.iter().zip(e) {
-        all_finite &= a.is_finite() & e.is_finite();
+        plain &= a.is_finite() & e.is_finite() & !ulp.crosses(a, e);
     }
-    if all_finite {
+    if plain {
         return finite_real_block(a, e, base, tol, ulp, acc);
     }
     for (k, (&a, &e)) in a.iter().zip(e).enumerate() {
         if a.is_finite() && e.is_finite() {
-            let d = (a - e).abs();
-            let mag = e.abs();
-            let rel = if mag > 0.0 { d / mag } else { 0.0 };
-            acc.finite(base + k, d, tol.atol + tol.rtol * mag, rel, d / ulp.spacing(e));
+            acc.finite(base + k, (a - e).abs(), e.abs(), ulp.distance(a, e), tol);
         } else if a.is_nan() || e.is_nan() {
             if !(a.is_nan() && e.is_nan()) {
                 acc.nan += 1;
@@ -436,9 +498,10 @@ fn real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: UlpUnit, a
     }
 }
 
-/// [`real_block`] for a block of finite values: the same arithmetic in `LANES` independent
-/// accumulators, which the compiler vectorises; the worst element is looked for only when
-/// the block's largest excess beats the one so far, so the result equals the scalar loop's.
+/// [`real_block`] for a block of finite values, each pair within one binade: the same
+/// arithmetic in `LANES` independent accumulators, which the compiler vectorises; the worst
+/// element is looked for only when the block's largest excess beats the one so far, so the
+/// result equals the scalar loop's.
 #[inline(never)]
 fn finite_real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: UlpUnit, acc: &mut Acc) {
     const LANES: usize = 4;
@@ -447,34 +510,34 @@ fn finite_real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: Ulp
     let mut max_rel = [0.0f64; LANES];
     let mut max_ulp = [0.0f64; LANES];
     let mut max_exc = [f64::NEG_INFINITY; LANES];
-    // |a − e|, |e| and the excess over the allowance, as `Acc::finite` computes them.
-    let excess = |a: f64, e: f64| {
+    // |a − e|, |e|, the ULPs and the excess over the tolerance, as `Acc::finite` computes them.
+    let measure = |a: f64, e: f64| {
         let d = (a - e).abs();
         let mag = e.abs();
-        (d, mag, d - (tol.atol + tol.rtol * mag))
+        let u = d / ulp.spacing(e);
+        (d, mag, u, tol.excess(d, mag, u))
     };
     let (ac, ec) = (a.chunks_exact(LANES), e.chunks_exact(LANES));
     let (ar, er) = (ac.remainder(), ec.remainder());
     for (ac, ec) in ac.zip(ec) {
         for l in 0..LANES {
-            let (d, mag, exc) = excess(ac[l], ec[l]);
-            mism[l] += u64::from(d > tol.atol + tol.rtol * mag);
+            let (d, mag, u, exc) = measure(ac[l], ec[l]);
+            mism[l] += u64::from(exc > 0.0);
             max_abs[l] = if d > max_abs[l] { d } else { max_abs[l] };
             // Divide unconditionally, then select: no branch in the loop.
             let rel = d / mag;
             let rel = if mag > 0.0 { rel } else { 0.0 };
             max_rel[l] = if rel > max_rel[l] { rel } else { max_rel[l] };
-            let u = d / ulp.spacing(ec[l]);
             max_ulp[l] = if u > max_ulp[l] { u } else { max_ulp[l] };
             max_exc[l] = if exc > max_exc[l] { exc } else { max_exc[l] };
         }
     }
     for (&a, &e) in ar.iter().zip(er) {
-        let (d, mag, exc) = excess(a, e);
-        mism[0] += u64::from(d > tol.atol + tol.rtol * mag);
+        let (d, mag, u, exc) = measure(a, e);
+        mism[0] += u64::from(exc > 0.0);
         max_abs[0] = max_abs[0].max(d);
         max_rel[0] = max_rel[0].max(if mag > 0.0 { d / mag } else { 0.0 });
-        max_ulp[0] = max_ulp[0].max(d / ulp.spacing(e));
+        max_ulp[0] = max_ulp[0].max(u);
         max_exc[0] = max_exc[0].max(exc);
     }
     acc.mismatched += mism.iter().sum::<u64>();
@@ -483,7 +546,7 @@ fn finite_real_block(a: &[f64], e: &[f64], base: usize, tol: Tolerance, ulp: Ulp
     acc.max_ulp = max_ulp.iter().fold(acc.max_ulp, |m, &x| m.max(x));
     let block_worst = max_exc.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
     if block_worst > acc.worst_excess
-        && let Some(k) = a.iter().zip(e).position(|(&a, &e)| excess(a, e).2 == block_worst)
+        && let Some(k) = a.iter().zip(e).position(|(&a, &e)| measure(a, e).3 == block_worst)
     {
         acc.worst_excess = block_worst;
         acc.worst_idx = base + k;
@@ -511,12 +574,9 @@ fn complex_block(
                 acc.nonfinite_mismatch(base + k);
             }
         } else if a_re.is_finite() && a_im.is_finite() && e_re.is_finite() && e_im.is_finite() {
-            let (dr, di) = ((a_re - e_re).abs(), (a_im - e_im).abs());
-            let d = dr.hypot(di);
-            let mag = e_re.hypot(e_im);
-            let rel = if mag > 0.0 { d / mag } else { 0.0 };
-            let ulps = (dr / ulp.spacing(e_re)).max(di / ulp.spacing(e_im));
-            acc.finite(base + k, d, tol.atol + tol.rtol * mag, rel, ulps);
+            let d = (a_re - e_re).hypot(a_im - e_im);
+            let ulps = ulp.distance(a_re, e_re).max(ulp.distance(a_im, e_im));
+            acc.finite(base + k, d, e_re.hypot(e_im), ulps, tol);
         } else if a_re != e_re || a_im != e_im {
             acc.inf += 1;
             acc.nonfinite_mismatch(base + k);
@@ -528,11 +588,8 @@ fn complex_block(
 fn int_block(a: &[i128], e: &[i128], base: usize, tol: Tolerance, acc: &mut Acc) {
     for (k, (&a, &e)) in a.iter().zip(e).enumerate() {
         let d = a.abs_diff(e) as f64;
-        let mag = e.unsigned_abs() as f64;
-        let allowed = tol.atol + tol.rtol * mag;
-        let rel = if mag > 0.0 { d / mag } else { 0.0 };
         // Any difference is ≥ 1 as a float, so a zero tolerance fails it however large the integers.
-        acc.finite(base + k, d, allowed, rel, d);
+        acc.finite(base + k, d, e.unsigned_abs() as f64, d, tol);
     }
 }
 
@@ -621,7 +678,9 @@ impl Comparison {
             let pct = if pct < 0.01 { "<0.01%".to_string() } else { format!("{pct:.2}%") };
             format!("{prefix}{} of {} elements ({pct}) beyond", self.mismatched, self.elements)
         };
-        let tol = if self.rtol == 0.0 && self.atol == 0.0 {
+        let tol = if let Some(n) = self.ulp_limit {
+            format!("{} ULP", short(n))
+        } else if self.rtol == 0.0 && self.atol == 0.0 {
             "exact equality".to_string()
         } else {
             format!("rtol {}, atol {}", short(self.rtol), short(self.atol))
@@ -680,9 +739,10 @@ mod tests {
         assert_eq!(c.worst_index, Some(vec![1, 0]));
         assert_eq!((c.worst_actual, c.worst_expected), (Some(f64::from(2e-5f32)), Some(0.0)));
         assert_eq!(c.max_abs, f64::from(1000.001f32) - 1000.0);
-        // ULPs at 1000 (exponent 9): spacing 2^(9−23) = 2^-14, so 16 ULP; 2e-5 at 0: spacing
-        // 2^-149, a huge count.
-        assert!(c.max_ulp > 1e38, "{}", c.max_ulp);
+        // ULPs at 1000 (exponent 9): spacing 2^(9−23) = 2^-14, so 16 ULP; 2e-5 against 0: the
+        // float32 values between them, which for a positive float32 is its bit pattern read as
+        // an integer (0 is +0's, each next value adds 1).
+        assert_eq!(c.max_ulp, f64::from(2e-5f32.to_bits()));
         assert_eq!(c.max_rel, (f64::from(1000.001f32) - 1000.0) / 1000.0);
         let a_ok = arr(&[2, 2], vec![1000.001f32, 1.0, 9e-6, -2.0]);
         let ok = cmp(&a_ok, &e, "float32", Rule::AllClose);
@@ -896,6 +956,82 @@ mod tests {
         assert_eq!(back, c);
         let inc = Verdict::Incomparable { reason: "x".into() };
         assert_eq!(serde_json::to_value(&inc).unwrap(), serde_json::json!({"kind": "incomparable", "reason": "x"}));
+    }
+
+    #[test]
+    fn ulps_count_the_values_between_across_binades_signs_and_zero() {
+        let bf = UlpUnit::float(7, -126);
+        // bfloat16 0.38 against 0: the positive bfloat16 values below 0.38 are its bit patterns
+        // (as u16) below it; 0.38 lies 0.56 of the way from bf16(0.37890625) to the next.
+        let lo = half::bf16::from_f64(0.37890625);
+        let want = f64::from(lo.to_bits()) + (0.38 - 0.37890625) / 2f64.powi(-9);
+        assert_eq!(bf.distance(0.38, 0.0), want);
+        assert!((16_000.0..16_300.0).contains(&want), "{want}: not 4.1e39");
+        // Across a power of two: 1 − 2^-8 (the last bfloat16 below 1) to 1 + 2^-7 is 2 values.
+        assert_eq!(bf.distance(1.0 + 2f64.powi(-7), 1.0 - 2f64.powi(-8)), 2.0);
+        // Across zero: ±the smallest subnormal are 2 apart; symmetric.
+        let tiny = 2f64.powi(-133);
+        assert_eq!(bf.distance(tiny, -tiny), 2.0);
+        assert_eq!(bf.distance(-tiny, tiny), 2.0);
+        assert_eq!(bf.distance(0.0, -0.0), 0.0);
+        // Within a binade the count is |a − e| over the spacing, fractions included.
+        assert_eq!(bf.distance(1.0, 1.0 + 2f64.powi(-9)), 0.25);
+        // float64's own count does not lose the small difference of two huge ordinals.
+        let f64u = UlpUnit::float(52, -1022);
+        let x = 1e300f64;
+        assert_eq!(f64u.distance(f64::from_bits(x.to_bits() + 3), x), 3.0);
+        assert_eq!(f64u.distance(-f64::MAX, f64::MAX), 2.0 * f64::MAX.to_bits() as f64);
+        assert_eq!(UlpUnit::ONE.distance(7.0, 2.0), 5.0);
+        // The comparison uses the count: a bfloat16 0.38 where the reference is 1e-40.
+        let c = compare(
+            &arr(&[2], vec![0.38f32, 1.0]),
+            "bfloat16",
+            &arr(&[2], vec![1e-40f64, 1.0]),
+            "float64",
+            Rule::AllClose,
+            Tolerance::for_dtype("bfloat16"),
+            false,
+        );
+        assert!(c.max_ulp > 16_000.0 && c.max_ulp < 16_300.0, "{}", c.max_ulp);
+        assert_eq!(c.correctly_rounded, Some(false));
+    }
+
+    #[test]
+    fn the_ulp_rule_and_correct_rounding() {
+        // float32 outputs against float64 values: 1/3 rounded to nearest, and one value off by one.
+        let e = arr(&[3], vec![1.0 / 3.0, 2.0 / 3.0, 10.0]);
+        let rn: Vec<f32> = vec![(1.0f64 / 3.0) as f32, (2.0f64 / 3.0) as f32, 10.0];
+        let mut off = rn.clone();
+        off[1] = f32::from_bits(off[1].to_bits() + 1);
+        let run = |a: &[f32], tol: Tolerance, rule: Rule| {
+            compare(&arr(&[3], a.to_vec()), "float32", &e, "float64", rule, tol, false)
+        };
+        let exact = run(&rn, Tolerance::for_dtype("float32"), Rule::AllClose);
+        assert_eq!((exact.correctly_rounded, &exact.verdict), (Some(true), &Verdict::Agree));
+        assert!(exact.max_ulp <= 0.5, "{}", exact.max_ulp);
+        // One ULP off: within float32's rtol 1.3e-6 (11 ULP at 2/3), beyond max_ulp 0.5.
+        let loose = run(&off, Tolerance::for_dtype("float32"), Rule::AllClose);
+        assert_eq!((loose.correctly_rounded, &loose.verdict), (Some(false), &Verdict::Agree));
+        let strict = run(&off, Tolerance::ulps(0.5), Rule::Ulp);
+        assert_eq!(
+            (&strict.verdict, strict.mismatched, strict.worst_index.clone()),
+            (&Verdict::Disagree, 1, Some(vec![1]))
+        );
+        // 2/3 lies 1/3 ULP below its float32 rounding, so the next value up is 4/3 ULP away.
+        assert!((strict.max_ulp - 4.0 / 3.0).abs() < 1e-6, "{}", strict.max_ulp);
+        assert!(strict.summary().starts_with("1 of 3 elements (33.33%) beyond 5e-1 ULP"), "{}", strict.summary());
+        assert_eq!(run(&off, Tolerance::ulps(1.5), Rule::Ulp).verdict, Verdict::Agree);
+        // Same-dtype comparisons (another device) say nothing about rounding.
+        let same = compare(
+            &arr(&[1], vec![1.0f32]),
+            "float32",
+            &arr(&[1], vec![1.0f32]),
+            "float32",
+            Rule::AllClose,
+            Tolerance::for_dtype("float32"),
+            true,
+        );
+        assert_eq!(same.correctly_rounded, None);
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn metrics_equal_numpys() {
         let name = case["name"].as_str().unwrap();
         let a = read("cmp", case["actual"].as_str().unwrap());
         let e = read("cmp", case["expected"].as_str().unwrap());
-        let tol = Tolerance { rtol: case["rtol"].as_f64().unwrap(), atol: case["atol"].as_f64().unwrap() };
+        let tol = Tolerance::close(case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         let (ad, ed) = (case["actual_dtype"].as_str().unwrap(), case["expected_dtype"].as_str().unwrap());
         assert_eq!(tol, Tolerance::for_dtype(ad), "{name}: torch's default tolerance");
         let c = compare(&a, ad, &e, ed, Rule::AllClose, tol, false);

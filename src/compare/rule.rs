@@ -35,6 +35,9 @@ pub enum Rule {
         /// The axis the vectors run along, negative counting from the end.
         axis: isize,
     },
+    /// `ulp`: elementwise, at most `max_ulp` ULPs of the output's dtype apart (the case's
+    /// `max_ulp`, or `ulp = N`); NaN and ±Inf as for `allclose`.
+    Ulp,
     /// `shape_dtype`: only the shape (and the dtype, when dtypes are checked) must match.
     ShapeDtype,
     /// `statistical`: a two-sample Kolmogorov–Smirnov test on the flattened values; the
@@ -46,8 +49,8 @@ pub enum Rule {
 
 impl Rule {
     /// Every catalogue spelling, in the order of the variants.
-    pub const NAMES: [&'static str; 8] =
-        ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "shape_dtype", "statistical", "none"];
+    pub const NAMES: [&'static str; 9] =
+        ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "ulp", "shape_dtype", "statistical", "none"];
 
     /// The catalogue spelling. [`Rule::UpToSign`] gives `up_to_sign_rows` for axis −1 and
     /// `up_to_sign` for any other axis; `Display` spells other axes out (`up_to_sign(axis=0)`).
@@ -58,6 +61,7 @@ impl Rule {
             Rule::Sorted => "sorted",
             Rule::UpToSign { axis: -1 } => "up_to_sign_rows",
             Rule::UpToSign { .. } => "up_to_sign",
+            Rule::Ulp => "ulp",
             Rule::ShapeDtype => "shape_dtype",
             Rule::Statistical => "statistical",
             Rule::None => "none",
@@ -65,9 +69,9 @@ impl Rule {
     }
 
     /// True for the rules decided element by element after an optional reordering
-    /// (`allclose`, `exact`, `sorted`, `up_to_sign*`).
+    /// (`allclose`, `exact`, `sorted`, `up_to_sign*`, `ulp`).
     pub fn is_elementwise(self) -> bool {
-        matches!(self, Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. })
+        matches!(self, Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp)
     }
 }
 
@@ -83,7 +87,7 @@ impl fmt::Display for Rule {
 /// An unknown rule name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "unknown comparison rule {0:?} (known: allclose, exact, sorted, up_to_sign, up_to_sign_rows, shape_dtype, statistical, none)"
+    "unknown comparison rule {0:?} (known: allclose, exact, sorted, up_to_sign, up_to_sign_rows, ulp, shape_dtype, statistical, none)"
 )]
 pub struct UnknownRule(pub String);
 
@@ -98,6 +102,7 @@ impl FromStr for Rule {
             "sorted" => Rule::Sorted,
             "up_to_sign" => Rule::UpToSign { axis: -2 },
             "up_to_sign_rows" => Rule::UpToSign { axis: -1 },
+            "ulp" => Rule::Ulp,
             "shape_dtype" => Rule::ShapeDtype,
             "statistical" => Rule::Statistical,
             "none" => Rule::None,
@@ -124,18 +129,44 @@ impl<'de> Deserialize<'de> for Rule {
     }
 }
 
-/// Elementwise tolerance: `actual` agrees with `expected` when `|a − e| ≤ atol + rtol·|e|`.
+/// Elementwise tolerance: `actual` agrees with `expected` when `|a − e| ≤ atol + rtol·|e|`,
+/// or, under the `ulp` rule ([`Tolerance::max_ulp`] set), when they are at most `max_ulp` ULPs
+/// of the output's dtype apart (`crate::compare::metrics`'s count).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     /// Relative tolerance (a fraction of `|expected|`).
     pub rtol: f64,
     /// Absolute tolerance (in the data's units).
     pub atol: f64,
+    /// The `ulp` rule's bound in ULPs of the output's dtype (0.5: correctly rounded); when set,
+    /// it alone decides and `rtol`/`atol` are 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ulp: Option<f64>,
 }
 
 impl Tolerance {
     /// Zero tolerance: exact equality.
-    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0 };
+    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0, max_ulp: None };
+
+    /// How far an element with difference `d`, `|expected|` `mag` and `ulp` ULPs lies beyond
+    /// the tolerance: positive when it disagrees.
+    #[inline(always)]
+    pub fn excess(self, d: f64, mag: f64, ulp: f64) -> f64 {
+        match self.max_ulp {
+            Some(m) => ulp - m,
+            None => d - (self.atol + self.rtol * mag),
+        }
+    }
+
+    /// At most `n` ULPs of the output's dtype apart (the `ulp` rule).
+    pub fn ulps(n: f64) -> Tolerance {
+        Tolerance { rtol: 0.0, atol: 0.0, max_ulp: Some(n) }
+    }
+
+    /// `rtol` and `atol` (`allclose`).
+    pub fn close(rtol: f64, atol: f64) -> Tolerance {
+        Tolerance { rtol, atol, max_ulp: None }
+    }
 
     /// `torch.testing.assert_close`'s default (rtol, atol) for a dtype's canonical name
     /// (<https://pytorch.org/docs/stable/testing.html#torch.testing.assert_close>): float16
@@ -149,7 +180,7 @@ impl Tolerance {
             "float64" | "complex128" => (1e-7, 1e-7),
             _ => (0.0, 0.0),
         };
-        Tolerance { rtol, atol }
+        Tolerance::close(rtol, atol)
     }
 }
 

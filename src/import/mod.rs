@@ -171,7 +171,11 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
     if info.started_at.is_empty() {
         info.started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     }
-    let origin =
-        RunOrigin { source: args.source, label: args.label.clone(), machine: args.machine.clone(), notes: Vec::new() };
+    let origin = RunOrigin {
+        source: args.source,
+        label: args.label.clone(),
+        machine: args.machine.clone(),
+        ..RunOrigin::default()
+    };
     Ok(suite.convert(info, origin))
 }

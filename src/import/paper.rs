@@ -186,6 +186,7 @@ pub fn import_paper(dir: &Path, command_line: &str) -> Result<PaperImport, Impor
                 label: Some(g.label()),
                 machine: Some(g.machine().to_string()),
                 notes,
+                ..RunOrigin::default()
             };
             runs.push(suite.convert(info, origin));
         }

@@ -268,6 +268,7 @@ impl Suite<'_> {
                     samples_ns: merged.samples_ns,
                     block_sizes: Vec::new(),
                     compiles: None,
+                    graph_breaks: None,
                     runqueue_wait_ns: None,
                     steady_wall_ns: None,
                     outputs: serde_json::Value::Null,
@@ -297,7 +298,7 @@ impl Suite<'_> {
             );
         }
         let results = b.order.iter().filter_map(|k| b.results.remove(k)).collect();
-        RunData { info, origin, functions: b.functions, cases: b.cases, devices, results }
+        RunData { uid: None, info, origin, functions: b.functions, cases: b.cases, devices, results }
     }
 
     fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {

@@ -46,6 +46,14 @@ pub struct CaseRow {
     pub spec: Spec,
 }
 
+impl CaseRow {
+    /// Whether the case runs on targets in `mode`: its catalogue `modes` list it, or it has
+    /// none (every mode). Imported rows run in every mode.
+    pub fn runs_in(&self, mode: super::Mode) -> bool {
+        self.spec.catalogue().and_then(|c| c.modes.as_ref()).is_none_or(|m| m.contains(&mode))
+    }
+}
+
 /// How one case ended on one device. Crash and timeout are outcomes, not errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -61,7 +69,7 @@ pub struct CaseResult {
     pub error_type: Option<String>,
     /// Exception message, or the skip's why.
     pub message: Option<String>,
-    /// The Python traceback (its last 8000 characters), when the worker sent a non-empty one.
+    /// The Python traceback (whole up to 32,768 characters, else head and tail), when the worker sent a non-empty one.
     pub traceback: Option<String>,
     /// Where in the case it failed: resolve, inputs, setup, first_call, outputs, steady, import.
     pub phase: Option<String>,
@@ -83,6 +91,12 @@ pub struct CaseResult {
     /// `recompiles`. `None` for eager targets, imports and stores older than schema version 5.
     #[serde(default)]
     pub compiles: Option<u64>,
+    /// torch's compiled targets: graph breaks Dynamo took during the case (under `compiled`,
+    /// where a break returns to Python for part of the call; `compiled_fullgraph` makes one an
+    /// error). `None` for other frameworks, eager targets, imports and stores older than
+    /// schema version 9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_breaks: Option<u64>,
     /// Time the worker's threads waited for a CPU (runnable, not running) during the steady
     /// state, ns, summed over threads (Linux schedstat run delay). `None` for imports, kernels
     /// without schedstat, cases that failed before their steady state, and stores older than
@@ -143,6 +157,7 @@ impl CaseResult {
             stderr_tail: None,
             first_call_ns: None,
             compiles: None,
+            graph_breaks: None,
             runqueue_wait_ns: None,
             steady_wall_ns: None,
             samples_ns: Vec::new(),

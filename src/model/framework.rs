@@ -13,7 +13,7 @@ pub enum Framework {
     Numpy,
     /// PyTorch (`torch`, also parsed from `pytorch`).
     Torch,
-    /// JAX (`jax`); its worker turns on `jax_enable_x64`, so 64-bit dtypes are really 64-bit.
+    /// JAX (`jax`); runs with `jax_enable_x64` off, as JAX ships, unless `mlport run --jax-x64`.
     Jax,
     /// TensorFlow (`tensorflow`, also parsed from `tf`); the managed environment installs
     /// `tensorflow-cpu` except on Apple silicon.
@@ -32,6 +32,25 @@ impl Framework {
             Framework::Torch => "torch",
             Framework::Jax => "jax",
             Framework::Tensorflow => "tensorflow",
+        }
+    }
+}
+
+impl Framework {
+    /// Why this framework has no `mode` (docs/modes.md), `None` when it has: NumPy runs
+    /// eagerly only; `compiled_fullgraph` is torch's alone (`jax.jit` and
+    /// `tf.function(jit_compile=True)` always compile the whole call, so their `compiled` is
+    /// already whole-graph).
+    pub fn lacks_mode(self, mode: super::Mode) -> Option<String> {
+        use super::Mode;
+        match (self, mode) {
+            (_, Mode::Eager) => None,
+            (Framework::Numpy, _) => Some("numpy has no compiled mode: NumPy runs eagerly only".into()),
+            (Framework::Jax | Framework::Tensorflow, Mode::CompiledFullgraph) => Some(format!(
+                "{self} has no compiled_fullgraph mode: its compiler always takes the whole call, so `compiled` is \
+                 already whole-graph (compiled_fullgraph is torch.compile(fullgraph=True))"
+            )),
+            _ => None,
         }
     }
 }

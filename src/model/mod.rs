@@ -19,6 +19,9 @@ pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
-pub use run::{DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunSource, RunState, RunSummary};
-pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, Spec};
+pub use run::{
+    DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunRecord, RunSource, RunState, RunSummary, RunSwitches,
+    Shard,
+};
+pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, Spec};
 pub use target::{Mode, Target};

@@ -67,6 +67,11 @@ pub enum Reason {
     DtypeUnsupported,
     /// Ran, but the answer disagrees beyond tolerance.
     WrongResult,
+    /// Ran, but an output's dtype is not the expected one (goes with
+    /// [`Outcome::WrongResult`]): another than the case's `out_dtype`, than its float64
+    /// reference's mapped to the case's precision, or than the same case's on its reference
+    /// target. A finding of its own, counted apart from value disagreement (`wrong_result`).
+    DtypeChanged,
     /// The device or host ran out of memory: `torch.OutOfMemoryError`, `MemoryError`,
     /// TensorFlow's `ResourceExhaustedError` or an out-of-memory message.
     OutOfMemory,
@@ -94,10 +99,11 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in DESIGN.md's order (the derived `Ord`).
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 13] = [
         Reason::NotImplemented,
         Reason::DtypeUnsupported,
         Reason::WrongResult,
+        Reason::DtypeChanged,
         Reason::OutOfMemory,
         Reason::Timeout,
         Reason::Crash,
@@ -115,6 +121,7 @@ impl Reason {
             Reason::NotImplemented => "not_implemented",
             Reason::DtypeUnsupported => "dtype_unsupported",
             Reason::WrongResult => "wrong_result",
+            Reason::DtypeChanged => "dtype_changed",
             Reason::OutOfMemory => "out_of_memory",
             Reason::Timeout => "timeout",
             Reason::Crash => "crash",

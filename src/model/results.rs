@@ -7,22 +7,28 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{CaseResult, CaseRow, CaseSpec, Dtype, FunctionRow, Outcome, Target};
+use super::{CaseResult, CaseRow, CaseSpec, Dtype, FunctionRow, Outcome, RunSource, Target};
 use crate::compare::{Rule, Tolerance, Verdict};
 
 /// A float64 reference a run plans: the NumPy catalogue's function for a canonical op, run
 /// once on the inputs of the aligned cases at one swept dtype, upcast to float64 (complex128).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceRow {
-    /// `reference/<op>/<case_id>/<dtype>`, unique within the run.
+    /// `reference/<op>/<case_id>/<dtype>` for an op's reference, `reference/case/<case key>` for
+    /// a case's own (its catalogue `reference`, or its float64 self-reference); unique within
+    /// the run.
     pub key: String,
-    /// The canonical op (`cumsum`).
+    /// The framework whose worker computes it: `numpy` for a NumPy/SciPy function, the case's
+    /// own framework for a float64 self-reference (schema 8).
+    pub framework: super::Framework,
+    /// The canonical op (`cumsum`); empty for a case's own reference.
     pub op: String,
     /// The aligned cases' id.
     pub case_id: String,
     /// The swept dtype whose inputs are upcast.
     pub dtype: Dtype,
-    /// The NumPy/SciPy function computing it (`numpy.cumsum`).
+    /// The function computing it (`numpy.cumsum`, `scipy.special.expit`; `torch.exp` for a
+    /// self-reference).
     pub function: String,
     /// Input seed, the aligned cases' (run seed mixed in).
     pub seed: u64,
@@ -82,6 +88,13 @@ pub struct ComparisonRow {
 }
 
 impl ComparisonRow {
+    /// Whether the output was the reference correctly rounded to its dtype (every element within
+    /// 0.5 ULP: [`crate::compare::Comparison::correctly_rounded`], kept in `detail`); `None`
+    /// when unknown (not against a wider reference, not elementwise, older stores).
+    pub fn correctly_rounded(&self) -> Option<bool> {
+        self.detail.get("correctly_rounded").and_then(serde_json::Value::as_bool)
+    }
+
     /// A comparison of output `output_index` of the result of `case_key` on `device` with
     /// `against` (`reference` for people) under `rule` and `tol`, not yet made: verdict
     /// `incomparable`, no metrics, empty summary and detail. The comparison fills in the rest.
@@ -131,6 +144,19 @@ pub struct ResultRow {
     pub case: CaseRow,
     /// Its result on one device.
     pub result: CaseResult,
+    /// Whether a reference judged it: at least one output compared (with its float64
+    /// reference, or the same case on its reference target) to a verdict. A live run's `pass`
+    /// without is "ran, unchecked"; an imported test checked itself.
+    #[serde(default)]
+    pub compared: bool,
+}
+
+impl ResultRow {
+    /// A live catalogue case that passed with nothing to compare it with ("ran, unchecked").
+    /// Imported tests (pytest, the paper's data) check their own answers, so never count.
+    pub fn unchecked(&self, source: RunSource) -> bool {
+        self.result.outcome == Outcome::Pass && !self.compared && source == RunSource::Live
+    }
 }
 
 /// What an output was compared with (`comparisons.against`).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CaseResult, CaseRow, Framework, FunctionRow, Target};
+use super::{CaseResult, CaseRow, ComparisonRow, Framework, FunctionRow, Mode, ReferenceRow, Target};
 
 /// A framework as seen by a run: its version, or why it could not be imported.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -18,6 +18,10 @@ pub struct FrameworkInfo {
     pub packages: BTreeMap<String, String>,
     /// Threads the framework uses for host compute (torch.get_num_threads()).
     pub threads: Option<u32>,
+    /// The process-wide switches its worker set (`jax_enable_x64: false`), from the hello
+    /// (protocol 6; docs/protocol.md lists them); empty for older runs and imports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, serde_json::Value>,
 }
 
 /// A device as discovered by one framework's worker.
@@ -65,6 +69,41 @@ pub struct RunInfo {
     pub reference_device: Target,
     /// The mlport binary's version (`CARGO_PKG_VERSION`).
     pub mlport_version: String,
+    /// JAX ran with `jax_enable_x64` on (`mlport run --jax-x64`); off, JAX's shipped default,
+    /// unless asked for. Runs stored before mlport recorded it read as `true`: its workers
+    /// always turned it on then.
+    #[serde(default = "x64_before_it_was_recorded")]
+    pub jax_x64: bool,
+    /// The other switches of `mlport run` that change results; `None` for runs stored before
+    /// mlport recorded them (schema 10) and for imports.
+    #[serde(default)]
+    pub switches: Option<RunSwitches>,
+}
+
+/// The switches of `mlport run` that change what a run measures without changing its plan
+/// (which [`RunOrigin::plan_digest`] fingerprints), beside [`RunInfo::jax_x64`] and
+/// [`RunInfo::reference_device`]. The shards of a campaign on one machine must agree on them
+/// (`crate::fleet::existing_shard`): one shard timed with another budget, or on other devices,
+/// would make the campaign's report mix two measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSwitches {
+    /// `--device`, each device with its modes applied; `None`: every device the workers report.
+    pub devices: Option<Vec<Target>>,
+    /// `--modes`: the modes applied to devices given without one.
+    pub modes: Vec<Mode>,
+    /// `--threads`: each framework's intra-op threads; `None`: the frameworks' defaults.
+    pub threads: Option<u32>,
+    /// `--budget-ms`: the timing budget per case, ms.
+    pub budget_ms: f64,
+    /// `--target-spread`: the IQR/median at which timing stops.
+    pub target_spread: f64,
+    /// `--timeout`: seconds a case may run before it is a timeout.
+    pub timeout_s: f64,
+}
+
+/// What a run stored before `jax_x64` was recorded ran with: JAX's 64-bit mode on.
+fn x64_before_it_was_recorded() -> bool {
+    true
 }
 
 /// Where a run's results came from.
@@ -105,6 +144,8 @@ impl RunInfo {
             seed: 0,
             reference_device,
             mlport_version: env!("CARGO_PKG_VERSION").to_string(),
+            jax_x64: false,
+            switches: None,
         }
     }
 }
@@ -164,12 +205,85 @@ pub struct RunOrigin {
     pub machine: Option<String>,
     /// Lines printed under the run's report, e.g. "no pytest report: outcomes unknown".
     pub notes: Vec<String>,
+    /// The campaign the run belongs to (`--campaign`): the runs of many shards and machines
+    /// that `report --campaign` reads as one.
+    pub campaign: Option<String>,
+    /// Which part of the plan the run holds; a campaign run without `--shard` is 0 of 1.
+    pub shard: Option<Shard>,
+    /// A fingerprint of the whole unsharded plan of a campaign run ([`crate::plan::Plan::digest`]),
+    /// so a rerun of a shard can tell it plans the same cases.
+    pub plan_digest: Option<String>,
+}
+
+impl RunOrigin {
+    /// The machine the run's results describe: `--machine` (or an import's machine) when
+    /// given, else the host it ran on.
+    pub fn machine_or<'a>(&'a self, host: &'a str) -> &'a str {
+        self.machine.as_deref().unwrap_or(host)
+    }
+}
+
+/// One of `count` disjoint parts of a plan, `index` counted from 0 (`--shard 2/4` is the third
+/// of four). Which functions a shard holds is decided by [`crate::plan::shard_of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Shard {
+    /// 0-based, below `count`.
+    pub index: u32,
+    /// At least 1.
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole plan: shard 0 of 1.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count`. Errors (a sentence naming what to fix) for a count of 0 or an
+    /// index not below the count.
+    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
+        if count == 0 {
+            return Err("the shard count must be at least 1 (`--shard 0/4` is the first of 4 shards)".into());
+        }
+        if index >= count {
+            return Err(format!(
+                "shard index {index} is not below the count {count}: shards are numbered 0 to {} (`--shard {}/{count}` is the last)",
+                count - 1,
+                count - 1
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    /// `INDEX/COUNT`, as `--shard` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    /// `INDEX/COUNT` with `0 <= INDEX < COUNT`, e.g. `0/4`.
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}` is not INDEX/COUNT (e.g. `0/4`, the first of 4 shards)"))?;
+        let number = |part: &str, what: &str| {
+            part.trim().parse::<u32>().map_err(|_| {
+                format!("`{part}` in `{s}` is not a shard {what}: INDEX/COUNT takes whole numbers (e.g. `0/4`)")
+            })
+        };
+        Shard::new(number(i, "index")?, number(n, "count")?)
+    }
 }
 
 /// A whole run as an importer produces it, written by [`crate::store::Store::import_runs`]
 /// in one transaction with the others of the same import.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunData {
+    /// The run's globally unique id when it has one already (a bundle's run); `None` gives it a
+    /// new one.
+    pub uid: Option<String>,
     /// The run's environment, as far as it is known.
     pub info: RunInfo,
     /// Where it came from.
@@ -184,11 +298,31 @@ pub struct RunData {
     pub results: Vec<CaseResult>,
 }
 
+/// A whole stored run with everything its reports read: the run (with its uid) and its
+/// results, how it ended, its float64 references and its comparisons. What a bundle carries
+/// ([`crate::store::Store::run_record`] reads one, [`crate::store::Store::import_records`] writes them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run: its uid (always set), environment, origin, plan, devices and results.
+    pub run: RunData,
+    /// How it stood when it was exported.
+    pub state: RunState,
+    /// When it ended (RFC 3339 UTC), if it did.
+    pub finished_at: Option<String>,
+    /// Its planned float64 references, computed or not.
+    pub references: Vec<ReferenceRow>,
+    /// The comparisons of its results' outputs with their references.
+    pub comparisons: Vec<ComparisonRow>,
+}
+
 /// A stored run with its id and state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The run's id in its store, assigned when it was created.
     pub id: i64,
+    /// The run's globally unique id (32 lowercase hex digits), the same in every store it is
+    /// exported to ([`crate::store::schema::new_run_uid`]).
+    pub uid: String,
     /// The run's environment and settings.
     pub info: RunInfo,
     /// Where the results came from; the default for live runs.
@@ -266,5 +400,24 @@ mod tests {
             assert_eq!(s.as_str().parse::<RunSource>().unwrap(), s);
         }
         assert!("done".parse::<RunState>().unwrap_err().contains("unknown run state `done`"));
+    }
+
+    #[test]
+    fn shards_parse_and_print_as_index_over_count() {
+        let s: Shard = "2/4".parse().unwrap();
+        assert_eq!((s.index, s.count, s.to_string()), (2, 4, "2/4".to_string()));
+        assert_eq!("0/1".parse::<Shard>().unwrap(), Shard::WHOLE);
+        for (bad, says) in [
+            ("5/4", "not below the count 4"),
+            ("4/4", "numbered 0 to 3"),
+            ("0/0", "at least 1"),
+            ("x/2", "`x` in `x/2` is not a shard index"),
+            ("1/y", "not a shard count"),
+            ("-1/2", "not a shard index"),
+            ("3", "not INDEX/COUNT"),
+        ] {
+            let err = bad.parse::<Shard>().unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::Dtype;
+use super::{Dtype, Mode};
 use crate::compare::Rule;
 
 /// What a [`super::CaseRow`] was planned from: a catalogue case, or an imported test.
@@ -82,6 +82,17 @@ pub struct CaseSpec {
     /// `$dtype`/`$device` placeholders), so open by nature.
     #[serde(default)]
     pub kwargs: Map<String, Value>,
+    /// The `ulp` rule's bound, in ULPs of the output's dtype (`max_ulp`, or `ulp = N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ulp: Option<f64>,
+    /// The execution modes the case runs in (`modes`, docs/modes.md); `None`: every mode the run
+    /// asks for. A target whose mode is not listed gets no result for the case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Vec<Mode>>,
+    /// The dtype each compared output must have (`out_dtype`); `None`: the float64 reference's
+    /// mapped to the case's precision ([`crate::outcome::expected_dtype`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_dtype: Option<OutDtype>,
     /// Indices of the output leaves to compare; `None` compares every leaf.
     #[serde(default)]
     pub outputs: Option<Vec<u32>>,
@@ -111,6 +122,9 @@ impl CaseSpec {
             id: id.to_string(),
             inputs: Vec::new(),
             kwargs: Map::new(),
+            max_ulp: None,
+            modes: None,
+            out_dtype: None,
             outputs: None,
             rtol: None,
             skip: None,
@@ -163,6 +177,30 @@ impl Compare {
             Compare::One(r) => *r,
             Compare::PerOutput(list) => list.get(i).copied().unwrap_or(Rule::AllClose),
         }
+    }
+}
+
+/// A case's `out_dtype` (docs/catalogue.md): the dtype every compared output must have, or one
+/// per compared output (in the order of `outputs`, like `compare`); each a [`Dtype`] name or
+/// `T`, the swept dtype. Checked by the loader.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OutDtype {
+    /// `out_dtype = "int64"` (or `"T"`).
+    One(String),
+    /// `out_dtype = ["T", "int64"]`.
+    PerOutput(Vec<String>),
+}
+
+impl OutDtype {
+    /// The dtype the `i`-th compared output must have at the swept dtype `case`: `T` is
+    /// `case`; `None` past the end of a list (that output's dtype is not declared).
+    pub fn of(&self, i: usize, case: Dtype) -> Option<String> {
+        let name = match self {
+            OutDtype::One(d) => d,
+            OutDtype::PerOutput(list) => list.get(i)?,
+        };
+        Some(if name == "T" { case.as_str().to_string() } else { name.clone() })
     }
 }
 

@@ -6,28 +6,41 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// How a target executes a case: each framework's ordinary dispatch, or through its compiler.
+/// How a target executes a case: each framework's ordinary dispatch, or through its compiler
+/// (docs/modes.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Each framework's ordinary dispatch: PyTorch and TensorFlow eager execution, JAX's
     /// op-by-op dispatch, NumPy. The default, and the only mode NumPy has.
     Eager,
-    /// The whole timed call compiled: `torch.compile(fullgraph=True)` with its default
-    /// backend (Inductor), `jax.jit`, `tf.function(jit_compile=True)` (docs/modes.md).
+    /// The whole timed call compiled as users compile it: `torch.compile` with its defaults
+    /// (Inductor; a graph break falls back to Python for that part and is counted), `jax.jit`,
+    /// `tf.function(jit_compile=True)`.
     Compiled,
+    /// torch only: `torch.compile(fullgraph=True)`, where a graph break is an error
+    /// (`compile_error`): what accelerators that need whole graphs (XLA, export) see. Stores
+    /// before schema 9 called this mode `compiled` (migration 9 renames their torch targets).
+    CompiledFullgraph,
 }
 
 impl Mode {
-    /// Both modes, eager first.
-    pub const ALL: [Mode; 2] = [Mode::Eager, Mode::Compiled];
+    /// Every mode, eager first.
+    pub const ALL: [Mode; 3] = [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph];
 
-    /// `eager` or `compiled`: the suffix of a target (`cpu/compiled`) and the worker's `--mode`.
+    /// `eager`, `compiled` or `compiled_fullgraph`: the suffix of a target (`cpu/compiled`), the
+    /// worker's `--mode` and the catalogue's `modes` spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Eager => "eager",
             Mode::Compiled => "compiled",
+            Mode::CompiledFullgraph => "compiled_fullgraph",
         }
+    }
+
+    /// Whether a compiler runs the case (every mode but eager).
+    pub fn is_compiled(self) -> bool {
+        self != Mode::Eager
     }
 }
 
@@ -43,13 +56,13 @@ impl FromStr for Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown mode `{s}` (expected eager or compiled)"))
+            .ok_or_else(|| format!("unknown mode `{s}` (expected eager, compiled or compiled_fullgraph)"))
     }
 }
 
 /// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`) and an
 /// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
-/// `cuda:0`); the compiled mode is written `cpu/compiled`. `cpu/eager` parses to `cpu`, so a
+/// `cuda:0`); the compiled modes are written `cpu/compiled` and `cpu/compiled_fullgraph`. `cpu/eager` parses to `cpu`, so a
 /// target has one spelling. Everything keyed by device (the store, reports, slowdowns,
 /// audits) is keyed by target.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -79,7 +92,10 @@ impl Target {
 
     /// The execution mode.
     pub fn mode(&self) -> Mode {
-        if self.0.ends_with("/compiled") { Mode::Compiled } else { Mode::Eager }
+        match self.0.split_once(MODE_SEPARATOR) {
+            Some((_, m)) => m.parse().unwrap_or(Mode::Eager),
+            None => Mode::Eager,
+        }
     }
 
     /// The same device in `mode`: `cpu` with [`Mode::Compiled`] is `cpu/compiled`.
@@ -87,18 +103,15 @@ impl Target {
         let base = self.base();
         match mode {
             Mode::Eager => base,
-            Mode::Compiled => Target(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
+            _ => Target(format!("{}{MODE_SEPARATOR}{}", base.0, mode.as_str())),
         }
     }
 
     /// The target whose results a failure (or an answer) on this target is judged against:
-    /// for a compiled target, the same device eager (the compiler is what is tested); for an
-    /// eager one, the run's `reference` device.
+    /// for a compiled target (either compiled mode), the same device eager (the compiler is
+    /// what is tested); for an eager one, the run's `reference` device.
     pub fn reference_target(&self, reference: &Target) -> Target {
-        match self.mode() {
-            Mode::Compiled => self.base(),
-            Mode::Eager => reference.clone(),
-        }
+        if self.mode().is_compiled() { self.base() } else { reference.clone() }
     }
 
     fn parse_base(s: &str) -> Result<Target, String> {
@@ -119,8 +132,8 @@ impl Target {
 
 impl FromStr for Target {
     type Err = String;
-    /// Accepts the canonical device spellings, optionally followed by `/eager` or
-    /// `/compiled`; `cuda` alone means `cuda:0`.
+    /// Accepts the canonical device spellings, optionally followed by `/eager`, `/compiled`
+    /// or `/compiled_fullgraph`; `cuda` alone means `cuda:0`.
     fn from_str(s: &str) -> Result<Self, String> {
         match s.split_once(MODE_SEPARATOR) {
             Some((device, mode)) => {
@@ -181,6 +194,12 @@ mod tests {
             assert!(bad.parse::<Target>().is_err(), "{bad} should be rejected");
         }
         assert_eq!(serde_json::to_string(&t).unwrap(), "\"cpu/compiled\"");
+        let strict: Target = "cuda:1/compiled_fullgraph".parse().unwrap();
+        assert_eq!((strict.mode(), strict.base().as_str()), (Mode::CompiledFullgraph, "cuda:1"));
+        assert_eq!(strict.reference_target(&Target::cpu()).as_str(), "cuda:1");
+        assert_eq!(t.with_mode(Mode::CompiledFullgraph).as_str(), "cpu/compiled_fullgraph");
+        assert!(Mode::CompiledFullgraph.is_compiled() && Mode::Compiled.is_compiled() && !Mode::Eager.is_compiled());
+        assert!("cpu/fullgraph".parse::<Target>().unwrap_err().contains("compiled_fullgraph"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::model::{Framework, Reason};
 pub struct ErrorReport<'a> {
     /// Qualified exception type, `module.QualName`, bare for builtins (`TypeError`).
     pub error_type: &'a str,
-    /// The exception message (`str(exc)`, at most 4000 characters); matched ASCII-lowercased.
+    /// The exception message (`str(exc)`, whole up to 65,536 characters); matched ASCII-lowercased.
     pub message: &'a str,
     /// `import`, `resolve`, `inputs`, `setup`, `first_call`, `outputs` or `steady`.
     pub phase: &'a str,
@@ -693,8 +693,10 @@ mod tests {
         }
         let reasons: BTreeSet<Reason> = fx.errors.iter().map(|f| f.expected).collect();
         for r in Reason::ALL {
-            let decided_elsewhere =
-                matches!(r, Reason::WrongResult | Reason::Timeout | Reason::Crash | Reason::Recompiles);
+            let decided_elsewhere = matches!(
+                r,
+                Reason::WrongResult | Reason::DtypeChanged | Reason::Timeout | Reason::Crash | Reason::Recompiles
+            );
             assert_eq!(reasons.contains(&r), !decided_elsewhere, "fixture coverage of {r}");
         }
         let mut labels = BTreeSet::new();

@@ -18,10 +18,13 @@ pub struct Answer<'a> {
     pub compiles: Option<u64>,
     /// Of them, those of the first call.
     pub compiles_first_call: Option<u64>,
+    /// Graph breaks torch's Dynamo took (`compiled` mode); each may start one more graph.
+    pub graph_breaks: Option<u64>,
 }
 
 /// How an answered case ended:
-/// - `pass`, unless a compiled target compiled it more than once ⇒ `fail`, [`recompiled`];
+/// - `pass`, unless a compiled target compiled it more often than once per graph ⇒ `fail`,
+///   [`recompiled`];
 /// - anything else with an error ⇒ `fail`, reason [`classify`]'s;
 /// - anything else without an error ⇒ [`harness_error`] (the worker broke its protocol).
 ///
@@ -29,7 +32,7 @@ pub struct Answer<'a> {
 pub fn answered(framework: Framework, answer: &Answer<'_>) -> Decision {
     let passed = answer.outcome == "pass";
     let mut d = Decision::of(if passed { Outcome::Pass } else { Outcome::Fail });
-    if passed && let Some(rc) = recompiled(answer.compiles, answer.compiles_first_call) {
+    if passed && let Some(rc) = recompiled(answer.compiles, answer.compiles_first_call, answer.graph_breaks) {
         d = rc;
     }
     match &answer.error {
@@ -47,16 +50,23 @@ pub fn answered(framework: Framework, answer: &Answer<'_>) -> Decision {
     d
 }
 
-/// A case compiled more than once for the same inputs (`total` compilations, `first_call` of
-/// them at its first call) ⇒ `fail`, reason `recompiles`: it ran, but its compiler compiled it
-/// again, a cost every call may pay. `None` for at most one compilation.
-pub fn recompiled(total: Option<u64>, first_call: Option<u64>) -> Option<Decision> {
-    let n = total.filter(|&n| n > 1)?;
+/// A case compiled more often than once per graph for the same inputs (`total` compilations,
+/// `first_call` of them at its first call) ⇒ `fail`, reason `recompiles`: it ran, but its
+/// compiler compiled it again, a cost every call may pay. A call has one graph, plus one per
+/// graph break torch's Dynamo took (`graph_breaks`: the code after a break is a graph of its
+/// own). `None` for at most that many compilations.
+pub fn recompiled(total: Option<u64>, first_call: Option<u64>, graph_breaks: Option<u64>) -> Option<Decision> {
+    let graphs = 1 + graph_breaks.unwrap_or(0);
+    let n = total.filter(|&n| n > graphs)?;
     let message = match first_call {
         Some(f) if f <= n => {
             format!("compiled {n} times for the same inputs: {f} at the first call, {} more in the steady state", n - f)
         }
         _ => format!("compiled {n} times for the same inputs"),
+    };
+    let message = match graph_breaks {
+        Some(b) if b > 0 => format!("{message} ({graphs} graphs expected: {b} graph breaks)"),
+        _ => message,
     };
     Some(Decision::with(Outcome::Fail, Some(Reason::Recompiles), message))
 }
@@ -100,21 +110,33 @@ mod tests {
     }
 
     fn answer<'a>(outcome: &'a str, error: Option<ErrorReport<'a>>) -> Answer<'a> {
-        Answer { outcome, error, compiles: None, compiles_first_call: None }
+        Answer { outcome, error, compiles: None, compiles_first_call: None, graph_breaks: None }
     }
 
     #[test]
     fn more_than_one_compilation_is_a_recompile() {
-        assert_eq!(recompiled(None, None), None);
-        assert_eq!(recompiled(Some(1), Some(1)), None);
-        assert_eq!(recompiled(Some(0), Some(0)), None);
-        let five = recompiled(Some(5), Some(1)).unwrap();
+        assert_eq!(recompiled(None, None, None), None);
+        assert_eq!(recompiled(Some(1), Some(1), None), None);
+        assert_eq!(recompiled(Some(0), Some(0), None), None);
+        assert_eq!(recompiled(Some(2), Some(2), Some(1)), None, "one graph break: two graphs");
+        let again = recompiled(Some(3), Some(2), Some(1)).unwrap();
+        assert_eq!(
+            again.message.as_deref(),
+            Some(
+                "compiled 3 times for the same inputs: 2 at the first call, 1 more in the steady state (2 graphs \
+                 expected: 1 graph breaks)"
+            )
+        );
+        let five = recompiled(Some(5), Some(1), Some(0)).unwrap();
         assert_eq!((five.outcome, five.reason), (Outcome::Fail, Some(Reason::Recompiles)));
         assert_eq!(
             five.message.as_deref(),
             Some("compiled 5 times for the same inputs: 1 at the first call, 4 more in the steady state")
         );
-        assert_eq!(recompiled(Some(2), None).unwrap().message.as_deref(), Some("compiled 2 times for the same inputs"));
+        assert_eq!(
+            recompiled(Some(2), None, None).unwrap().message.as_deref(),
+            Some("compiled 2 times for the same inputs")
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!   through [`recompiled`], an answer that makes no sense: [`harness_error`]);
 //! - the core's clock and the worker's pipe: [`timeout`], [`crash`], [`harness_error`] (protocol
 //!   errors); a case the catalogue skips: [`skipped`];
-//! - the verdict of comparing a passing result's outputs with a reference: [`wrong_result`];
+//! - the verdict of comparing a passing result's outputs with a reference: [`wrong_result`]
+//!   (values, reason `wrong_result`; a silent dtype change, reason `dtype_changed`), and an
+//!   answer whose outputs are not of the case's declared `out_dtype`: [`declared_dtype`];
 //! - a test of an imported suite (pytest-json-report, the paper's data): [`imported`].
 //!
 //! The runner, the comparisons, the store and the importers call these; the store only persists
@@ -15,12 +17,14 @@
 
 mod classify;
 mod decision;
+mod dtype;
 mod imported;
 mod live;
 mod verdict;
 
 pub use classify::{ErrorReport, classify};
 pub use decision::Decision;
+pub use dtype::{Expected, declared_dtype, expected_dtype, expected_of};
 pub use imported::{TestEnding, TestFailure, imported};
 pub use live::{Answer, answered, crash, harness_error, recompiled, skipped, timeout};
-pub use verdict::wrong_result;
+pub use verdict::{against_target, wrong_result};

@@ -1,7 +1,9 @@
 //! `mlport list`: the catalogue's files (framework, version, counts of functions, paper
-//! functions, cases and case × dtype instances) and, with `--functions`, every function.
+//! functions, cases and case × dtype instances), with `--functions` every function, with
+//! `--references` what judges the planned cases ([`crate::analysis::coverage`]).
 
 use super::grid::Grid;
+use crate::analysis::coverage::Coverage;
 use crate::catalogue::Catalogue;
 
 /// One row per catalogue file, newline-terminated.
@@ -53,4 +55,43 @@ pub fn functions(catalogue: &Catalogue) -> String {
         }
     }
     out
+}
+
+/// Per framework, what judges the planned (not skipped) cases, and the share of floating cases
+/// nothing judges; newline-terminated.
+pub fn references(coverage: &Coverage) -> String {
+    let mut t = Grid::new([
+        "framework",
+        "cases",
+        "floating",
+        "op reference",
+        "own reference",
+        "self-reference",
+        "unchecked floating",
+        "unchecked (all)",
+    ])
+    .right_aligned(&[1, 2, 3, 4, 5, 6, 7]);
+    for (fw, n) in &coverage.frameworks {
+        let share = if n.floating == 0 { 0.0 } else { 100.0 * n.unchecked_floating as f64 / n.floating as f64 };
+        t.push([
+            fw.to_string(),
+            n.cases.to_string(),
+            n.floating.to_string(),
+            n.op.to_string(),
+            n.own.to_string(),
+            n.self_reference.to_string(),
+            format!("{} ({share:.1}%)", n.unchecked_floating),
+            n.unchecked.to_string(),
+        ]);
+    }
+    format!(
+        "{}\nPlanned from the catalogue: a reference that fails to compute leaves its cases unchecked too, \
+         which only a run shows (docs/catalogue.md, \"References\").\n",
+        t.table()
+    )
+}
+
+/// The planned floating cases nothing judges, one case key a line.
+pub fn unchecked(coverage: &Coverage) -> String {
+    coverage.unchecked_floating.iter().map(|k| format!("{k}\n")).collect()
 }

@@ -1,5 +1,6 @@
 //! The dtype matrix ([`crate::analysis::dtypes`]) as a table, Markdown, versioned JSON
-//! (`{"format": "mlport.dtypes", "version": 1}`) or CSV: one mark per cell, a legend, then
+//! (`{"format": "mlport.dtypes", "version": 3}`: version 2 counts `dtype_changed` per cell,
+//! version 3 `unchecked`) or CSV: one mark per cell, a legend, then
 //! the cases that did not pass.
 
 use super::Format;
@@ -12,18 +13,30 @@ use crate::model::{Outcome, Reason};
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.dtypes";
 /// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
+/// Version 2 counts `dtype_changed` per cell; version 3 each cell's `unchecked`.
+pub const JSON_VERSION: u32 = 3;
 
-/// A cell's marks: `✓` when a case passed, `W` for a wrong result, then one letter per
-/// failure reason ([`reason_mark`]); `s` when every case was skipped. `✓D` means the cases
-/// at this dtype differ: some pass, some are dtype_unsupported.
+/// A cell's marks: `✓` when a case passed (`✓½` when every passing case whose rounding is
+/// known was correctly rounded: within ½ ULP of the float64 reference; `✓?` when a passing
+/// case ran unchecked, nothing to compare its answer with), `W` for a wrong result,
+/// then one letter per failure reason ([`reason_mark`]; `Δ` a silent dtype change); `s` when every case was skipped. `✓D`
+/// means the cases at this dtype differ: some pass, some are dtype_unsupported.
 pub fn marks(cell: &Cell) -> String {
     let mut s = String::new();
     if cell.passed > 0 {
         s.push('✓');
+        if cell.rounding_known > 0 && cell.correctly_rounded == cell.rounding_known {
+            s.push('½');
+        }
+        if cell.unchecked > 0 {
+            s.push('?');
+        }
     }
     if cell.wrong > 0 {
         s.push('W');
+    }
+    if cell.dtype_changed > 0 {
+        s.push(reason_mark(Reason::DtypeChanged));
     }
     for r in cell.failed.keys() {
         s.push(reason_mark(*r));
@@ -40,6 +53,7 @@ pub fn reason_mark(r: Reason) -> char {
         Reason::NotImplemented => 'N',
         Reason::DtypeUnsupported => 'D',
         Reason::WrongResult => 'W',
+        Reason::DtypeChanged => 'Δ',
         Reason::OutOfMemory => 'M',
         Reason::Timeout => 'T',
         Reason::Crash => 'C',
@@ -56,11 +70,12 @@ pub fn reason_mark(r: Reason) -> char {
 pub fn legend() -> String {
     let reasons: Vec<String> = Reason::ALL
         .iter()
-        .filter(|r| **r != Reason::WrongResult)
+        .filter(|r| !matches!(r, Reason::WrongResult | Reason::DtypeChanged))
         .map(|r| format!("{} {}", reason_mark(*r), r))
         .collect();
     format!(
-        "✓ passed · W wrong_result (ran, disagreed with its reference beyond tolerance) · {} · s skipped · \
+        "✓ passed (✓½: correctly rounded, within ½ ULP of the float64 reference; information only; ✓?: a passing \
+         case ran unchecked, with nothing to compare its answer with) · W wrong_result (ran, disagreed with its reference beyond tolerance) · Δ dtype_changed (ran, an output's dtype is not the expected one) · {} · s skipped · \
          (blank) not in the sweep. Several marks: the function's cases at that dtype differ.",
         reasons.join(" · ")
     )
@@ -80,6 +95,7 @@ fn grid(m: &DtypeMatrix) -> Grid {
 
 fn problem_line(p: &Problem) -> String {
     let what = match (p.outcome, p.reason) {
+        (Outcome::WrongResult, Some(Reason::DtypeChanged)) => Reason::DtypeChanged.to_string(),
         (Outcome::WrongResult, _) | (_, None) => p.outcome.to_string(),
         (_, Some(r)) => r.to_string(),
     };
@@ -130,18 +146,47 @@ mod tests {
     use crate::analysis::dtypes::build;
     use crate::analysis::dtypes::tests::rows;
 
+    /// The float64 comparison of a result: correctly rounded or not.
+    fn rounded(r: &crate::model::ResultRow, yes: bool) -> crate::model::ComparisonRow {
+        let (rule, tol) = (crate::compare::Rule::AllClose, crate::compare::Tolerance::for_dtype("float32"));
+        let mut c = crate::model::ComparisonRow::incomparable(
+            &r.case.key,
+            &r.result.device,
+            &crate::agreement::FLOAT64,
+            "numpy.a in float64",
+            0,
+            rule,
+            tol,
+        );
+        c.detail = serde_json::json!({ "correctly_rounded": yes });
+        c
+    }
+
+    /// torch.a at float32 correctly rounded, at bfloat16 (its passing case) not; jax.a unknown.
+    fn comparisons() -> Vec<crate::model::ComparisonRow> {
+        let rows = rows();
+        vec![rounded(&rows[1], true), rounded(&rows[3], false)]
+    }
+
     #[test]
     fn cells_mark_pass_wrong_and_reasons() {
-        let m = build(3, &rows(), &|_| true);
+        let m = build(3, crate::model::RunSource::Live, &rows(), &comparisons(), &|_| true);
         let torch = &m.rows[0];
         assert_eq!(marks(&torch.cells["float16"]), "W");
         assert_eq!(marks(&torch.cells["bfloat16"]), "✓D");
-        assert_eq!(marks(&torch.cells["float32"]), "✓");
+        assert_eq!(marks(&torch.cells["float32"]), "✓½");
+        assert_eq!(marks(&m.rows[1].cells["float32"]), "✓?", "rounding unknown, and nothing compared it");
+        assert_eq!(m.rows[1].cells["float32"].unchecked, 1);
+        // An imported test checked its own answer.
+        let imported = build(3, crate::model::RunSource::ImportPytestJson, &rows(), &comparisons(), &|_| true);
+        assert_eq!(marks(&imported.rows[1].cells["float32"]), "✓");
+        assert_eq!(marks(&m.rows[1].cells["float16"]), "Δ");
+        assert_eq!((torch.cells["bfloat16"].rounding_known, torch.cells["bfloat16"].correctly_rounded), (1, 0));
     }
 
     #[test]
     fn snapshots() {
-        let m = build(3, &rows(), &|_| true);
+        let m = build(3, crate::model::RunSource::Live, &rows(), &comparisons(), &|_| true);
         insta::assert_snapshot!("dtypes_table", render(&m, Format::Table));
         insta::assert_snapshot!("dtypes_markdown", render(&m, Format::Markdown));
         insta::assert_snapshot!("dtypes_csv", render(&m, Format::Csv));

@@ -1,5 +1,6 @@
 //! The cross-framework table ([`crate::analysis::frameworks`]) as a table, Markdown,
-//! versioned JSON (`{"format": "mlport.frameworks", "version": 1}`) or CSV: per row, each
+//! versioned JSON (`{"format": "mlport.frameworks", "version": 2}`; 2 counts `dtype_changed`
+//! apart from `wrong`) or CSV: per row, each
 //! framework's verdict against float64 with its largest error and median time.
 
 use super::Format;
@@ -9,12 +10,12 @@ use super::markdown::escape;
 use super::units::latency;
 use crate::analysis::frameworks::{Entry, FrameworkTable, compared};
 use crate::model::ComparisonRow;
-use crate::model::{ComparisonVerdict, Outcome};
+use crate::model::{ComparisonVerdict, Outcome, Reason};
 
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.frameworks";
 /// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = 2;
 
 /// A number with three significant digits: `0.031`, `4.8e-4`, `83.3`, `13174`.
 fn num(x: f64) -> String {
@@ -45,6 +46,20 @@ fn worst(cmp: &[ComparisonRow]) -> String {
         (Some(a), None) => format!("max abs {}", num(a)),
         (None, Some(u)) => format!("{} ULP", num(u)),
         (None, None) => "compared".into(),
+    }
+}
+
+/// A dtype change in a few words: `int32, expected int64`, from the first float64 comparison
+/// that found it (its message otherwise: a declared `out_dtype`, another target).
+fn dtype_change(e: &Entry) -> String {
+    let found = e.float64.iter().find(|c| c.dtype_changed);
+    match found.and_then(|c| Some((c.detail["dtype_actual"].as_str()?, c.detail["out_dtype_expected"].as_str()?))) {
+        Some((actual, expected)) => {
+            let values =
+                found.filter(|c| c.mismatched > 0).map(|c| format!(" ({} of {} values off)", c.mismatched, c.elements));
+            format!("{actual}, expected {expected}{}", values.unwrap_or_default())
+        }
+        None => e.message.clone().unwrap_or_else(|| "dtype changed".into()),
     }
 }
 
@@ -93,6 +108,9 @@ fn cell(entries: &[Entry]) -> String {
                     format!("ran, not compared: {}{time}", why.unwrap_or("?"))
                 }
                 Outcome::Pass => format!("✓ {}{time}", worst(&e.float64)),
+                Outcome::WrongResult if e.reason == Some(Reason::DtypeChanged) => {
+                    format!("✗ DTYPE {}{time} #{}", dtype_change(e), e.result_id)
+                }
                 Outcome::WrongResult => format!("✗ WRONG {}{time} #{}", disagreement(e), e.result_id),
                 Outcome::Skip => "skip".into(),
                 _ => {
@@ -132,13 +150,15 @@ pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
     )];
     for (fw, n) in &t.tally {
         out.push(format!(
-            "{fw}: {} agree with the float64 reference, {} wrong results, {} failed, {} ran without a reference.",
-            n.agree, n.wrong, n.failed, n.unchecked
+            "{fw}: {} agree with the float64 reference, {} wrong results, {} dtype changes, {} failed, {} ran without \
+             a reference.",
+            n.agree, n.wrong, n.dtype_changed, n.failed, n.unchecked
         ));
     }
     out.push(
         "Cells: ✓ agrees (largest error over the compared outputs; ULP of the output's dtype) · ✗ WRONG: the \
-         elements beyond the dtype's tolerance (torch.testing.assert_close's defaults) · ✗ REASON: the call failed · \
+         elements beyond the dtype's tolerance (torch.testing.assert_close's defaults) · ✗ DTYPE: an output's dtype is \
+         not the expected one (the reference's, at the case's precision) · ✗ REASON: the call failed · \
          the median steady-state time per call · #ID for `mlport repro ID` · — the framework has no function for the op or does not sweep the dtype."
             .into(),
     );

@@ -6,8 +6,10 @@
 //! the commands that only show what they hold (`runs`, `env`, `list`, `mine`, `sample`).
 
 pub mod audit;
+pub mod campaign;
 pub mod catalogue;
 pub mod csv;
+pub mod diff;
 pub mod dtypes;
 pub mod env;
 mod format;

@@ -1,5 +1,6 @@
 //! The eager-against-compiled view ([`crate::analysis::modes`]) as a table, Markdown,
-//! versioned JSON (`{"format": "mlport.modes", "version": 1}`) or CSV.
+//! versioned JSON (`{"format": "mlport.modes", "version": 2}`; 2: one row per compiled mode, with
+//! torch's graph breaks and the functions that run only compiled) or CSV.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,17 +21,19 @@ use crate::model::{Framework, Reason};
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.modes";
 /// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = 2;
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 14] = [
     "framework",
-    "device",
+    "target",
     "functions",
     "compile",
     "fail to compile",
     "failure reasons (cases)",
     "recompile",
     "changed answer",
+    "graph breaks (functions)",
+    "compiled only",
     "first call eager → compiled",
     "compiled/eager median",
     "geometric mean [95% CI]",
@@ -45,13 +48,18 @@ fn cells(r: &ModeRow) -> Vec<String> {
     let d = &r.steady;
     vec![
         r.framework.to_string(),
-        r.eager.to_string(),
+        r.compiled.to_string(),
         r.functions.to_string(),
         count_of(r.compile, r.functions),
         count_of(r.fail_to_compile, r.functions),
         reasons(&r.failure_reasons),
         r.recompile.to_string(),
         r.change_answer.to_string(),
+        match (r.graph_breaks, r.graph_break_functions) {
+            (Some(b), Some(f)) => format!("{b} ({f})"),
+            _ => "—".into(),
+        },
+        r.compiled_only.len().to_string(),
         format!("{} → {}", opt_latency(r.first_call_eager_ns), opt_latency(r.first_call_compiled_ns)),
         d.median.map_or("—".into(), ratio),
         match (d.geometric_mean, &d.geometric_mean_ci) {
@@ -67,7 +75,7 @@ fn cells(r: &ModeRow) -> Vec<String> {
 }
 
 fn grid(rep: &ModesReport) -> Grid {
-    let mut g = Grid::new(COLUMNS).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11]);
+    let mut g = Grid::new(COLUMNS).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13]);
     for r in &rep.rows {
         g.push(cells(r));
     }
@@ -87,6 +95,9 @@ fn csv(rep: &ModesReport) -> String {
         "failure_reasons",
         "recompile",
         "changed_answer",
+        "graph_breaks",
+        "graph_break_functions",
+        "compiled_only",
         "first_call_eager_ns",
         "first_call_compiled_ns",
         "steady_ratio_functions",
@@ -112,6 +123,9 @@ fn csv(rep: &ModesReport) -> String {
             reasons.join(";"),
             r.recompile.to_string(),
             r.change_answer.to_string(),
+            r.graph_breaks.map(|n| n.to_string()).unwrap_or_default(),
+            r.graph_break_functions.map(|n| n.to_string()).unwrap_or_default(),
+            r.compiled_only.len().to_string(),
             num(r.first_call_eager_ns),
             num(r.first_call_compiled_ns),
             r.steady.functions.to_string(),
@@ -161,9 +175,28 @@ fn failures_grid(rep: &ModesReport) -> Grid {
     g
 }
 
+/// The functions that fail eagerly but run compiled, as a grid.
+fn compiled_only_grid(rep: &ModesReport) -> Grid {
+    let columns = ["framework", "target", "function", "cases", "first case (eager failure)"];
+    let mut g = Grid::new(columns);
+    for r in &rep.rows {
+        for f in &r.compiled_only {
+            g.push([
+                r.framework.to_string(),
+                r.compiled.to_string(),
+                f.function.clone(),
+                f.cases.to_string(),
+                format!("#{} {}", f.result_id, f.first),
+            ]);
+        }
+    }
+    g
+}
+
 /// Renders the view. Table and Markdown: the summary table, per row a histogram of the
-/// steady-state ratios, the functions that fail, recompile or change their answer, the rule.
-/// CSV: the summary table's numbers ([`csv`]). JSON: everything, `{"format": "mlport.modes", "version": 1}`.
+/// steady-state ratios, the functions that fail, recompile or change their answer, those that
+/// fail eagerly but run compiled, the rule. CSV: the summary table's numbers ([`csv`]). JSON:
+/// everything, `{"format": "mlport.modes", "version": 2}`.
 pub fn render(rep: &ModesReport, format: Format) -> String {
     match format {
         Format::Json => {
@@ -221,6 +254,15 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
                     let _ = write!(out, "\n{heading}:\n{}\n", failures.table());
                 }
             }
+            let only = compiled_only_grid(rep);
+            if !only.rows.is_empty() {
+                let heading = "Functions that fail eagerly but run compiled";
+                if md {
+                    let _ = write!(out, "\n## {heading}\n\n{}", only.markdown());
+                } else {
+                    let _ = write!(out, "\n{heading}:\n{}\n", only.table());
+                }
+            }
             let rule =
                 if md { format!("\n**Rule.** {}\n", escape(&rep.rule)) } else { format!("\nRule: {}\n", rep.rule) };
             out.push_str(&rule);
@@ -246,7 +288,7 @@ mod tests {
         insta::assert_snapshot!("modes_csv", render(&rep, Format::Csv));
         let json = render(&rep, Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
         insta::assert_snapshot!("modes_json", json);
     }
 

@@ -1,7 +1,7 @@
 //! The portability summary of several runs at once (`mlport report --run all`, and what
 //! `mlport import paper` prints): one row per run × framework × device with the paper's
 //! counts, percentages to two decimals as the paper prints them (35 of 64 = 54.69%), as a
-//! table, Markdown, versioned JSON (`{"format": "mlport.overview", "version": 1}`) or CSV.
+//! table, Markdown, versioned JSON (`{"format": "mlport.overview", "version": 2}`) or CSV.
 //! Each row is the [`PortabilityReport`] of its run; the counting rules of the runs shown
 //! close every rendering.
 
@@ -21,9 +21,10 @@ use crate::model::{Framework, Reason, Target};
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.overview";
 /// Its version; bumped on any incompatible change.
-pub const JSON_VERSION: u32 = 1;
+/// Version 2 added each row's `unchecked` cases.
+pub const JSON_VERSION: u32 = 2;
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "run",
     "label",
     "machine",
@@ -34,6 +35,7 @@ const COLUMNS: [&str; 11] = [
     "partial",
     "complete failure",
     "wrong result",
+    "unchecked cases",
     "failure reasons",
 ];
 
@@ -49,7 +51,7 @@ fn machine(r: &PortabilityReport) -> &str {
     r.run.machine.as_deref().unwrap_or(&r.run.host)
 }
 
-fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 11] {
+fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 12] {
     [
         r.run.id.to_string(),
         r.run.label.clone().unwrap_or_else(|| "—".into()),
@@ -61,6 +63,7 @@ fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 11] {
         share(t, t.partial),
         share(t, t.complete_failure),
         share(t, t.wrong_result_functions),
+        t.cases_unchecked.to_string(),
         if t.functions_run == 0 && t.cases_skipped > 0 {
             "(no outcomes: timings only)".into()
         } else {
@@ -101,11 +104,11 @@ pub fn render(reports: &[PortabilityReport], format: Format) -> String {
 fn table(reports: &[PortabilityReport]) -> String {
     let mut out =
         format!("mlport portability overview — {} run{}\n\n", reports.len(), if reports.len() == 1 { "" } else { "s" });
-    let rows: Vec<[String; 11]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
+    let rows: Vec<[String; 12]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
-        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9]);
+        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9, 10]);
         for row in rows {
             t.push(row);
         }
@@ -121,7 +124,7 @@ fn table(reports: &[PortabilityReport]) -> String {
 fn markdown(reports: &[PortabilityReport]) -> String {
     let mut out = format!("# mlport portability overview — {} runs\n\n", reports.len());
     out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
-    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for r in reports {
         for t in &r.targets {
             let c: Vec<String> = cells(r, t).iter().map(|c| c.replace('|', "\\|")).collect();
@@ -155,6 +158,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
         "partial_percent",
         "complete_failure_percent",
         "cases_passed",
+        "cases_unchecked",
         "cases_failed",
         "cases_wrong_result",
         "cases_not_attributable",
@@ -180,6 +184,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 pct(t, t.partial),
                 pct(t, t.complete_failure),
                 t.cases_passed.to_string(),
+                t.cases_unchecked.to_string(),
                 t.cases_failed.to_string(),
                 t.cases_wrong.to_string(),
                 t.cases_not_attributable.to_string(),
@@ -207,6 +212,8 @@ fn json(reports: &[PortabilityReport]) -> String {
         success_percent: Option<f64>,
         partial_percent: Option<f64>,
         complete_failure_percent: Option<f64>,
+        /// Passing cases nothing compared ("ran, unchecked").
+        unchecked: usize,
         reasons: &'a std::collections::BTreeMap<Reason, usize>,
         median_latency_ns: Option<f64>,
     }
@@ -232,6 +239,7 @@ fn json(reports: &[PortabilityReport]) -> String {
                 success_percent: t.percent(t.success),
                 partial_percent: t.percent(t.partial),
                 complete_failure_percent: t.percent(t.complete_failure),
+                unchecked: t.cases_unchecked,
                 reasons: &t.reasons,
                 median_latency_ns: t.median_latency_ns,
             })
@@ -266,7 +274,7 @@ pub(crate) mod tests {
         insta::assert_snapshot!("overview_csv", render(&r, Format::Csv));
         let json = render(&r, Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(1)));
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
         insta::assert_snapshot!("overview_json", json);
     }
 

@@ -6,6 +6,11 @@ use std::collections::BTreeMap;
 use crate::model::Reason;
 use crate::stats::Estimate;
 
+/// A count with its noun, plural when it is not one: `1 case`, `3 cases`.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 /// A duration in ns in human units with three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`.
 pub fn latency(ns: f64) -> String {
     let (value, unit) = if ns < 1e3 {

@@ -1,8 +1,8 @@
 //! `mlport repro RESULT_ID`: a self-contained Python script, with the exact input arrays the
 //! run used saved beside it, that reproduces one stored failure or wrong result for filing
 //! upstream. The script needs only NumPy and the framework (no mlport); for a wrong result it
-//! also ships the reference outputs the result disagreed with and compares against them with
-//! the same rule and tolerance.
+//! also ships the reference outputs the result disagreed with — the float64 reference's wherever
+//! there is one — and compares against them with the same rule and tolerance.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::model::ResultRow;
-use crate::model::{Against, ComparisonVerdict, Dtype, Framework, Mode, Outcome};
+use crate::model::{Against, CaseSpec, ComparisonRow, ComparisonVerdict, Dtype, Framework, Outcome};
 use crate::store::Store;
 
 const TEMPLATE: &str = include_str!("repro.py.j2");
@@ -46,9 +46,8 @@ pub fn write(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) ->
 }
 
 fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -> PathBuf) -> Result<Written> {
-    let run = store
-        .run_of_result(result_id)?
-        .with_context(|| format!("{}: no result #{result_id}", store.path().display()))?;
+    let run =
+        store.run_of_result(result_id)?.with_context(|| format!("{}: no result #{result_id}", store.location()))?;
     let summary = store.run(run)?;
     let row: ResultRow = store
         .results(run)?
@@ -82,6 +81,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let dir = run_dir(run);
+    let elsewhere = arrays_elsewhere(&summary, &dir);
     let mut files = Vec::new();
 
     // Inputs: the arrays the run made once, copied; literal values inline.
@@ -105,6 +105,8 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             inputs.push(json!({"file": name, "dtype": dtype, "as": how}));
         } else if !s["value"].is_null() {
             inputs.push(json!({"value": s["value"], "dtype": dtype, "as": how}));
+        } else if let Some(why) = &elsewhere {
+            bail!("input {i} of result #{result_id} is not on this machine: {why}");
         } else {
             bail!(
                 "input {i} of result #{result_id} was not saved ({} is missing): this run predates saved inputs or its \
@@ -119,21 +121,35 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     // Expected outputs: what a wrong result disagreed with.
     let mut expected = Vec::new();
     let mut against_what = Vec::new();
+    // Expected output dtypes, where a dtype changed: `{index, dtype}`.
+    let mut dtypes: Vec<Value> = Vec::new();
     if r.outcome == Outcome::WrongResult {
-        let comparisons: Vec<_> = store
+        let mine: Vec<_> = store
             .comparisons(run)?
             .into_iter()
-            .filter(|c| c.case_key == row.case.key && c.device == r.device && c.verdict == ComparisonVerdict::Disagree)
+            .filter(|c| c.case_key == row.case.key && c.device == r.device)
+            .collect();
+        dtypes = expected_dtypes(spec, case_dtype, &r.outputs, &mine);
+        // The float64 reference is the expected answer wherever it judged an output; the same
+        // case on another target only where it could not (crate::agreement::check_run).
+        let float64_judged = |index: u32| {
+            mine.iter().any(|c| {
+                c.against == Against::Float64 && c.output_index == index && c.verdict != ComparisonVerdict::Incomparable
+            })
+        };
+        let comparisons: Vec<_> = mine
+            .iter()
+            .filter(|c| c.verdict == ComparisonVerdict::Disagree)
+            .filter(|c| c.against == Against::Float64 || !float64_judged(c.output_index))
             .collect();
         let references = store.references(run)?;
         let all = store.results(run)?;
         for c in &comparisons {
             let outputs = match &c.against {
-                Against::Float64 => {
-                    let op = row.function.op.clone().unwrap_or_default();
-                    let k = crate::agreement::reference_key(&op, &row.case.case_id, case_dtype);
-                    references.iter().find(|x| x.key == k).map(|x| x.outputs.clone())
-                }
+                Against::Float64 => crate::agreement::reference_keys(row.function.op.as_deref(), &row.case)
+                    .iter()
+                    .find_map(|k| references.iter().find(|x| &x.key == k))
+                    .map(|x| x.outputs.clone()),
                 Against::Target(dev) => all
                     .iter()
                     .find(|x| x.case.key == row.case.key && x.result.device == *dev)
@@ -141,6 +157,9 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
             };
             let Some(path) = outputs.as_ref().and_then(|o| output_path(o, c.output_index)) else { continue };
             let name = format!("expected{}_{}.npy", c.output_index, c.against.to_string().replace([':', '/'], "_"));
+            if let Some(why) = elsewhere.as_ref().filter(|_| !Path::new(&path).exists()) {
+                bail!("the output result #{result_id} disagreed with ({path}) is not on this machine: {why}");
+            }
             std::fs::copy(&path, out.join(&name)).with_context(|| format!("cannot copy {path}"))?;
             files.push(out.join(&name));
             expected.push(json!({"index": c.output_index, "file": name, "rule": c.rule, "rtol": c.rtol, "atol": c.atol, "against": c.reference}));
@@ -170,12 +189,14 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         numpy_version => info.and_then(|i| i.packages.get("numpy").cloned()).or_else(|| summary.info.frameworks.get(&Framework::Numpy).and_then(|i| i.version.clone())).unwrap_or_else(|| "?".into()),
         input_note => if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
         script_name, needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
-        expected => !expected.is_empty(), expected_what => against_what.join(", "),
+        expected => !expected.is_empty() || !dtypes.is_empty(), expected_what => if against_what.is_empty() { "its declared out_dtype".to_string() } else { against_what.join(", ") },
+        dtypes_json => lit(&Value::Array(dtypes)),
         function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(case_dtype.as_str()),
-        mode_json => s(r.device.mode().as_str()), compiled => r.device.mode() == Mode::Compiled,
-        compiler => compiler(fw), calls => if r.device.mode() == Mode::Compiled { 5 } else { 1 },
+        mode_json => s(r.device.mode().as_str()), compiled => r.device.mode().is_compiled(),
+        compiler => compiler(fw, r.device.mode()), calls => if r.device.mode().is_compiled() { 5 } else { 1 },
         inputs_json => lit(&Value::Array(inputs)), kwargs_json => lit(&Value::Object(spec.kwargs.clone())), code_json => code,
         expected_json => lit(&Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
+        jax_x64 => summary.info.jax_x64,
     };
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
@@ -202,15 +223,93 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
 }
 
 /// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), for the script's docstring.
-fn compiler(fw: Framework) -> &'static str {
+fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
     match fw {
-        Framework::Torch => "torch.compile(fullgraph=True)",
+        Framework::Torch if mode == crate::model::Mode::CompiledFullgraph => "torch.compile(fullgraph=True)",
+        Framework::Torch => "torch.compile (graph breaks allowed)",
         Framework::Jax => "jax.jit",
         Framework::Tensorflow => "tf.function(jit_compile=True)",
         Framework::Numpy => "none: NumPy runs eagerly",
     }
 }
 
+/// Why a run's arrays are not here, when its folder is missing and the run was made on another
+/// machine (its arrays stay where they were made, see docs/fleet.md): names the machine and the
+/// way out. `None` when the folder exists or the run was made on this host.
+fn arrays_elsewhere(summary: &crate::model::RunSummary, dir: &Path) -> Option<String> {
+    let here = crate::sysinfo::host();
+    if dir.exists() || summary.info.host == here {
+        return None;
+    }
+    let machine = summary.origin.machine.as_deref().map(|m| format!(" (--machine {m})")).unwrap_or_default();
+    Some(format!(
+        "run {} was made on host `{}`{machine} and its arrays stay there ({} does not exist on `{here}`); \
+         run `mlport repro` on `{}`, or pass --outputs DIR naming the folder its arrays were shared to",
+        summary.id,
+        summary.info.host,
+        dir.display(),
+        summary.info.host
+    ))
+}
+
 fn output_path(outputs: &Value, index: u32) -> Option<String> {
     outputs.as_array()?.iter().find(|d| d["index"].as_u64() == Some(index as u64))?["path"].as_str().map(str::to_string)
+}
+
+/// The dtype each output of a wrong result should have had, where one changed: the case's
+/// declared `out_dtype` (by output position), else what a comparison that found the change
+/// expected (the float64 reference's mapped to the case's precision, or the other target's).
+/// Only exact dtypes: "a floating dtype" is not checked by the script.
+fn expected_dtypes(spec: &CaseSpec, case_dtype: Dtype, outputs: &Value, mine: &[ComparisonRow]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let indices: Vec<u64> = match &spec.outputs {
+        Some(list) => list.iter().map(|&i| u64::from(i)).collect(),
+        None => outputs.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect()),
+    };
+    for (position, index) in indices.into_iter().enumerate() {
+        if let Some(d) = spec.out_dtype.as_ref().and_then(|o| o.of(position, case_dtype)) {
+            out.push(json!({"index": index, "dtype": d}));
+        }
+    }
+    for c in mine.iter().filter(|c| c.dtype_changed) {
+        let want = c.detail["out_dtype_expected"].as_str().or_else(|| c.detail["dtype_expected"].as_str());
+        if let Some(want) = want.filter(|w| w.parse::<Dtype>().is_ok())
+            && !out.iter().any(|d| d["index"] == u64::from(c.output_index))
+        {
+            out.push(json!({"index": c.output_index, "dtype": want}));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunInfo, RunOrigin, RunState, RunSummary, Target};
+
+    #[test]
+    fn the_arrays_of_a_run_made_on_another_machine_name_that_machine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut summary = RunSummary {
+            id: 4,
+            uid: "u".into(),
+            info: RunInfo::blank("mlport run", Target::cpu()),
+            origin: RunOrigin { machine: Some("tpu-box".into()), ..RunOrigin::default() },
+            state: RunState::Finished,
+            finished_at: None,
+            cases_planned: 1,
+            results: 1,
+        };
+        summary.info.host = "tpu-vm-7".into();
+        let missing = tmp.path().join("db-run-4");
+        let why = arrays_elsewhere(&summary, &missing).expect("made elsewhere");
+        assert!(
+            why.starts_with("run 4 was made on host `tpu-vm-7` (--machine tpu-box) and its arrays stay there"),
+            "{why}"
+        );
+        assert!(why.contains("run `mlport repro` on `tpu-vm-7`, or pass --outputs DIR"), "{why}");
+        assert_eq!(arrays_elsewhere(&summary, tmp.path()), None, "the folder is here");
+        summary.info.host = crate::sysinfo::host();
+        assert_eq!(arrays_elsewhere(&summary, &missing), None, "made here: the folder was removed, said as before");
+    }
 }

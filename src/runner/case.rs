@@ -1,14 +1,15 @@
 //! One case on one worker: the request, the time limit, and the mapping of every way
 //! it can end (answer, timeout, crash, protocol error) to a [`CaseResult`] whose outcome
 //! [`crate::outcome`] decides (on a compiled target, a case compiled more than once is a
-//! failure with reason `recompiles`).
+//! failure with reason `recompiles`; an answer whose outputs are not of the case's declared
+//! `out_dtype` is `wrong_result` with reason `dtype_changed`).
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::RunConfig;
-use crate::model::{CaseResult, CaseRow, Mode, Target};
+use crate::model::{CaseResult, CaseRow, Outcome, Target};
 use crate::outcome::{self, Answer, ErrorReport};
 use crate::worker::protocol::{PROTOCOL_VERSION, Request};
 use crate::worker::{Failure, Worker};
@@ -69,7 +70,7 @@ pub fn execute_case(
     };
     match worker.run(&req, timeout, interrupted) {
         Ok(reply) => {
-            let compiled = device.mode() == Mode::Compiled;
+            let compiled = device.mode().is_compiled();
             let compiles = reply.compiles.filter(|_| compiled);
             let error = reply.error.as_ref().map(|e| ErrorReport {
                 error_type: &e.error_type,
@@ -78,8 +79,14 @@ pub fn execute_case(
                 harness: e.harness,
                 compiled,
             });
-            let answer =
-                Answer { outcome: &reply.outcome, error, compiles, compiles_first_call: reply.compiles_first_call };
+            let graph_breaks = reply.graph_breaks.filter(|_| compiled);
+            let answer = Answer {
+                outcome: &reply.outcome,
+                error,
+                compiles,
+                compiles_first_call: reply.compiles_first_call,
+                graph_breaks,
+            };
             let mut r = outcome::answered(case.framework, &answer).into_result(&case.key, device.clone());
             r.first_call_ns = reply.first_call_ns;
             r.samples_ns = reply.samples_ns;
@@ -88,6 +95,16 @@ pub fn execute_case(
             r.steady_wall_ns = reply.steady_wall_ns;
             r.outputs = reply.outputs;
             r.compiles = compiles;
+            r.graph_breaks = graph_breaks;
+            // An answer whose outputs are not of the case's declared `out_dtype`: dtype_changed
+            // (a float64 reference computes in float64 by design: not checked).
+            if r.outcome == Outcome::Pass
+                && !reference
+                && let (Some(spec), Some(dtype)) = (spec, case.dtype)
+                && let Some(changed) = outcome::declared_dtype(spec, dtype, &r.outputs)
+            {
+                changed.apply(&mut r);
+            }
             if let Some(e) = reply.error {
                 r.error_type = Some(e.error_type);
                 r.traceback = Some(e.traceback).filter(|t| !t.is_empty());

@@ -47,6 +47,9 @@ pub struct RunConfig {
     /// Host compute threads for every framework's worker (`--threads`); `None` leaves each
     /// framework's default (all cores, usually).
     pub threads: Option<u32>,
+    /// JAX's `jax_enable_x64` (`mlport run --jax-x64`); off by default, as JAX ships. Sent to
+    /// JAX workers as `MLPORT_JAX_X64=1`; a JAX float64 self-reference always runs with it on.
+    pub jax_x64: bool,
 }
 
 impl Default for RunConfig {
@@ -63,6 +66,7 @@ impl Default for RunConfig {
             start_timeout: Duration::from_secs(300),
             timing: Timing::default(),
             threads: None,
+            jax_x64: false,
         }
     }
 }
@@ -90,7 +94,7 @@ pub fn execute(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    if reference::compute(store, run_id, cfg, sink, interrupted)? == Ending::Interrupted {
+    if reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)? == Ending::Interrupted {
         return Ok(Ending::Interrupted);
     }
     let checker = crate::agreement::Checker::load(store, run_id)?;
@@ -126,6 +130,7 @@ pub fn execute(
             import_error: h.import_error.as_ref().map(|e| format!("{}: {}", e.error_type, e.message)),
             packages: h.packages.clone(),
             threads: h.threads,
+            settings: h.settings.clone(),
         };
         info.frameworks.insert(fw, fwinfo.clone());
         store.update_run_info(run_id, info)?;
@@ -153,12 +158,12 @@ pub fn execute(
         let mut infos = Vec::new();
         for d in &wanted {
             match reported.iter().find(|(r, _)| *r == d.base()) {
-                Some(_) if fw == Framework::Numpy && d.mode() == Mode::Compiled => {
+                Some(_) if fw.lacks_mode(d.mode()).is_some() => {
                     infos.push(DeviceInfo {
                         framework: fw,
                         device: d.clone(),
                         available: false,
-                        detail: "numpy has no compiled mode: NumPy runs eagerly only".into(),
+                        detail: fw.lacks_mode(d.mode()).unwrap_or_default(),
                     });
                     sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
                 }
@@ -191,7 +196,9 @@ pub fn execute(
         }
         for d in infos.iter().filter(|i| i.available).map(|i| i.device.clone()) {
             let done = store.done_keys(run_id, &d)?;
-            let pending: Vec<&CaseRow> = fw_cases.iter().copied().filter(|c| !done.contains(&c.key)).collect();
+            // A case whose catalogue `modes` leave this target's mode out is not planned on it.
+            let pending: Vec<&CaseRow> =
+                fw_cases.iter().copied().filter(|c| !done.contains(&c.key) && c.runs_in(d.mode())).collect();
             if pending.is_empty() {
                 continue;
             }
@@ -212,13 +219,16 @@ pub fn execute(
     Ok(Ending::Finished)
 }
 
-/// A worker's environment: `--threads`, and for compiled targets a torch Inductor cache in the
+/// A worker's environment: `--threads`, `--jax-x64` for JAX, and for compiled targets a torch Inductor cache in the
 /// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
 /// cold and first calls are comparable between runs; graphs met again within a run come from
 /// that cache.
 fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, String)> {
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
-    if fw == Framework::Torch && target.mode() == Mode::Compiled {
+    if fw == Framework::Jax && cfg.jax_x64 {
+        env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    }
+    if fw == Framework::Torch && target.mode().is_compiled() {
         let dir = cfg.run_dir.join("compile-cache").join("torch");
         env.push(("TORCHINDUCTOR_CACHE_DIR".into(), dir.to_string_lossy().into_owned()));
     }

@@ -1,8 +1,10 @@
-//! The float64 reference phase of a run: before any framework runs, one NumPy worker on the
-//! host computes every planned reference that is not computed yet (the NumPy catalogue's
-//! function for a canonical op, on an aligned case's inputs upcast to float64). A reference
-//! that fails, times out or crashes is recorded with why; its cases are then not compared
-//! with float64 (never an abort).
+//! The float64 reference phase of a run: before any framework runs, every planned reference
+//! that is not computed yet is computed on the inputs upcast to float64 — by one NumPy worker on
+//! the host (an op's NumPy/SciPy function, a case's own `reference` callable), and by one
+//! worker per framework on the reference device, eager, for float64 self-references (the
+//! case's own function; JAX's with `jax_enable_x64` on, whatever the run's setting). A
+//! reference that fails, times out or crashes is recorded with why; its cases then run
+//! unchecked (never an abort).
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,12 +15,13 @@ use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, 
 use crate::store::Store;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
-/// Computes the run's pending references; returns [`Ending::Interrupted`] when stopped (the
+/// Computes the run's pending references (self-references on `reference_device`, eager); returns [`Ending::Interrupted`] when stopped (the
 /// reference in flight stays pending).
 pub fn compute(
     store: &mut Store,
     run_id: i64,
     cfg: &RunConfig,
+    reference_device: &Target,
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
@@ -27,64 +30,83 @@ pub fn compute(
         return Ok(Ending::Finished);
     }
     sink.event(&Event::ReferencesStarting { count: pending.len() });
-    let spec = WorkerSpec {
-        python: cfg.python.clone(),
-        script_dir: cfg.script_dir.clone(),
-        framework: Framework::Numpy,
-        device: Target::cpu(),
-        env: cfg.threads.map(worker::thread_env).unwrap_or_default(),
-    };
-    let out_dir = cfg.run_dir.join("reference");
-    std::fs::create_dir_all(&out_dir)?;
     let (mut passed, mut failed) = (0, 0);
-    let mut worker: Option<Worker> = None;
-    for r in &pending {
-        if worker.as_mut().is_some_and(|w| !w.is_ready()) {
-            worker = None;
+    let mut frameworks: Vec<Framework> = pending.iter().map(|r| r.framework).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    for fw in frameworks {
+        let mine: Vec<&ReferenceRow> = pending.iter().filter(|r| r.framework == fw).collect();
+        // NumPy's on the host; a self-reference on the run's reference device, eager.
+        let device = if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() };
+        let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
+        if fw == Framework::Jax {
+            env.push(("MLPORT_JAX_X64".into(), "1".into()));
         }
-        if worker.is_none() {
-            match worker::spawn(&spec, cfg.start_timeout, interrupted) {
-                Ok(w) if w.hello.import_error.is_none() => worker = Some(w),
-                Ok(w) => {
-                    let e = w.hello.import_error.clone().expect("checked above");
-                    w.shutdown();
-                    let why = format!("NumPy is not usable for float64 references: {}: {}", e.error_type, e.message);
-                    for p in &pending {
-                        store.record_reference(run_id, &p.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+        let spec = WorkerSpec {
+            python: cfg.python.clone(),
+            script_dir: cfg.script_dir.clone(),
+            framework: fw,
+            device: device.clone(),
+            env,
+        };
+        let out_dir =
+            cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
+        std::fs::create_dir_all(&out_dir)?;
+        let mut worker: Option<Worker> = None;
+        for r in &mine {
+            if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+                worker = None;
+            }
+            if worker.is_none() {
+                match worker::spawn(&spec, cfg.start_timeout, interrupted) {
+                    Ok(w) if w.hello.import_error.is_none() => worker = Some(w),
+                    Ok(w) => {
+                        let e = w.hello.import_error.clone().expect("checked above");
+                        w.shutdown();
+                        let why = format!("{fw} is not usable for float64 references: {}: {}", e.error_type, e.message);
+                        for p in &mine {
+                            store.record_reference(
+                                run_id,
+                                &p.key,
+                                Outcome::Fail,
+                                Some(&why),
+                                &serde_json::json!([]),
+                            )?;
+                        }
+                        failed += mine.len();
+                        break;
                     }
-                    failed += pending.len();
-                    break;
-                }
-                Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
-                Err(f) => {
-                    let why = describe_start_failure(&f);
-                    store.record_reference(run_id, &r.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
-                    failed += 1;
-                    continue;
+                    Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+                    Err(f) => {
+                        let why = describe_start_failure(&f);
+                        store.record_reference(run_id, &r.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+                        failed += 1;
+                        continue;
+                    }
                 }
             }
+            let case = CaseRow {
+                key: r.key.clone(),
+                framework: fw,
+                function: r.function.clone(),
+                case_id: r.case_id.clone(),
+                dtype: Some(r.dtype),
+                seed: r.seed,
+                spec: Spec::from(r.spec.clone()),
+            };
+            let w = worker.as_mut().expect("started above");
+            let (result, keep) = execute_case(w, &case, &device, &out_dir, cfg, true, interrupted);
+            let Some(result) = result else { return Ok(Ending::Interrupted) };
+            if !keep {
+                worker = None;
+            }
+            let message = (result.outcome != Outcome::Pass).then(|| why(&result));
+            store.record_reference(run_id, &r.key, result.outcome, message.as_deref(), &result.outputs)?;
+            if result.outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
         }
-        let case = CaseRow {
-            key: r.key.clone(),
-            framework: Framework::Numpy,
-            function: r.function.clone(),
-            case_id: r.case_id.clone(),
-            dtype: Some(r.dtype),
-            seed: r.seed,
-            spec: Spec::from(r.spec.clone()),
-        };
-        let w = worker.as_mut().expect("started above");
-        let (result, keep) = execute_case(w, &case, &Target::cpu(), &out_dir, cfg, true, interrupted);
-        let Some(result) = result else { return Ok(Ending::Interrupted) };
-        if !keep {
-            worker = None;
+        if let Some(w) = worker {
+            w.shutdown();
         }
-        let message = (result.outcome != Outcome::Pass).then(|| why(&result));
-        store.record_reference(run_id, &r.key, result.outcome, message.as_deref(), &result.outputs)?;
-        if result.outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
-    }
-    if let Some(w) = worker {
-        w.shutdown();
     }
     sink.event(&Event::ReferencesDone { passed, failed });
     Ok(Ending::Finished)

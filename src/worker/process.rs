@@ -271,6 +271,7 @@ fn placeholder_hello() -> Hello {
         devices: Vec::new(),
         packages: Default::default(),
         threads: None,
+        settings: Default::default(),
     }
 }
 

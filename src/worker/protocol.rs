@@ -1,4 +1,4 @@
-//! The worker protocol, version 5 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 7 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -126,9 +126,10 @@ pub struct WorkerError {
     /// Qualified exception type (`torch.OutOfMemoryError`, `NotImplementedError`).
     #[serde(rename = "type")]
     pub error_type: String,
-    /// `str(exception)`, cut to its first 4000 characters by the worker.
+    /// `str(exception)`, whole up to 65,536 characters; a longer one keeps its first and last
+    /// 32,768 with a note between them (protocol 6; its first 4000 before).
     pub message: String,
-    /// The formatted Python traceback, cut to its last 8000 characters; empty when there is
+    /// The formatted Python traceback, whole up to 32,768 characters, else its head and tail; empty when there is
     /// none (a silent fallback is detected, not raised).
     #[serde(default)]
     pub traceback: String,
@@ -176,6 +177,11 @@ pub struct Hello {
     /// absent after an import error.
     #[serde(default)]
     pub threads: Option<u32>,
+    /// The process-wide switches the worker set in its framework, by name, with their values
+    /// (`jax_enable_x64: false`, `tf.config.soft_device_placement: false`; docs/protocol.md lists
+    /// every one; protocol 6). Absent after an import error.
+    #[serde(default)]
+    pub settings: BTreeMap<String, serde_json::Value>,
 }
 
 /// The worker's answer to `run`.
@@ -211,6 +217,11 @@ pub struct RunReply {
     /// Compiled mode: compilations made by the first call alone (protocol 4).
     #[serde(default)]
     pub compiles_first_call: Option<u64>,
+    /// torch's `compiled` and `compiled_fullgraph` modes: graph breaks Dynamo took during the
+    /// case (its `counters["graph_break"]`, summed over reasons), after the first call and
+    /// again after the steady state (protocol 7). `None` for other frameworks and in eager mode.
+    #[serde(default)]
+    pub graph_breaks: Option<u64>,
     /// Time the worker's threads spent runnable but waiting for a CPU during the steady state,
     /// summed over threads, ns (Linux's per-thread `schedstat` run delay; protocol 5). `None`
     /// where the kernel does not report it or the case failed before its steady state.
@@ -276,7 +287,7 @@ mod tests {
         let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
         let t = Timing::default();
         let r = Request::Run {
-            v: 5,
+            v: 7,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -291,14 +302,14 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":5,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":7,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 5 }).unwrap(), r#"{"op":"shutdown","v":5}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 7 }).unwrap(), r#"{"op":"shutdown","v":7}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":5,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":7,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
@@ -308,10 +319,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":5,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
+        match parse_line(r#"{"v":7,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"graph_breaks":2,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
             Message::Result(r) => {
                 assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64]));
-                assert_eq!((r.compiles, r.compiles_first_call), (Some(3), Some(1)));
+                assert_eq!((r.compiles, r.compiles_first_call, r.graph_breaks), (Some(3), Some(1), Some(2)));
                 assert_eq!((r.runqueue_wait_ns, r.steady_wall_ns), (Some(7), Some(100)));
             }
             other => panic!("{other:?}"),
@@ -319,6 +330,6 @@ mod tests {
         assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
         assert!(parse_line(r#"{"v":4,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
-        assert!(parse_line(r#"{"v":5,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":7,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

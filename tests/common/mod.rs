@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -87,4 +89,32 @@ pub fn target<'a>(report: &'a serde_json::Value, fw: &str, device: &str) -> &'a 
         .iter()
         .find(|t| t["framework"] == fw && t["device"] == device)
         .unwrap_or_else(|| panic!("no target {fw} {device} in {report:#}"))
+}
+
+/// Per (framework, device, function) its status, from a `mlport.portability` or
+/// `mlport.campaign` machine's `targets` list.
+pub fn statuses(targets: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in targets.as_array().unwrap() {
+        for f in t["functions"].as_array().unwrap() {
+            out.insert(format!("{}/{}/{}", t["framework"], t["device"], f["name"]), f["status"].to_string());
+        }
+    }
+    out
+}
+
+/// `mlport run --catalogue tests/fixtures/CATALOGUE --db DB --python PY` with `args` (devices,
+/// frameworks, timing budget), which must succeed; its output for the caller to read.
+pub fn run_catalogue(db: &std::path::Path, catalogue: &str, args: &[&str]) -> assert_cmd::assert::Assert {
+    mlport()
+        .arg("run")
+        .args(args)
+        .arg("--catalogue")
+        .arg(fixture(catalogue))
+        .arg("--db")
+        .arg(db)
+        .arg("--python")
+        .arg(python())
+        .assert()
+        .success()
 }

@@ -60,7 +60,7 @@ mod tests {
     fn json_snapshot() {
         let text = render(&report(), Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(1)));
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(2)));
         insta::assert_snapshot!("json", text);
         let text = render_functions(&report(), Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -93,6 +93,7 @@ mod tests {
             notes: vec![
                 "imported from the paper's data: 3 sessions merged (tpu_1.json, tpu_2.json, tpu_3.json)".into(),
             ],
+            ..Default::default()
         };
         run.info.python_version = String::new();
         run.info.frameworks.get_mut(&crate::model::Framework::Torch).unwrap().version = None;

@@ -1,5 +1,5 @@
 //! The JSON rendering of a portability report: a durable, versioned format
-//! (`{"format": "mlport.portability", "version": 1, ...}`) written from its own
+//! (`{"format": "mlport.portability", "version": 2, ...}`) written from its own
 //! borrowed structs, so renaming a report field never changes it. Latencies are ns;
 //! percentages are of the functions run (`null` when none ran); enums and map keys use
 //! the `as_str` spellings; the counting rule comes last, as in every format.
@@ -22,7 +22,8 @@ pub const FUNCTIONS_FORMAT: &str = "mlport.portability.functions";
 /// `{"format", "version", "summary": <mlport.portability>, "functions": <…functions>}`.
 pub const BUNDLE_FORMAT: &str = "mlport.portability.bundle";
 /// The version of these documents; bumped on any incompatible change.
-pub const VERSION: u32 = 1;
+/// Version 2 added `unchecked` (passing cases nothing compared) to `cases` and each function.
+pub const VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Document<'a, T> {
@@ -98,6 +99,8 @@ struct Share {
 #[derive(Serialize)]
 struct Cases {
     passed: usize,
+    /// Of the passing cases, those nothing compared ("ran, unchecked").
+    unchecked: usize,
     /// Raised, timed out or crashed.
     failed: usize,
     /// Ran but disagreed with the reference.
@@ -111,6 +114,7 @@ struct Function<'a> {
     name: &'a str,
     status: Option<FunctionStatus>,
     passed: usize,
+    unchecked: usize,
     failed: usize,
     wrong_result: usize,
     not_attributable: usize,
@@ -230,6 +234,7 @@ fn target(t: &TargetSummary) -> TargetJson<'_> {
         reasons: &t.reasons,
         cases: Cases {
             passed: t.cases_passed,
+            unchecked: t.cases_unchecked,
             failed: t.cases_failed,
             wrong_result: t.cases_wrong,
             skipped: t.cases_skipped,
@@ -245,6 +250,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
         name: &f.name,
         status: f.status,
         passed: f.passed,
+        unchecked: f.unchecked,
         failed: f.failed,
         wrong_result: f.wrong,
         not_attributable: f.not_attributable,

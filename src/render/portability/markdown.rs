@@ -15,7 +15,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
         lines.push("No results to report.".into());
     } else {
         lines.push(row(&SUMMARY_COLUMNS));
-        lines.push(rule_row(&[false, false, true, true, true, true, true, false, true]));
+        lines.push(rule_row(&[false, false, true, true, true, true, true, true, false, true]));
         lines.extend(report.targets.iter().map(|t| row(&summary_cells(t))));
     }
     let notes = notes(report);
@@ -51,12 +51,12 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
         let mut rows = not_portable(t).map(|f| {
             let mut cells = function_cells(f);
             cells[0] = code(&cells[0]);
-            cells[6] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
+            cells[7] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
             row(&cells)
         });
         if let Some(first) = rows.next() {
             lines.push(row(&FUNCTION_COLUMNS));
-            lines.push(rule_row(&[false, false, true, true, true, false, false]));
+            lines.push(rule_row(&[false, false, true, true, true, true, false, false]));
             lines.push(first);
             lines.extend(rows);
             lines.push(String::new());

@@ -13,7 +13,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     if report.targets.is_empty() {
         lines.push("No results to report.".into());
     } else {
-        let mut table = Grid::new(SUMMARY_COLUMNS).right_aligned(&[2, 3, 4, 5, 6, 8]);
+        let mut table = Grid::new(SUMMARY_COLUMNS).right_aligned(&[2, 3, 4, 5, 6, 7, 9]);
         for t in &report.targets {
             table.push(summary_cells(t));
         }
@@ -45,7 +45,7 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
     }
     for t in &report.targets {
         lines.push(target_heading(t));
-        let mut table = Grid::new(FUNCTION_COLUMNS).right_aligned(&[2, 3, 4]);
+        let mut table = Grid::new(FUNCTION_COLUMNS).right_aligned(&[2, 3, 4, 5]);
         for f in not_portable(t) {
             table.push(function_cells(f));
         }

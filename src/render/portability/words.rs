@@ -2,9 +2,9 @@
 //! versions line, cells, notes, headings), so the table and Markdown agree.
 
 use crate::analysis::{Attribution, FunctionSummary, PortabilityReport, TargetSummary};
-use crate::model::FunctionStatus;
 use crate::model::RunSource;
-use crate::render::units::{count_of, latency, reasons};
+use crate::model::{Framework, FunctionStatus};
+use crate::render::units::{count_of, latency, plural, reasons};
 
 /// The report's title line.
 pub(crate) fn title(report: &PortabilityReport) -> String {
@@ -30,6 +30,10 @@ pub(crate) fn versions(report: &PortabilityReport) -> String {
     let python = if r.python_version.is_empty() { "unknown" } else { &r.python_version };
     let mut parts = vec![format!("python {python}")];
     parts.extend(r.frameworks.iter().map(|(f, v)| match v {
+        // JAX's 64-bit mode changes what an int64 or float64 case means: always said.
+        Some(v) if *f == Framework::Jax && r.source == RunSource::Live => {
+            format!("{f} {v} (jax_enable_x64 {})", if r.jax_x64 { "on" } else { "off" })
+        }
         Some(v) => format!("{f} {v}"),
         None if report.not_usable.contains_key(f) || r.source == RunSource::Live => format!("{f} not importable"),
         None => format!("{f} version unknown"),
@@ -45,7 +49,7 @@ pub(crate) fn versions(report: &PortabilityReport) -> String {
 }
 
 /// Column titles of the summary table.
-pub(crate) const SUMMARY_COLUMNS: [&str; 9] = [
+pub(crate) const SUMMARY_COLUMNS: [&str; 10] = [
     "framework",
     "device",
     "functions",
@@ -53,15 +57,17 @@ pub(crate) const SUMMARY_COLUMNS: [&str; 9] = [
     "partial",
     "complete failure",
     "wrong result",
+    "unchecked cases",
     "failure reasons",
     "median latency",
 ];
 
 /// Column titles of a per-function detail table.
-pub(crate) const FUNCTION_COLUMNS: [&str; 7] = [
+pub(crate) const FUNCTION_COLUMNS: [&str; 8] = [
     "function",
     "status",
     "passed",
+    "unchecked",
     "failed",
     "wrong result",
     "failure reasons",
@@ -69,9 +75,9 @@ pub(crate) const FUNCTION_COLUMNS: [&str; 7] = [
 ];
 
 /// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order. `wrong result` counts
-/// the functions with a case that ran but disagreed with its reference; `failure reasons`
-/// lists the errors only.
-pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 9] {
+/// the functions with a case that ran but disagreed with its reference; `unchecked cases` the
+/// passing cases nothing compared; `failure reasons` lists the errors only.
+pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 10] {
     [
         t.framework.to_string(),
         t.device.to_string(),
@@ -80,18 +86,21 @@ pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 9] {
         count_percent(t, t.partial),
         count_percent(t, t.complete_failure),
         count_percent(t, t.wrong_result_functions),
+        t.cases_unchecked.to_string(),
         reasons(&t.reasons),
         t.median_latency_ns.map_or_else(|| "—".to_string(), latency),
     ]
 }
 
-/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order: `failed` counts the
-/// cases that raised (or timed out, or crashed), `wrong result` those that disagreed.
-pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 7] {
+/// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order: `unchecked` counts
+/// the passing cases nothing compared, `failed` the cases that raised (or timed out, or
+/// crashed), `wrong result` those that disagreed.
+pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 8] {
     [
         f.name.clone(),
         f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
         f.passed.to_string(),
+        f.unchecked.to_string(),
         f.failed.to_string(),
         f.wrong.to_string(),
         reasons(&f.reasons),
@@ -158,6 +167,16 @@ pub(crate) fn notes(report: &PortabilityReport) -> Vec<String> {
     lines
 }
 
+/// `3 of 40 passing cases ran unchecked (...)`: passes nothing compared (docs/catalogue.md,
+/// "References").
+pub(crate) fn unchecked(t: &TargetSummary) -> String {
+    format!(
+        "{} of {} ran unchecked (nothing to compare the answer with) — counted as passes",
+        t.cases_unchecked,
+        plural(t.cases_passed, "passing case")
+    )
+}
+
 /// The heading of a target in the per-function detail.
 pub(crate) fn target_heading(t: &TargetSummary) -> String {
     let run = plural(t.functions_run, "function");
@@ -166,7 +185,8 @@ pub(crate) fn target_heading(t: &TargetSummary) -> String {
         (_, 0) => format!("{run} run, all succeed"),
         (_, bad) => format!("{bad} of {run} not fully portable"),
     };
-    format!("{} on {}: {what}", t.framework, t.device)
+    let unchecked = if t.cases_unchecked > 0 { format!("; {}", unchecked(t)) } else { String::new() };
+    format!("{} on {}: {what}{unchecked}", t.framework, t.device)
 }
 
 /// A target's partial and complete failures, in planned order.
@@ -182,9 +202,4 @@ pub(crate) fn harness_heading(report: &PortabilityReport) -> &'static str {
     } else {
         "Harness errors (mlport's own bugs, never counted against a framework)"
     }
-}
-
-/// `1 case`, `3 cases`.
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("{n} {noun}") } else { format!("{n} {noun}s") }
 }

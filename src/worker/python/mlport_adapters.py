@@ -11,7 +11,10 @@ Synchronisation per adapter (after every timed call):
 Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS CPU
 fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
 outputs' devices are checked against the target after the first call.
-JAX runs with jax_enable_x64 on, so float64/int64/complex128 cases mean what they say.
+Framework defaults as shipped: JAX runs with jax_enable_x64 OFF, as JAX users have it,
+unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64, or a JAX float64 self-reference):
+an int64/float64 case then gets int32/float32 arrays, as a JAX user's code would. Every
+process-wide switch an adapter sets is reported in the hello's `settings` (docs/protocol.md).
 
 Timing semantics, the same for every framework (mlport_worker.blocked): a block of N
 calls is issued back to back and synchronised ONCE, after the last call, with the
@@ -30,13 +33,15 @@ Each adapter's threads() reports what the framework itself says, recorded with t
 Execution modes (mlport run --modes eager,compiled; docs/modes.md). A worker runs one
 target, a device plus a mode. `eager` is each framework's ordinary dispatch (JAX's
 op-by-op). In `compiled` mode the case's timed callable is compiled as a whole:
-  torch       torch.compile(fullgraph=True), default backend (Inductor); Dynamo's caches
-              are reset before each case; compilations counted as Dynamo's unique graphs
+  torch       torch.compile(), default backend (Inductor), graph breaks allowed and counted
+              (Dynamo's counters["graph_break"]); `compiled_fullgraph`: torch.compile(
+              fullgraph=True), a graph break is an error; Dynamo's caches are reset before
+              each case; compilations counted as Dynamo's unique graphs
   jax         jax.jit of the zero-argument callable, with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS
               so closed-over input arrays are executable arguments, not constants XLA
               could fold; compilations counted as traces
   tensorflow  tf.function(jit_compile=True); compilations counted as traces
-  numpy       has no compiled mode (load refuses it)
+  numpy       has no compiled mode (load refuses it); only torch has compiled_fullgraph
 Case code may choose a smaller compile boundary with ctx.compile(f); the whole callable
 is then left as it is.
 """
@@ -52,10 +57,12 @@ import numpy as np
 
 import mlport_inputs as inputs
 
+JAX_X64 = os.environ.get("MLPORT_JAX_X64") == "1"
+
 _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
-MODES = ("eager", "compiled")
+MODES = ("eager", "compiled", "compiled_fullgraph")
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
@@ -121,17 +128,24 @@ def leaves(out):
 class CompileCounter:
     """Counts the compilations of one case in compiled mode. JAX and TensorFlow count traces
     (a Python side effect in the traced function runs once per trace); torch counts the
-    graphs Dynamo hands to its backend since the case began (Dynamo's `unique_graphs`)."""
+    graphs Dynamo hands to its backend since the case began (Dynamo's `unique_graphs`), and
+    the graph breaks Dynamo took (`counters["graph_break"]`, summed over reasons)."""
 
     def __init__(self, adapter):
         self._adapter = adapter
         self.traces = 0
         self.chosen_by_case = False
         self._start = adapter.compile_clock()
+        self._breaks_start = adapter.break_clock()
 
     def count(self):
         """Compilations so far in this case."""
         return self.traces + self._adapter.compile_clock() - self._start
+
+    def breaks(self):
+        """Graph breaks so far in this case (torch's `compiled` mode); None elsewhere."""
+        now = self._adapter.break_clock()
+        return None if now is None else now - self._breaks_start
 
 
 class Ctx:
@@ -148,7 +162,7 @@ class Ctx:
         self.rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 1_000_003])
         self._adapter = adapter
         self.mode = adapter.mode
-        self.compiles = CompileCounter(adapter) if adapter.mode == "compiled" else None
+        self.compiles = CompileCounter(adapter) if adapter.compiled else None
 
     def compile(self, f):
         """`f` compiled the way the target's mode compiles (torch.compile(fullgraph=True),
@@ -173,12 +187,18 @@ class Ctx:
 class Adapter:
     name = "?"
     root = None
+    # Whether `compiled_fullgraph` differs from `compiled` (torch.compile's fullgraph=True).
+    has_fullgraph = False
 
     def __init__(self, device, mode="eager"):
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r} (eager or compiled)")
+            raise ValueError(f"unknown mode {mode!r} (eager, compiled or compiled_fullgraph)")
         self.device = device
         self.mode = mode
+        # Either compiled mode; compiled_fullgraph differs from compiled for torch only.
+        self.compiled = mode != "eager"
+        if mode == "compiled_fullgraph" and not self.has_fullgraph:
+            raise ValueError(f"{self.name} has no compiled_fullgraph mode: its compiled mode already takes the whole call")
         self.kind, self.index = parse_device(device)
         self.native_device = None
 
@@ -192,6 +212,11 @@ class Adapter:
     def compile_clock(self):
         """A count of compilations that only grows (0 where traces are counted instead)."""
         return 0
+
+    def break_clock(self):
+        """A count of graph breaks that only grows; None where the compiler has none (jax.jit
+        and tf.function(jit_compile=True) take the whole call or fail)."""
+        return None
 
     def warm_compiler(self):
         """Compiles and runs a one-element `x + 1` once at start-up, so the compiler's one-time
@@ -210,6 +235,11 @@ class Adapter:
 
     def threads(self):
         return THREADS or os.cpu_count()
+
+    def settings(self):
+        """The process-wide switches this worker set in its framework, name -> value (the hello's
+        `settings`; docs/protocol.md lists them). Thread counts are reported apart (threads())."""
+        return {}
 
     def context(self, fn, dtype, seed):
         return Ctx(self, fn, dtype, seed)
@@ -311,6 +341,7 @@ class NumpyAdapter(Adapter):
 
 class TorchAdapter(Adapter):
     name = "torch"
+    has_fullgraph = True
 
     def __init__(self, device, mode="eager"):
         super().__init__(device, mode)
@@ -318,7 +349,7 @@ class TorchAdapter(Adapter):
 
         self.torch = torch
         self._graphs = None
-        if mode == "compiled":
+        if self.compiled:
             import torch._dynamo  # noqa: F401  (imported now, not inside the first case's timing)
             from torch._dynamo.utils import counters
 
@@ -342,14 +373,22 @@ class TorchAdapter(Adapter):
             self.native_device = torch.device(self.kind, self.index)
         else:
             self.native_device = torch.device(self.kind)
-        if mode == "compiled" and self.native_device is not None:
+        if self.compiled and self.native_device is not None:
             self.warm_compiler()
 
     def threads(self):
         return self.torch.get_num_threads()
 
+    def settings(self):
+        out = {"PYTORCH_ENABLE_MPS_FALLBACK": os.environ.get("PYTORCH_ENABLE_MPS_FALLBACK")}
+        if self.compiled:
+            out["torch._dynamo.reset per case"] = True
+            out["torch.compile fullgraph"] = self.mode == "compiled_fullgraph"
+            out["TORCHINDUCTOR_CACHE_DIR"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        return out
+
     def begin_case(self):
-        if self.mode == "compiled":
+        if self.compiled:
             # One worker compiles many cases: without a reset, Dynamo's per-code-object cache
             # (and its recompile limit) would carry over from case to case.
             self.torch._dynamo.reset()
@@ -357,13 +396,18 @@ class TorchAdapter(Adapter):
     def compile_clock(self):
         return self._graphs["stats"]["unique_graphs"] if self._graphs is not None else 0
 
+    def break_clock(self):
+        # Dynamo counts each graph break it takes, by reason (`counters["graph_break"]`).
+        return sum(self._graphs["graph_break"].values()) if self._graphs is not None else 0
+
     def compile(self, f, counter):
-        # fullgraph=True: a graph break is an error (compile_error), not a silent return to
-        # eager Python for part of the function (docs/modes.md). Default backend: Inductor.
+        # `compiled`: torch.compile's defaults, as users run it: a graph break returns to eager
+        # Python for that part (counted). `compiled_fullgraph`: fullgraph=True, a graph break is
+        # an error (compile_error) (docs/modes.md). Default backend: Inductor.
         def case(*args, **kwargs):
             return f(*args, **kwargs)
 
-        return self.torch.compile(case, fullgraph=True)
+        return self.torch.compile(case, fullgraph=self.mode == "compiled_fullgraph")
 
     def devices(self):
         t = self.torch
@@ -452,7 +496,9 @@ class JaxAdapter(Adapter):
             os.environ["JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS"] = "True"
         import jax
 
-        jax.config.update("jax_enable_x64", True)
+        # Set either way, so that a JAX_ENABLE_X64 in the user's environment cannot change
+        # what the run records.
+        jax.config.update("jax_enable_x64", JAX_X64)
         if mode == "compiled":
             jax.config.update("jax_use_simplified_jaxpr_constants", True)
         import jax.numpy as jnp
@@ -464,6 +510,12 @@ class JaxAdapter(Adapter):
         self.native_device = self._find(self.kind, self.index)
         if mode == "compiled" and self.native_device is not None:
             self.warm_compiler()
+
+    def settings(self):
+        out = {"jax_enable_x64": bool(self.jax.config.jax_enable_x64)}
+        if self.mode == "compiled":
+            out["jax_use_simplified_jaxpr_constants"] = True
+        return out
 
     def _find(self, kind, index):
         backend = {"cpu": "cpu", "cuda": "gpu", "tpu": "tpu", "mps": "METAL", "xpu": "xpu"}[kind]
@@ -557,6 +609,11 @@ class TensorflowAdapter(Adapter):
     def threads(self):
         n = self.tf.config.threading.get_intra_op_parallelism_threads()
         return n if n > 0 else os.cpu_count()
+
+    def settings(self):
+        return {"tf.config.soft_device_placement": bool(self.tf.config.get_soft_device_placement()),
+                "tf.config.experimental.memory_growth (GPUs)": True,
+                "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL")}
 
     def devices(self):
         out = [{"device": "cpu", "available": True, "native": "/CPU:0", "detail": ""}]

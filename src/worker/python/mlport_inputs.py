@@ -55,8 +55,15 @@ def build(spec, dtype, rng):
     spec["dtype"] = dt
     if dt not in ALL_DTYPES:
         raise ValueError(f"unknown dtype {dt!r}")
-    if "value" in spec:
-        arr = np.asarray(spec["value"], dtype=numpy_dtype(dt))
+    if "value" in spec or "fill" in spec:
+        # A literal: `value` broadcast to `shape` (NumPy's rules; the loader checked they
+        # agree), or `fill` repeated over `shape`. bfloat16 literals are rounded like drawn ones.
+        literal = spec["value"] if "value" in spec else spec["fill"]
+        arr = np.asarray(literal, dtype=numpy_dtype(dt))
+        if "shape" in spec or "fill" in spec:
+            arr = np.broadcast_to(arr, tuple(int(s) for s in spec.get("shape", []))).copy()
+        if dt == "bfloat16":
+            arr = round_to_bfloat16(arr)
         if spec.get("scalar"):
             return arr.item(), spec
         return arr, spec
@@ -124,7 +131,7 @@ def build_all(specs, dtype, seed, cache_dir=None, key=None):
             if resolved.get("dtype", "T") == "T":
                 resolved["dtype"] = dtype
             arr = np.load(path, allow_pickle=False)
-            if "value" in spec and spec.get("scalar"):
+            if ("value" in spec or "fill" in spec) and spec.get("scalar"):
                 out.append((arr.item(), resolved))
             else:
                 out.append((arr, resolved))

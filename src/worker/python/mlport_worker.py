@@ -6,7 +6,7 @@ and boring on purpose: import the framework, map the device name, build inputs, 
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
 
-Protocol (version 4, documented in docs/protocol.md): the core writes one JSON object
+Protocol (version 7, documented in docs/protocol.md): the core writes one JSON object
 per line to the worker's stdin; the worker answers one JSON object per line on a
 dedicated pipe. At start-up, before any framework is imported, the worker moves the
 pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
@@ -19,7 +19,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 7
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -84,12 +84,28 @@ def qualified_type(exc):
     return t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
 
 
+# A message is kept whole up to this many characters; a longer one keeps its head and its
+# tail (where XLA and others name the missing kernel, after a long graph name), marked in
+# the middle. Tracebacks keep their tail (the innermost frames).
+MAX_MESSAGE = 65536
+MAX_TRACEBACK = 32768
+
+
+def head_and_tail(text, limit):
+    """`text` whole if it fits in `limit` characters, else its first and last halves with a
+    note of how much was left out between them."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out by mlport ...]\n{text[-half:]}"
+
+
 def error_dict(exc, phase, harness):
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {
         "type": qualified_type(exc),
-        "message": str(exc)[:4000],
-        "traceback": tb[-8000:],
+        "message": head_and_tail(str(exc), MAX_MESSAGE),
+        "traceback": head_and_tail(tb, MAX_TRACEBACK),
         "phase": phase,
         "harness": harness,
     }
@@ -193,6 +209,9 @@ def run_case(adapter, req):
             result["first_call_ns"] = first_ns
             if compiled:
                 result["compiles_first_call"] = result["compiles"] = ctx.compiles.count()
+                breaks = ctx.compiles.breaks()
+                if breaks is not None:  # torch: graph breaks Dynamo took (protocol 7)
+                    result["graph_breaks"] = breaks
             phase = "outputs"
             fallback = adapter.fallback_check(out)
             if fallback:
@@ -234,6 +253,9 @@ def run_case(adapter, req):
             finally:
                 if compiled:
                     result["compiles"] = ctx.compiles.count()
+                    breaks = ctx.compiles.breaks()
+                    if breaks is not None:
+                        result["graph_breaks"] = breaks
         result["outcome"] = "pass"
         return result
     except CaseError as ce:
@@ -387,6 +409,7 @@ def hello(adapter_or_error, framework, device, mode):
         msg["devices"] = a.devices()
         msg["packages"] = adapters.package_versions()
         msg["threads"] = a.threads()
+        msg["settings"] = a.settings()
     return msg
 
 
@@ -464,7 +487,7 @@ def main():
     p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
     p.add_argument("--framework", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--mode", default="eager", choices=["eager", "compiled"])
+    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph"])
     p.add_argument("--selftest", metavar="CATALOGUE_TOML")
     p.add_argument("--only")
     p.add_argument("--dtypes")

@@ -1,0 +1,211 @@
+//! Silent dtype changes (reason `dtype_changed`): which dtype an output is expected to have, and
+//! the outcome of one that has another. An output's expected dtype is, in this order:
+//! 1. the case's `out_dtype` (docs/catalogue.md), checked on every target as soon as the worker
+//!    answers ([`declared_dtype`]) and in every comparison;
+//! 2. its float64 reference's dtype mapped to the case's precision ([`expected_dtype`]): a
+//!    float64 reference of a float32 case expects float32, an int64 one expects int64;
+//! 3. the same case's on its reference target (the other device, or the same device eager for
+//!    a compiled target), exactly.
+//!
+//! A change is a finding of its own: outcome `wrong_result` (it ran to an answer), reason
+//! `dtype_changed`, never mixed with the values' disagreement (reason `wrong_result`).
+
+use serde_json::Value;
+
+use super::Decision;
+use crate::model::{CaseSpec, Dtype, Outcome, Reason};
+
+/// The dtype an output may have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// Exactly this dtype (as the worker names it: `int64`, `float32`).
+    Exactly(String),
+    /// Any floating dtype: an integer or bool case whose reference is floating (NumPy computes
+    /// `sin` of uint8 in float16, PyTorch in float32: no precision is the case's own).
+    Floating,
+    /// Any complex dtype, likewise.
+    Complex,
+}
+
+impl Expected {
+    /// Whether an output of dtype `actual` (the worker's name) is what was expected.
+    pub fn admits(&self, actual: &str) -> bool {
+        match self {
+            Expected::Exactly(d) => d == actual,
+            Expected::Floating => floating(actual),
+            Expected::Complex => actual.starts_with("complex"),
+        }
+    }
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Exactly(d) => f.write_str(d),
+            Expected::Floating => f.write_str("a floating dtype"),
+            Expected::Complex => f.write_str("a complex dtype"),
+        }
+    }
+}
+
+/// Whether a worker's dtype name is a real floating one (`float16` .. `float128`, `bfloat16`).
+fn floating(name: &str) -> bool {
+    name.starts_with("float") || name == "bfloat16"
+}
+
+/// The real floating dtype of a case's precision: float16, bfloat16, float32 (float32 and
+/// complex64 cases) or float64 (float64 and complex128); `None` for integer and bool cases.
+fn real_of(case: Dtype) -> Option<Dtype> {
+    match case {
+        Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float32 | Dtype::Float64 => Some(case),
+        Dtype::Complex64 => Some(Dtype::Float32),
+        Dtype::Complex128 => Some(Dtype::Float64),
+        _ => None,
+    }
+}
+
+/// The dtype an output of a case swept at `case` is expected to have when its float64
+/// reference's output has dtype `reference` (the reference computes floating cases in float64
+/// or complex128, integer and bool cases at their own dtype with NumPy's promotion):
+/// - a floating reference: the case's precision (`float32` for float32 and complex64 cases —
+///   `abs` of complex64 is float32 —, `float16`, `bfloat16`, `float64`); any floating dtype
+///   for an integer or bool case;
+/// - a complex reference: `complex64` for cases below double precision, `complex128` for
+///   float64 and complex128 cases; any complex dtype for an integer or bool case;
+/// - an integer or bool reference (argmax, comparisons, sizes): that dtype exactly, so a JAX
+///   `argmax` returning int32 (64-bit mode off) where NumPy returns int64 is a change.
+///
+/// `None` for a reference dtype this does not know (an object, a string).
+pub fn expected_dtype(case: Dtype, reference: &str) -> Option<Expected> {
+    let complex_of = |case: Dtype| match case {
+        Dtype::Float64 | Dtype::Complex128 => Dtype::Complex128,
+        _ => Dtype::Complex64,
+    };
+    if floating(reference) {
+        return Some(real_of(case).map_or(Expected::Floating, |d| Expected::Exactly(d.to_string())));
+    }
+    if reference.starts_with("complex") {
+        return Some(match real_of(case) {
+            Some(_) => Expected::Exactly(complex_of(case).to_string()),
+            None => Expected::Complex,
+        });
+    }
+    reference.parse::<Dtype>().ok().map(|d| Expected::Exactly(d.to_string()))
+}
+
+/// What a comparison with a float64 reference expects of the `position`-th compared output:
+/// the case's `out_dtype` when it declares one, else [`expected_dtype`] of the reference's
+/// dtype `reference`.
+pub fn expected_of(spec: &CaseSpec, case: Dtype, position: usize, reference: &str) -> Option<Expected> {
+    match spec.out_dtype.as_ref().and_then(|o| o.of(position, case)) {
+        Some(declared) => Some(Expected::Exactly(declared)),
+        None => expected_dtype(case, reference),
+    }
+}
+
+/// The outcome of an answer whose outputs (the worker's descriptions: `index`, `kind`,
+/// `dtype`) are checked against the case's `out_dtype` at the swept dtype `case`: the first
+/// compared output (`outputs`, default all) of another dtype, or not an array at all, makes a
+/// `wrong_result` with reason `dtype_changed` and the message `dtype changed (output 0): int32,
+/// the case declares int64 (out_dtype)`. `None` without `out_dtype` or when every declared
+/// output has its dtype.
+pub fn declared_dtype(spec: &CaseSpec, case: Dtype, outputs: &Value) -> Option<Decision> {
+    let declared = spec.out_dtype.as_ref()?;
+    let leaves: &[Value] = outputs.as_array().map_or(&[], Vec::as_slice);
+    let indices: Vec<u64> = match &spec.outputs {
+        Some(list) => list.iter().map(|&i| u64::from(i)).collect(),
+        None => leaves.iter().filter_map(|d| d["index"].as_u64()).collect(),
+    };
+    let mut changed = indices.iter().enumerate().filter_map(|(position, &index)| {
+        let want = declared.of(position, case)?;
+        let leaf = leaves.iter().find(|d| d["index"].as_u64() == Some(index))?;
+        let got = match (leaf["kind"].as_str(), leaf["dtype"].as_str()) {
+            (Some("array"), Some(d)) if d == want => return None,
+            (Some("array"), Some(d)) => d.to_string(),
+            _ => format!("a {}, not an array", leaf["type"].as_str().unwrap_or("Python object")),
+        };
+        Some(format!("dtype changed (output {index}): {got}, the case declares {want} (out_dtype)"))
+    });
+    let first = changed.next()?;
+    let more = changed.count();
+    let more = if more > 0 { format!(" (and {more} more outputs)") } else { String::new() };
+    Some(Decision::with(Outcome::WrongResult, Some(Reason::DtypeChanged), format!("{first}{more}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::OutDtype;
+    use serde_json::json;
+
+    fn exactly(d: &str) -> Option<Expected> {
+        Some(Expected::Exactly(d.into()))
+    }
+
+    #[test]
+    fn the_reference_dtype_is_mapped_to_the_case_precision() {
+        use Dtype::*;
+        // Floating references: the case's precision, whatever the reference's width.
+        assert_eq!(expected_dtype(Float32, "float64"), exactly("float32"));
+        assert_eq!(expected_dtype(Bfloat16, "float64"), exactly("bfloat16"));
+        assert_eq!(expected_dtype(Float64, "float64"), exactly("float64"));
+        assert_eq!(expected_dtype(Complex64, "float64"), exactly("float32"), "abs of complex64");
+        assert_eq!(expected_dtype(Float16, "complex128"), exactly("complex64"), "fft of float16");
+        assert_eq!(expected_dtype(Complex128, "complex128"), exactly("complex128"));
+        // Integer and bool references: exactly.
+        assert_eq!(expected_dtype(Float32, "int64"), exactly("int64"), "argmax");
+        assert_eq!(expected_dtype(Float16, "bool"), exactly("bool"), "a comparison");
+        assert_eq!(expected_dtype(Int32, "int64"), exactly("int64"), "NumPy's sum of int32");
+        // Integer cases with a floating reference: no precision is theirs.
+        assert_eq!(expected_dtype(Uint8, "float64"), Some(Expected::Floating));
+        assert_eq!(expected_dtype(Int8, "complex128"), Some(Expected::Complex));
+        assert_eq!(expected_dtype(Float32, "object"), None);
+        let any = Expected::Floating;
+        assert!(any.admits("float16") && any.admits("bfloat16") && !any.admits("int32"));
+        assert!(Expected::Complex.admits("complex64") && !Expected::Complex.admits("float32"));
+        assert_eq!(Expected::Floating.to_string(), "a floating dtype");
+    }
+
+    #[test]
+    fn a_declared_out_dtype_wins_over_the_reference() {
+        let mut spec = CaseSpec::new("jax.numpy.argmax", "default");
+        assert_eq!(expected_of(&spec, Dtype::Float32, 0, "int64"), exactly("int64"));
+        spec.out_dtype = Some(OutDtype::PerOutput(vec!["T".into(), "int32".into()]));
+        assert_eq!(expected_of(&spec, Dtype::Float16, 0, "float64"), exactly("float16"));
+        assert_eq!(expected_of(&spec, Dtype::Float16, 1, "int64"), exactly("int32"));
+        assert_eq!(expected_of(&spec, Dtype::Float16, 2, "int64"), exactly("int64"), "past the list: the reference");
+    }
+
+    #[test]
+    fn an_answer_is_checked_against_out_dtype() {
+        let mut spec = CaseSpec::new("jax.numpy.argmax", "default");
+        let outputs = json!([{"index": 0, "kind": "array", "dtype": "int32", "shape": []},
+                             {"index": 1, "kind": "object", "type": "torch.Size"}]);
+        assert_eq!(declared_dtype(&spec, Dtype::Float32, &outputs), None, "nothing declared");
+        spec.out_dtype = Some(OutDtype::One("int32".into()));
+        spec.outputs = Some(vec![0]);
+        assert_eq!(declared_dtype(&spec, Dtype::Float32, &outputs), None, "as declared");
+        spec.out_dtype = Some(OutDtype::One("int64".into()));
+        assert_eq!(
+            declared_dtype(&spec, Dtype::Float32, &outputs),
+            Some(Decision::with(
+                Outcome::WrongResult,
+                Some(Reason::DtypeChanged),
+                "dtype changed (output 0): int32, the case declares int64 (out_dtype)"
+            ))
+        );
+        spec.outputs = None;
+        spec.out_dtype = Some(OutDtype::PerOutput(vec!["int32".into(), "int64".into()]));
+        let d = declared_dtype(&spec, Dtype::Float32, &outputs).unwrap();
+        assert_eq!(
+            d.message.as_deref(),
+            Some("dtype changed (output 1): a torch.Size, not an array, the case declares int64 (out_dtype)")
+        );
+        spec.out_dtype = Some(OutDtype::One("T".into()));
+        let d = declared_dtype(&spec, Dtype::Float16, &outputs).unwrap();
+        assert_eq!(
+            d.message.as_deref(),
+            Some("dtype changed (output 0): int32, the case declares float16 (out_dtype) (and 1 more outputs)")
+        );
+    }
+}
