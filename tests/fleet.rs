@@ -335,7 +335,10 @@ fn runs_lists_campaign_shard_and_machine_and_audit_reads_one_machine_of_a_campai
         c.arg("audit").arg(&proj).args(["--device", "cpu", "--db"]).arg(&db).args(extra);
         c
     };
-    audit(&["--campaign", "c"]).assert().code(1).stderr(predicate::str::contains("spans machines box-a, box-b"));
+    audit(&["--campaign", "c"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("spans machines box-a, box-b: name one (--machine NAME)"));
     let json = |machine: &str| -> serde_json::Value {
         serde_json::from_str(&common::stdout(&mut audit(&[
             "--campaign",

@@ -79,7 +79,7 @@ pub fn audit(args: AuditArgs) -> Result<ExitStatus> {
         workspace::open_to_read(&args.db.db, "(run `mlport run` or `mlport import paper` first, or pass --db)")?;
     let runs = if let Some(campaign) = &args.campaign {
         // One machine's runs: an audit joins a target with its reference device on one machine.
-        machine_runs(campaign, &campaign_runs(&store, campaign)?, args.machine.as_deref())?
+        machine_runs(campaign, &campaign_runs(&store, campaign)?, args.machine.as_deref(), "--machine NAME")?
     } else if args.runs.is_empty() {
         store.runs()?
     } else {

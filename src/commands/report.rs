@@ -62,7 +62,12 @@ impl Picked {
             return Ok(Picked { ids: vec![summary.id], summary });
         };
         let runs = select::campaign_runs(store, campaign)?;
-        let mine = select::machine_runs(campaign, &runs, machine.or(args.machine.as_deref()))?;
+        let mine = select::machine_runs(
+            campaign,
+            &runs,
+            machine.or(args.machine.as_deref()),
+            "--machine NAME, or DEVICE@NAME in --slowdown",
+        )?;
         let mut summary = mine[0].clone();
         summary.origin.machine = Some(analysis::campaign::machine_of(&mine[0]).to_string());
         summary.cases_planned = mine.iter().map(|r| r.cases_planned).sum();

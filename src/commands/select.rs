@@ -94,16 +94,22 @@ pub fn machines(runs: &[RunSummary]) -> Vec<&str> {
 }
 
 /// The runs of one machine among a campaign's: `machine`, or the only machine there is.
+/// `how_to_name` is how the calling command names a machine (its flags), said in the error.
 ///
 /// Errors: no run on that machine; no machine named while the campaign has several (listing them).
-pub fn machine_runs(campaign: &str, runs: &[RunSummary], machine: Option<&str>) -> Result<Vec<RunSummary>> {
+pub fn machine_runs(
+    campaign: &str,
+    runs: &[RunSummary],
+    machine: Option<&str>,
+    how_to_name: &str,
+) -> Result<Vec<RunSummary>> {
     let all = machines(runs);
     let chosen = match (machine, all.as_slice()) {
         (Some(m), _) if all.contains(&m) => m,
         (Some(m), _) => bail!("campaign `{campaign}` has no run on machine `{m}` (its machines: {})", all.join(", ")),
         (None, [only]) => only,
         (None, _) => bail!(
-            "campaign `{campaign}` spans machines {}: name one (--machine NAME, or DEVICE@NAME in --slowdown)",
+            "campaign `{campaign}` spans machines {}: name one ({how_to_name})",
             all.join(", ")
         ),
     };
