@@ -2,7 +2,7 @@
 //! protocol, building inputs, writing outputs, classifying and committing the result — and
 //! the time split of a 500-case CPU sweep. Through the release binary, as a user runs it:
 //!
-//! 1. Harness cost: `mlport run` over 500 no-op cases (`builtins.id(0)` in the NumPy worker,
+//! 1. Harness cost: `mlport run` over 500 no-op cases (`builtins.id(0)` as an int64 case, so no float64 self-reference is planned, in the NumPy worker,
 //!    with the timing cut to its minimum, `--budget-ms 0.001`: about seven calls of ~100 ns),
 //!    minus the same run of 1 case (start-up, framework import), over 499. Target: under 2 ms.
 //! 2. A 500-case sweep of real torch ops (add, mul, sum, argsort, matmul over 100 sizes each,
@@ -29,7 +29,7 @@ fn noop_catalogue(cases: usize) -> String {
     for i in 0..cases {
         let _ = writeln!(
             s,
-            "  [[function.case]]\n  id = \"c{i}\"\n  inputs = [{{ value = 0, scalar = true, dtype = \"int64\" }}]"
+            "  [[function.case]]\n  id = \"c{i}\"\n  dtypes = [\"int64\"]\n  inputs = [{{ value = 0, scalar = true, dtype = \"int64\" }}]"
         );
     }
     s

@@ -6,7 +6,7 @@
 //!    into PostgreSQL on localhost (a server this benchmark starts with the tests' harness,
 //!    `tests/common/postgres.rs`): results/s and ms per result for each.
 //! 2. Harness cost per case with `--db postgresql://…`, measured as `benches/overhead.rs`
-//!    measures it for SQLite: `mlport run` over 500 no-op cases (`builtins.id(0)` in the NumPy
+//!    measures it for SQLite: `mlport run` over 500 no-op cases (`builtins.id(0)` as an int64 case, so no float64 self-reference is planned, in the NumPy
 //!    worker, `--budget-ms 0.001`) minus the same run of 1 case, over 499; median of 3 rounds,
 //!    each engine. Target: under 1 ms per case with PostgreSQL.
 //!
@@ -89,7 +89,7 @@ fn noop_catalogue(cases: usize) -> String {
     for i in 0..cases {
         let _ = writeln!(
             s,
-            "  [[function.case]]\n  id = \"c{i}\"\n  inputs = [{{ value = 0, scalar = true, dtype = \"int64\" }}]"
+            "  [[function.case]]\n  id = \"c{i}\"\n  dtypes = [\"int64\"]\n  inputs = [{{ value = 0, scalar = true, dtype = \"int64\" }}]"
         );
     }
     s

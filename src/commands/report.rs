@@ -153,7 +153,8 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
         Which::Modes => {
             let run = Picked::of(&store, &args, one_run(&args), None)?;
-            let rep = analysis::modes::build(&run.summary, &run.devices(&store)?, &run.results(&store)?, args.stats_seed);
+            let rep =
+                analysis::modes::build(&run.summary, &run.devices(&store)?, &run.results(&store)?, args.stats_seed);
             render::modes::render(&rep, format)
         }
         Which::Campaign => campaign(&store, &args, &opts, format)?,
@@ -202,8 +203,18 @@ fn campaign(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Form
 fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Format) -> Result<String> {
     let (a, b) = (&spec.a, &spec.b);
     let default = one_run(args);
-    let pa = Picked::of(store, args, a.run.as_deref().or(default).or(b.run.as_deref()), a.run.as_deref().or(b.run.as_deref()))?;
-    let pb = Picked::of(store, args, b.run.as_deref().or(default).or(a.run.as_deref()), b.run.as_deref().or(a.run.as_deref()))?;
+    let pa = Picked::of(
+        store,
+        args,
+        a.run.as_deref().or(default).or(b.run.as_deref()),
+        a.run.as_deref().or(b.run.as_deref()),
+    )?;
+    let pb = Picked::of(
+        store,
+        args,
+        b.run.as_deref().or(default).or(a.run.as_deref()),
+        b.run.as_deref().or(a.run.as_deref()),
+    )?;
     let (ra, rb) = (&pa.summary, &pb.summary);
     let (rows_a, rows_b) = (pa.results(store)?, pb.results(store)?);
     for (picked, side, rows) in [(&pa, a, &rows_a), (&pb, b, &rows_b)] {
@@ -271,7 +282,10 @@ fn matrix(store: &Store, args: &ReportArgs, format: Format) -> Result<String> {
         bail!("--only {}: {} has no such function or op", only.join(","), picked.describe(args));
     }
     Ok(if args.dtypes {
-        render::dtypes::render(&analysis::dtypes::build(run.id, run.origin.source, &results, &store.comparisons(run.id)?, &keep), format)
+        render::dtypes::render(
+            &analysis::dtypes::build(run.id, run.origin.source, &results, &store.comparisons(run.id)?, &keep),
+            format,
+        )
     } else {
         let t = analysis::frameworks::build(
             run.id,

@@ -108,10 +108,7 @@ pub fn machine_runs(
         (Some(m), _) if all.contains(&m) => m,
         (Some(m), _) => bail!("campaign `{campaign}` has no run on machine `{m}` (its machines: {})", all.join(", ")),
         (None, [only]) => only,
-        (None, _) => bail!(
-            "campaign `{campaign}` spans machines {}: name one ({how_to_name})",
-            all.join(", ")
-        ),
+        (None, _) => bail!("campaign `{campaign}` spans machines {}: name one ({how_to_name})", all.join(", ")),
     };
     Ok(runs.iter().filter(|r| analysis::campaign::machine_of(r) == chosen).cloned().collect())
 }

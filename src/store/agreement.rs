@@ -170,12 +170,11 @@ impl Store {
 
 /// Plans `refs` for `run` inside the transaction `tx`; keys already planned are left as they are.
 pub(super) fn plan_in(tx: &mut Conn, ctx: Ctx<'_>, run: i64, refs: &[ReferenceRow]) -> Result<(), StoreError> {
-    for r in refs {
-        let spec = ctx.json(&r.spec, "reference spec")?;
-        tx.execute(
-            "INSERT INTO reference_outputs (run_id, key, op, case_id, dtype, function, seed, spec, outputs, framework) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '[]', $9) ON CONFLICT (run_id, key) DO NOTHING",
-            params![
+    let rows = refs
+        .iter()
+        .map(|r| {
+            let spec = ctx.json(&r.spec, "reference spec")?;
+            Ok(params![
                 run,
                 r.key,
                 r.op,
@@ -184,11 +183,20 @@ pub(super) fn plan_in(tx: &mut Conn, ctx: Ctx<'_>, run: i64, refs: &[ReferenceRo
                 r.function,
                 r.seed.to_string(),
                 spec,
+                "[]",
                 r.framework.as_str()
-            ],
-        )
-        .or_store(ctx)?;
-    }
+            ]
+            .to_vec())
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    // Multi-row inserts (one round trip per 256 references on PostgreSQL).
+    tx.insert_rows(
+        "INSERT INTO reference_outputs (run_id, key, op, case_id, dtype, function, seed, spec, outputs, framework)",
+        "ON CONFLICT (run_id, key) DO NOTHING",
+        &rows,
+        |_| Ok(()),
+    )
+    .or_store(ctx)?;
     Ok(())
 }
 

@@ -9,6 +9,12 @@ use super::postgres::PgConn;
 use super::schema::Dialect;
 use super::value::{ColumnError, DbError, FromValue, Row, Value};
 
+/// Rows per statement in [`Conn::insert_rows`]: 256 rows of up to 127 values stay under
+/// SQLite's default limit of 32,766 parameters (`SQLITE_MAX_VARIABLE_NUMBER` since 3.32) and
+/// PostgreSQL's 65,535; a fixed size keeps the statement text (and its prepared statement)
+/// the same for every full chunk.
+const ROWS_PER_INSERT: usize = 256;
+
 /// An open connection to either engine.
 pub enum Conn {
     Sqlite(rusqlite::Connection),
@@ -73,6 +79,33 @@ impl Conn {
         }
     }
 
+    /// Inserts `rows` (each the same number of values, in `head`'s column order) with
+    /// multi-row statements `{head} VALUES ($1, ..), (..) {tail}`, [`ROWS_PER_INSERT`] rows
+    /// each, and maps the rows each statement returns (`tail` may hold `ON CONFLICT` and
+    /// `RETURNING`) with `f`. On PostgreSQL one round trip per 256 rows instead of one per row:
+    /// a plan of 4,000 cases is written in 16 statements. The order of returned rows is not
+    /// guaranteed (neither engine promises it for `RETURNING`): return a key with each.
+    ///
+    /// Errors: the engine's, for the first statement that fails (the caller's transaction
+    /// rolls the others back).
+    pub fn insert_rows<T>(
+        &mut self,
+        head: &str,
+        tail: &str,
+        rows: &[Vec<Value>],
+        mut f: impl FnMut(&Row) -> Result<T, ColumnError>,
+    ) -> Result<Vec<T>, DbError> {
+        let Some(width) = rows.first().map(Vec::len) else { return Ok(Vec::new()) };
+        assert!(rows.iter().all(|r| r.len() == width), "insert_rows: rows of different widths for {head}");
+        let mut out = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let sql = format!("{head} VALUES {} {tail}", placeholders(chunk.len(), width));
+            let params: Vec<Value> = chunk.iter().flatten().cloned().collect();
+            out.extend(self.query(&sql, &params, &mut f)?);
+        }
+        Ok(out)
+    }
+
     /// Runs several statements without parameters (a migration).
     pub fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         match self {
@@ -109,5 +142,48 @@ impl Conn {
             }
         };
         Ok(self.query(sql, &[], |r| r.get(0))?.into_iter().collect())
+    }
+}
+
+/// `($1, $2), ($3, $4)` for 2 rows of width 2: the VALUES list of a multi-row insert, its
+/// parameters numbered row by row.
+fn placeholders(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let row: Vec<String> = (1..=width).map(|c| format!("${}", r * width + c)).collect();
+            format!("({})", row.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params;
+
+    #[test]
+    fn placeholders_number_parameters_row_by_row() {
+        assert_eq!(placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(placeholders(1, 1), "($1)");
+    }
+
+    /// 600 rows (three statements: 256, 256, 88) into a real SQLite file, each returned once
+    /// with its key; an empty list runs nothing.
+    #[test]
+    fn insert_rows_writes_every_row_across_chunks_and_returns_each() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut conn = Conn::Sqlite(rusqlite::Connection::open(tmp.path().join("t.db")).unwrap());
+        conn.batch("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v INTEGER)").unwrap();
+        let rows: Vec<Vec<Value>> = (0..600).map(|i| params![format!("k{i}"), i * 7].to_vec()).collect();
+        let mut back: Vec<(String, i64)> =
+            conn.insert_rows("INSERT INTO t (k, v)", "RETURNING k, id", &rows, |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        assert_eq!(back.len(), 600);
+        back.sort_by_key(|(_, id)| *id);
+        assert_eq!(back[599].0, "k599");
+        let sum: i64 = conn.query_value("SELECT SUM(v) FROM t", &[]).unwrap();
+        assert_eq!(sum, 7 * (0..600).sum::<i64>());
+        let none: Vec<i64> = conn.insert_rows("INSERT INTO t (k, v)", "", &[], |r| r.get(0)).unwrap();
+        assert!(none.is_empty());
     }
 }

@@ -403,48 +403,69 @@ fn insert_plan<'k>(
         .or_store(ctx)?;
     set_switches(tx, ctx, run, info)?;
 
-    let mut function_ids: HashMap<(Framework, &str), i64> = HashMap::new();
+    let mut planned: HashSet<(Framework, &str)> = HashSet::with_capacity(functions.len());
+    let mut function_rows = Vec::with_capacity(functions.len());
     for f in functions {
-        if function_ids.contains_key(&(f.framework, f.name.as_str())) {
+        if !planned.insert((f.framework, f.name.as_str())) {
             return Err(ctx.invalid(format!("function {} ({}) is listed twice", f.name, f.framework)));
         }
-        let id: i64 = tx
-            .query_value(
-                "INSERT INTO functions (run_id, framework, name, paper, decile, top20, op, moved, note) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-                params![run, f.framework.as_str(), f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note],
-            )
-            .or_store(ctx)?;
-        function_ids.insert((f.framework, f.name.as_str()), id);
+        function_rows.push(
+            params![run, f.framework.as_str(), f.name, f.paper, f.decile, f.top20, f.op, f.moved, f.note].to_vec(),
+        );
     }
-    let mut case_ids: HashMap<&str, i64> = HashMap::with_capacity(cases.len());
+    // Multi-row inserts: on PostgreSQL a plan of thousands of cases costs a few round trips.
+    let inserted: HashMap<(String, String), i64> = tx
+        .insert_rows(
+            "INSERT INTO functions (run_id, framework, name, paper, decile, top20, op, moved, note)",
+            "RETURNING framework, name, id",
+            &function_rows,
+            |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)),
+        )
+        .or_store(ctx)?
+        .into_iter()
+        .collect();
+    let function_id =
+        |framework: Framework, name: &str| inserted.get(&(framework.as_str().to_string(), name.to_string())).copied();
+    let mut case_rows = Vec::with_capacity(cases.len());
+    let mut keys: HashSet<&str> = HashSet::with_capacity(cases.len());
     for (ordinal, c) in cases.iter().enumerate() {
-        let function = function_ids.get(&(c.framework, c.function.as_str())).ok_or_else(|| {
+        let function = function_id(c.framework, &c.function).ok_or_else(|| {
             ctx.invalid(format!(
                 "case `{}` names function {} ({}), which is not planned",
                 c.key, c.function, c.framework
             ))
         })?;
-        if case_ids.contains_key(c.key.as_str()) {
+        if !keys.insert(c.key.as_str()) {
             return Err(ctx.invalid(format!("case `{}` is listed twice", c.key)));
         }
         let ordinal = ctx.int(ordinal as u64, "case ordinal")?;
-        let id: i64 = tx
-            .query_value(
-                "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-                params![
-                    run,
-                    function,
-                    c.key,
-                    c.case_id,
-                    crate::model::name_or_empty(c.dtype),
-                    c.seed.to_string(),
-                    ctx.json(&c.spec, "case spec")?,
-                    ordinal
-                ],
-            )
-            .or_store(ctx)?;
+        case_rows.push(
+            params![
+                run,
+                function,
+                c.key,
+                c.case_id,
+                crate::model::name_or_empty(c.dtype),
+                c.seed.to_string(),
+                ctx.json(&c.spec, "case spec")?,
+                ordinal
+            ]
+            .to_vec(),
+        );
+    }
+    let ids: HashMap<String, i64> = tx
+        .insert_rows(
+            "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal)",
+            "RETURNING key, id",
+            &case_rows,
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .or_store(ctx)?
+        .into_iter()
+        .collect();
+    let mut case_ids: HashMap<&str, i64> = HashMap::with_capacity(cases.len());
+    for c in cases {
+        let id = ids.get(&c.key).copied().ok_or_else(|| ctx.invalid(format!("case `{}` was not inserted", c.key)))?;
         case_ids.insert(c.key.as_str(), id);
     }
     Ok((run, case_ids))
