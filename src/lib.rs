@@ -21,6 +21,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod fault;
 pub mod fleet;
 pub mod import;
 pub mod mine;

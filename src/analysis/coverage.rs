@@ -13,6 +13,41 @@ use crate::agreement::reference_keys;
 use crate::model::{CaseRow, Framework, ReferenceRow};
 use crate::plan::Plan;
 
+/// The note every report of a run carries when some of its planned float64 references could
+/// not be computed (they failed, timed out, or their worker died twice), `None` when none is
+/// missing: how many, why (by outcome), and the first few keys with their message. The cases
+/// that needed them ran unchecked; a crashed one is computed again by `mlport run --resume`.
+/// References not attempted yet (a run still going) are not counted.
+pub fn missing_references_note(refs: &[ReferenceRow]) -> Option<String> {
+    let missing: Vec<&ReferenceRow> =
+        refs.iter().filter(|r| r.outcome.is_some_and(|o| o != crate::model::Outcome::Pass)).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &missing {
+        *by.entry(r.outcome.map(|o| o.to_string()).unwrap_or_default()).or_default() += 1;
+    }
+    let why: Vec<String> = by.iter().map(|(o, n)| format!("{n} {o}")).collect();
+    let first: Vec<String> = missing
+        .iter()
+        .take(3)
+        .map(|r| {
+            let m = r.message.as_deref().and_then(|m| m.lines().next()).unwrap_or("");
+            let m: String = m.chars().take(120).collect();
+            format!("{} ({m})", r.key)
+        })
+        .collect();
+    let more = if missing.len() > 3 { format!(", and {} more", missing.len() - 3) } else { String::new() };
+    Some(format!(
+        "{} of {} float64 references could not be computed ({}): the cases that need them ran unchecked — {}{more}",
+        missing.len(),
+        refs.len(),
+        why.join(", "),
+        first.join(", ")
+    ))
+}
+
 /// Where a planned case's float64 reference comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -19,7 +19,10 @@ use crate::workspace;
 /// The portability report of a run, built from the store.
 pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<analysis::PortabilityReport> {
     let summary = store.run(run_id)?;
-    Ok(analysis::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts))
+    let mut report = analysis::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts);
+    // A missing float64 reference is said in every rendering (its cases count as unchecked).
+    report.run.notes.extend(analysis::coverage::missing_references_note(&store.references(run_id)?));
+    Ok(report)
 }
 
 /// Prints a run's portability report with the default options (what `run`, `import` and

@@ -130,11 +130,13 @@ fn switches(args: &RunArgs) -> RunSwitches {
     }
 }
 
-/// Creates the new run (state `running`) with its plan. Errors: the store's, and, when another
+/// Creates the new run (state `running`) with its plan: cases and float64 references in one
+/// transaction. Errors: the store's, and, when another
 /// process started the same shard since it was looked up, an error saying so.
 fn create(store: &mut Store, new: &NewRun) -> Result<i64> {
     let NewRun { plan, info, origin } = new;
-    match store.create_run(info, origin, &plan.functions, &plan.cases) {
+    // The plan's references in the same transaction: a kill cannot leave a run without its checks.
+    match store.create_planned_run(info, origin, &plan.functions, &plan.cases, &plan.references) {
         Ok(id) => Ok(id),
         Err(e) => {
             // Another process may have started the same shard since it was looked up.
@@ -285,9 +287,9 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             }
             Start::New(new) => {
                 let id = create(&mut store, &new)?;
+                crate::fault::point("after-create-run");
                 let NewRun { plan, info, .. } = *new;
                 let lock = folders.lock_run(id)?;
-                store.plan_references(id, &plan.references)?;
                 (id, plan.cases, info, devices, lock)
             }
         };
@@ -335,6 +337,21 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             );
             Ok(ExitStatus::Interrupted)
         }
+        Ending::OwnIoFailed { case_key, error } => {
+            // mlport's own file, not the function: nothing was recorded for the case, which stays
+            // pending; the run is `interrupted`, never `finished`, until `--resume` completes it.
+            let recorded = store.finish_run(run_id, RunState::Interrupted).and_then(|()| store.run(run_id));
+            let counts = match &recorded {
+                Ok(s) => format!("{} of {} cases recorded in {db}", s.results, s.cases_planned),
+                Err(e) => format!("the store could not be updated either ({e})"),
+            };
+            eprintln!(
+                "error: mlport stopped run {run_id}: it {error} (its own file, while running {case_key}); that is no \
+                 outcome of any function, so nothing was recorded for {case_key}, which stays pending. {counts}. \
+                 Free space (or fix the folder) and continue with {resume_hint}"
+            );
+            Ok(ExitStatus::Error)
+        }
         Ending::Finished => {
             let left = pending_cases(&store, run_id)?;
             store.finish_run(run_id, if left == 0 { RunState::Finished } else { RunState::Incomplete })?;
@@ -347,6 +364,9 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),
             };
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts}{unchecked})", elapsed.as_secs_f64());
+            if let Some(note) = crate::analysis::coverage::missing_references_note(&store.references(run_id)?) {
+                eprintln!("mlport: {note}; `--resume` computes a crashed one again");
+            }
             warn_contention(&store, run_id)?;
             if left > 0 {
                 eprintln!(

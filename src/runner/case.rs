@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::RunConfig;
 use crate::model::{CaseResult, CaseRow, Outcome, Target};
 use crate::outcome::{self, Answer, ErrorReport};
-use crate::worker::protocol::{PROTOCOL_VERSION, Request};
+use crate::worker::protocol::{OwnIoError, PROTOCOL_VERSION, Request, RunReply};
 use crate::worker::{Failure, Worker};
 
 /// A number no case can predict: the std hasher's random keys over a counter.
@@ -26,6 +26,10 @@ fn nonce() -> u64 {
 /// case stays pending) and whether the worker is still usable (false after a kill).
 /// With `reference`, the worker computes the case's float64 reference instead: inputs
 /// upcast, one call, outputs saved, nothing timed.
+///
+/// Errors: the worker could not write or read one of mlport's own files (an output `.npy`,
+/// the input cache; protocol 8). That is no outcome of the function: nothing is to be recorded,
+/// the case stays pending, and the caller stops the run.
 pub fn execute_case(
     worker: &mut Worker,
     case: &CaseRow,
@@ -34,7 +38,7 @@ pub fn execute_case(
     cfg: &RunConfig,
     reference: bool,
     interrupted: &AtomicBool,
-) -> (Option<CaseResult>, bool) {
+) -> Result<(Option<CaseResult>, bool), OwnIoError> {
     let start = Instant::now();
     let finish = |mut r: CaseResult| {
         r.wall_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -43,7 +47,7 @@ pub fn execute_case(
     };
     let spec = case.spec.catalogue();
     if let Some(why) = spec.and_then(|s| s.skip.as_deref()) {
-        return (Some(finish(outcome::skipped(why).into_result(&case.key, device.clone()))), true);
+        return Ok((Some(finish(outcome::skipped(why).into_result(&case.key, device.clone()))), true));
     }
     let timeout =
         spec.and_then(|s| s.timeout_s).and_then(|t| Duration::try_from_secs_f64(t).ok()).unwrap_or(cfg.case_timeout);
@@ -68,7 +72,8 @@ pub fn execute_case(
         reference,
         timing: &cfg.timing,
     };
-    match worker.run(&req, timeout, interrupted) {
+    Ok(match worker.run(&req, timeout, interrupted) {
+        Ok(RunReply { io_error: Some(e), .. }) => return Err(e),
         Ok(reply) => {
             let compiled = device.mode().is_compiled();
             let compiles = reply.compiles.filter(|_| compiled);
@@ -131,5 +136,5 @@ pub fn execute_case(
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
-    }
+    })
 }

@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use crate::model::{CaseRow, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo, Target};
 use crate::store::Store;
-use crate::worker::protocol::Timing;
+use crate::worker::protocol::{OwnIoError, Timing};
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
 /// How the runner runs cases.
@@ -72,13 +72,30 @@ impl Default for RunConfig {
 }
 
 /// How an execution ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ending {
     /// Every framework was visited. Cases of a framework that did not import, or of a device
     /// whose worker could not be restarted, stay pending.
     Finished,
     /// Stopped by Ctrl-C; the case in flight stays pending, and calling [`execute`] again resumes.
     Interrupted,
+    /// Stopped because mlport could not write (or read) one of its own files — an output `.npy`,
+    /// the input cache, a reference, a run folder (a full disk): no outcome of any function.
+    /// The case (or reference) in flight, `case_key`, stays pending, and calling [`execute`]
+    /// again once the cause is gone resumes.
+    OwnIoFailed {
+        /// The case or reference key that was running.
+        case_key: String,
+        /// What failed, naming the path.
+        error: OwnIoError,
+    },
+}
+
+impl Ending {
+    /// The ending of a folder the core could not create for `case_key`.
+    fn folder_failed(case_key: &str, path: &std::path::Path, e: &std::io::Error) -> Ending {
+        Ending::OwnIoFailed { case_key: case_key.to_string(), error: OwnIoError::from_io(path, "create folder", e) }
+    }
 }
 
 /// Runs every planned case that has no result yet on its device (so the same call
@@ -94,8 +111,9 @@ pub fn execute(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    if reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)? == Ending::Interrupted {
-        return Ok(Ending::Interrupted);
+    let references = reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)?;
+    if references != Ending::Finished {
+        return Ok(references);
     }
     let checker = crate::agreement::Checker::load(store, run_id)?;
     let mut frameworks: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
@@ -204,8 +222,8 @@ pub fn execute(
             }
             let w: Option<Worker> = if d == Target::cpu() { probe.take() } else { None };
             let ending = run_device(store, run_id, &pending, &spec(&d), w, cfg, &checker, sink, interrupted)?;
-            if ending == Ending::Interrupted {
-                return Ok(Ending::Interrupted);
+            if ending != Ending::Finished {
+                return Ok(ending);
             }
         }
         if let Some(p) = probe {
@@ -257,7 +275,9 @@ fn run_device(
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
     let out_dir = cfg.run_dir.join(out_dir_name(spec.framework, &spec.device));
-    std::fs::create_dir_all(&out_dir)?;
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        return Ok(Ending::folder_failed(&pending.first().map(|c| c.key.clone()).unwrap_or_default(), &out_dir, &e));
+    }
     let mut worker = worker;
     for case in pending {
         sink.event(&Event::CaseStarted { case });
@@ -286,7 +306,10 @@ fn run_device(
                 }
             }
             let w = worker.as_mut().expect("worker started above");
-            let (result, keep) = execute_case(w, case, &spec.device, &out_dir, cfg, false, interrupted);
+            let (result, keep) = match execute_case(w, case, &spec.device, &out_dir, cfg, false, interrupted) {
+                Ok(done) => done,
+                Err(error) => return Ok(Ending::OwnIoFailed { case_key: case.key.clone(), error }),
+            };
             let Some(result) = result else { return Ok(Ending::Interrupted) };
             if !keep {
                 worker = None; // killed on timeout or crash: a fresh one for what comes next

@@ -3,8 +3,11 @@
 //! the host (an op's NumPy/SciPy function, a case's own `reference` callable), and by one
 //! worker per framework on the reference device, eager, for float64 self-references (the
 //! case's own function; JAX's with `jax_enable_x64` on, whatever the run's setting). A
-//! reference that fails, times out or crashes is recorded with why; its cases then run
-//! unchecked (never an abort).
+//! reference whose worker dies is computed again on a fresh worker, as a case is; one that
+//! fails, times out or crashes again is recorded with why, its cases then run unchecked (never
+//! an abort) and every report counts them; a crashed one is computed again by `--resume`.
+//! When mlport's own files cannot be written (a full disk) the run stops with the reference
+//! pending ([`Ending::OwnIoFailed`]).
 
 use std::sync::atomic::AtomicBool;
 
@@ -15,8 +18,9 @@ use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, 
 use crate::store::Store;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
-/// Computes the run's pending references (self-references on `reference_device`, eager); returns [`Ending::Interrupted`] when stopped (the
-/// reference in flight stays pending).
+/// Computes the run's pending references (self-references on `reference_device`, eager);
+/// returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped (the reference in
+/// flight stays pending).
 pub fn compute(
     store: &mut Store,
     run_id: i64,
@@ -51,40 +55,11 @@ pub fn compute(
         };
         let out_dir =
             cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
-        std::fs::create_dir_all(&out_dir)?;
+        if let Err(e) = std::fs::create_dir_all(&out_dir) {
+            return Ok(Ending::folder_failed(&mine[0].key, &out_dir, &e));
+        }
         let mut worker: Option<Worker> = None;
-        for r in &mine {
-            if worker.as_mut().is_some_and(|w| !w.is_ready()) {
-                worker = None;
-            }
-            if worker.is_none() {
-                match worker::spawn(&spec, cfg.start_timeout, interrupted) {
-                    Ok(w) if w.hello.import_error.is_none() => worker = Some(w),
-                    Ok(w) => {
-                        let e = w.hello.import_error.clone().expect("checked above");
-                        w.shutdown();
-                        let why = format!("{fw} is not usable for float64 references: {}: {}", e.error_type, e.message);
-                        for p in &mine {
-                            store.record_reference(
-                                run_id,
-                                &p.key,
-                                Outcome::Fail,
-                                Some(&why),
-                                &serde_json::json!([]),
-                            )?;
-                        }
-                        failed += mine.len();
-                        break;
-                    }
-                    Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
-                    Err(f) => {
-                        let why = describe_start_failure(&f);
-                        store.record_reference(run_id, &r.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
-                        failed += 1;
-                        continue;
-                    }
-                }
-            }
+        'refs: for (i, r) in mine.iter().enumerate() {
             let case = CaseRow {
                 key: r.key.clone(),
                 framework: fw,
@@ -94,13 +69,59 @@ pub fn compute(
                 seed: r.seed,
                 spec: Spec::from(r.spec.clone()),
             };
-            let w = worker.as_mut().expect("started above");
-            let (result, keep) = execute_case(w, &case, &device, &out_dir, cfg, true, interrupted);
-            let Some(result) = result else { return Ok(Ending::Interrupted) };
-            if !keep {
-                worker = None;
-            }
+            // Retried like a case: a crash is confirmed on a fresh worker before it is recorded
+            // (the worker may have died of what an earlier reference left behind).
+            let mut first_crash: Option<String> = None;
+            let result = loop {
+                if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+                    worker = None;
+                }
+                if worker.is_none() {
+                    match worker::spawn(&spec, cfg.start_timeout, interrupted) {
+                        Ok(w) if w.hello.import_error.is_none() => worker = Some(w),
+                        Ok(w) => {
+                            let e = w.hello.import_error.clone().expect("checked above");
+                            w.shutdown();
+                            let why =
+                                format!("{fw} is not usable for float64 references: {}: {}", e.error_type, e.message);
+                            // This one and those after it; those before were computed.
+                            let left = &mine[i..];
+                            for p in left {
+                                store.record_reference(run_id, &p.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+                            }
+                            failed += left.len();
+                            break 'refs;
+                        }
+                        Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+                        Err(f) => {
+                            let why = describe_start_failure(&f);
+                            store.record_reference(run_id, &r.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+                            failed += 1;
+                            continue 'refs;
+                        }
+                    }
+                }
+                let w = worker.as_mut().expect("started above");
+                let (result, keep) = match execute_case(w, &case, &device, &out_dir, cfg, true, interrupted) {
+                    Ok(done) => done,
+                    Err(error) => return Ok(Ending::OwnIoFailed { case_key: r.key.clone(), error }),
+                };
+                let Some(result) = result else { return Ok(Ending::Interrupted) };
+                if !keep {
+                    worker = None;
+                }
+                if result.outcome == Outcome::Crash && first_crash.is_none() {
+                    first_crash = Some(why(&result));
+                    sink.event(&Event::WorkerRestarted { framework: fw, device: device.clone() });
+                    continue;
+                }
+                break result;
+            };
             let message = (result.outcome != Outcome::Pass).then(|| why(&result));
+            let message = match (first_crash, message) {
+                (Some(first), Some(m)) => Some(format!("{m} (and on a fresh worker before: {first})")),
+                (_, m) => m,
+            };
             store.record_reference(run_id, &r.key, result.outcome, message.as_deref(), &result.outputs)?;
             if result.outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
         }
@@ -112,8 +133,9 @@ pub fn compute(
     Ok(Ending::Finished)
 }
 
-/// The references still to compute: never computed, or computed but with an output file gone
-/// (a run folder removed before `--resume`).
+/// The references still to compute: never computed, recorded as a crash (its worker died twice:
+/// `--resume` tries once more, a reference being no outcome of the run), or computed but with an
+/// output file gone (a run folder removed before `--resume`).
 pub fn pending(store: &Store, run_id: i64) -> Result<Vec<ReferenceRow>> {
     let gone = |r: &ReferenceRow| {
         r.outputs
@@ -123,7 +145,7 @@ pub fn pending(store: &Store, run_id: i64) -> Result<Vec<ReferenceRow>> {
     Ok(store
         .references(run_id)?
         .into_iter()
-        .filter(|r| r.outcome.is_none() || (r.outcome == Some(Outcome::Pass) && gone(r)))
+        .filter(|r| r.outcome.is_none() || r.outcome == Some(Outcome::Crash) || (r.outcome == Some(Outcome::Pass) && gone(r)))
         .collect())
 }
 

@@ -1,4 +1,4 @@
-//! The worker protocol, version 7 (docs/protocol.md): JSON lines. The core writes
+//! The worker protocol, version 8 (docs/protocol.md): JSON lines. The core writes
 //! requests to the worker's stdin; the worker answers on a dedicated pipe (the pipe it
 //! inherited as fd 1, which it moves to a private descriptor before importing any
 //! framework, pointing fd 1 at stderr). Arrays travel as .npy files in the run folder.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -141,6 +141,47 @@ pub struct WorkerError {
     pub harness: bool,
 }
 
+/// A failure of mlport's own file I/O in the worker (protocol 8): writing an output `.npy`,
+/// writing or reading the run's input cache, creating their folders. Never an outcome of the
+/// case: the core stops the run and leaves the case pending (docs/protocol.md, "Faults").
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct OwnIoError {
+    /// The file or folder mlport could not write or read (absolute, as the worker used it).
+    pub path: String,
+    /// What mlport was doing: `write`, `read` or `create folder`.
+    pub operation: String,
+    /// The OS error number (`28` for ENOSPC), when the error had one.
+    #[serde(default)]
+    pub errno: Option<i32>,
+    /// The OS's words for it (`No space left on device`).
+    pub message: String,
+}
+
+impl OwnIoError {
+    /// The error of the core's own `operation` on `path` (a folder it could not create).
+    pub fn from_io(path: &std::path::Path, operation: &str, e: &std::io::Error) -> OwnIoError {
+        OwnIoError {
+            path: path.display().to_string(),
+            operation: operation.to_string(),
+            errno: e.raw_os_error(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for OwnIoError {
+    /// `could not write /r/numpy-cpu/x.out0.npy: No space left on device (errno 28)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "could not {} {}: {}", self.operation, self.path, self.message)?;
+        match self.errno {
+            Some(n) if !self.message.contains(&format!("Errno {n}")) && !self.message.contains(&format!("error {n}")) => {
+                write!(f, " (errno {n})")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The worker's first message, sent once its framework is imported (or failed to).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Hello {
@@ -194,8 +235,13 @@ pub struct RunReply {
     /// The request's nonce, echoed.
     #[serde(default)]
     pub nonce: Option<u64>,
-    /// `pass` or `fail` (timeouts and crashes are decided by the core).
+    /// `pass` or `fail` (timeouts and crashes are decided by the core), or `io_error` with
+    /// [`RunReply::io_error`] set (protocol 8).
     pub outcome: String,
+    /// mlport's own file I/O failed while running the case (protocol 8): the answer says
+    /// nothing about the function, and the core records no result for it.
+    #[serde(default)]
+    pub io_error: Option<OwnIoError>,
     /// What was raised, set when `outcome` is `fail`.
     pub error: Option<WorkerError>,
     /// Time of the first call and its device synchronisation, in ns (`time.perf_counter_ns`);
@@ -287,7 +333,7 @@ mod tests {
         let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
         let t = Timing::default();
         let r = Request::Run {
-            v: 7,
+            v: 8,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -302,14 +348,14 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":7,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":8,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 7 }).unwrap(), r#"{"op":"shutdown","v":7}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 8 }).unwrap(), r#"{"op":"shutdown","v":8}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":7,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":8,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, "fail");
@@ -319,7 +365,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":7,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"graph_breaks":2,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
+        match parse_line(r#"{"v":8,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"graph_breaks":2,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
             Message::Result(r) => {
                 assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64]));
                 assert_eq!((r.compiles, r.compiles_first_call, r.graph_breaks), (Some(3), Some(1), Some(2)));
@@ -329,7 +375,18 @@ mod tests {
         }
         assert!(parse_line(r#"{"v":1,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"v":4,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
-        assert!(parse_line(r#"{"v":7,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":7,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
+        // Protocol 8: mlport's own I/O failure, distinct from any outcome.
+        match parse_line(r#"{"v":8,"kind":"result","case_key":"k","nonce":3,"outcome":"io_error","io_error":{"path":"/r/x.out0.npy","operation":"write","errno":28,"message":"[Errno 28] No space left on device"}}"#).unwrap() {
+            Message::Result(r) => {
+                let e = r.io_error.unwrap();
+                assert_eq!((e.path.as_str(), e.operation.as_str(), e.errno), ("/r/x.out0.npy", "write", Some(28)));
+                assert_eq!(e.to_string(), "could not write /r/x.out0.npy: [Errno 28] No space left on device");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = OwnIoError::from_io(std::path::Path::new("/r/d"), "create folder", &std::io::Error::from_raw_os_error(28));
+        assert!(e.to_string().starts_with("could not create folder /r/d: No space left on device"), "{e}");
+        assert!(parse_line(r#"{"v":8,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 }

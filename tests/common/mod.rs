@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod snapshot;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -5,6 +5,7 @@ same values for the same (seed, input index). bfloat16 has no NumPy dtype: such 
 are made as float32 and cast by the adapter on the device.
 """
 
+import io
 import os
 
 import numpy as np
@@ -115,6 +116,43 @@ def round_to_bfloat16(arr):
     return np.where(np.isfinite(a), out, a).reshape(a.shape)
 
 
+class OwnIOError(Exception):
+    """mlport's own file I/O failed (protocol 8): writing an output .npy, writing or reading the
+    run's input cache, creating their folders. Not the function's failure: the worker answers
+    `io_error` and the core stops the run with the case pending."""
+
+    def __init__(self, path, operation, exc):
+        super().__init__(f"could not {operation} {path}: {exc}")
+        self.path = str(path)
+        self.operation = operation
+        self.errno = getattr(exc, "errno", None)
+        self.message = str(exc)
+
+
+def own_io(path, operation, action, cleanup=None):
+    """Runs `action()` (mlport's own file I/O on `path`); an OSError becomes OwnIOError, after
+    `cleanup` (removing a partly written file, best effort)."""
+    try:
+        return action()
+    except OSError as e:
+        if cleanup:
+            try:
+                os.remove(cleanup)
+            except OSError:
+                pass
+        raise OwnIOError(path, operation, e) from e
+
+
+def save_npy(path, arr):
+    """Writes `arr` as a .npy file at `path` through one Python file write, so that a failure
+    carries the OS's error number (NumPy's own writer reports a short write on a full disk as
+    "N requested and M written", without ENOSPC). Arrays are at most 64 MiB here."""
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    with open(path, "wb") as f:
+        f.write(buf.getbuffer())
+
+
 def build_all(specs, dtype, seed, cache_dir=None, key=None):
     """All inputs of a case; input i uses the generator seeded with [seed, i].
 
@@ -130,7 +168,7 @@ def build_all(specs, dtype, seed, cache_dir=None, key=None):
             resolved = dict(spec)
             if resolved.get("dtype", "T") == "T":
                 resolved["dtype"] = dtype
-            arr = np.load(path, allow_pickle=False)
+            arr = own_io(path, "read", lambda: np.load(path, allow_pickle=False))
             if ("value" in spec or "fill" in spec) and spec.get("scalar"):
                 out.append((arr.item(), resolved))
             else:
@@ -139,10 +177,10 @@ def build_all(specs, dtype, seed, cache_dir=None, key=None):
         rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, i])
         value, resolved = build(spec, dtype, rng)
         if path and isinstance(value, np.ndarray):
-            os.makedirs(cache_dir, exist_ok=True)
+            own_io(cache_dir, "create folder", lambda: os.makedirs(cache_dir, exist_ok=True))
             tmp = f"{path}.{os.getpid()}.tmp.npy"
-            np.save(tmp, value, allow_pickle=False)
-            os.replace(tmp, path)
+            own_io(tmp, "write", lambda: save_npy(tmp, value), cleanup=tmp)
+            own_io(path, "write", lambda: os.replace(tmp, path), cleanup=tmp)
         out.append((value, resolved))
     return out
 

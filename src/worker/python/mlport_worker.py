@@ -6,7 +6,7 @@ and boring on purpose: import the framework, map the device name, build inputs, 
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
 
-Protocol (version 7, documented in docs/protocol.md): the core writes one JSON object
+Protocol (version 8, documented in docs/protocol.md): the core writes one JSON object
 per line to the worker's stdin; the worker answers one JSON object per line on a
 dedicated pipe. At start-up, before any framework is imported, the worker moves the
 pipe it inherited as fd 1 to a private descriptor and points fd 1 at stderr, so
@@ -19,7 +19,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -66,6 +66,12 @@ def send(obj):
     obj["v"] = PROTOCOL_VERSION
     _PROTO.write(json.dumps(obj, default=str) + "\n")
     _PROTO.flush()
+
+
+def io_error_dict(e):
+    """The `io_error` of a result (protocol 8): mlport's own file I/O failed (an output .npy, the
+    input cache), which says nothing about the function: the core records no result and stops."""
+    return {"path": e.path, "operation": e.operation, "errno": e.errno, "message": e.message}
 
 
 class CaseError(Exception):
@@ -171,6 +177,8 @@ def run_case(adapter, req):
                 widen_integers = bool(req.get("upcast_integers"))
                 np_inputs = inputs.upcast(np_inputs, integers=dtype if widen_integers else None)
                 dtype = "float64" if widen_integers else inputs.reference_dtype(dtype)
+        except inputs.OwnIOError:
+            raise
         except Exception as e:  # our own spec handling: a harness error
             raise CaseError("inputs", e, harness=True)
         adapter.begin_case()
@@ -226,6 +234,8 @@ def run_case(adapter, req):
                 return result
             try:
                 result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
+            except inputs.OwnIOError:
+                raise
             except Exception as e:
                 raise CaseError("outputs", e)
             if reference:  # a reference is computed once, never timed
@@ -234,7 +244,7 @@ def run_case(adapter, req):
                     # Integer inputs, floating outputs of less than double precision (NumPy makes
                     # float16 from uint8): compute it again from the integers as float64.
                     again = run_case(adapter, dict(req, upcast_integers=True))
-                    if again.get("outcome") == "pass":
+                    if again.get("outcome") in ("pass", "io_error"):
                         return again
                     result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
                 result["outcome"] = "pass"
@@ -257,6 +267,10 @@ def run_case(adapter, req):
                     if breaks is not None:
                         result["graph_breaks"] = breaks
         result["outcome"] = "pass"
+        return result
+    except inputs.OwnIOError as e:  # mlport's own file, not the function: no outcome (protocol 8)
+        result["outcome"] = "io_error"
+        result["io_error"] = io_error_dict(e)
         return result
     except CaseError as ce:
         result["outcome"] = "fail"
