@@ -97,22 +97,44 @@ pub fn of_run(store: &Store, run: i64) -> Snapshot {
     Snapshot { state: summary.state.to_string(), planned: summary.cases_planned, results, comparisons, references }
 }
 
-/// Panics naming the first difference between `got` and `want` (a whole-struct diff of a few
-/// hundred lines says little).
-pub fn assert_same(got: &Snapshot, want: &Snapshot, what: &str) {
-    assert_eq!(got.state, want.state, "{what}: run state");
-    assert_eq!(got.planned, want.planned, "{what}: planned cases");
-    fn same<K: std::fmt::Debug + Ord>(got: &BTreeMap<K, String>, want: &BTreeMap<K, String>, what: &str, part: &str) {
+/// Every difference between `got` and `want`, one line each (empty when they are equal).
+pub fn differences(got: &Snapshot, want: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    if got.state != want.state {
+        out.push(format!("run state {} (unfaulted: {})", got.state, want.state));
+    }
+    if got.planned != want.planned {
+        out.push(format!("{} planned cases (unfaulted: {})", got.planned, want.planned));
+    }
+    fn same<K: std::fmt::Debug + Ord>(
+        got: &BTreeMap<K, String>,
+        want: &BTreeMap<K, String>,
+        part: &str,
+        out: &mut Vec<String>,
+    ) {
         for (k, v) in want {
-            assert_eq!(got.get(k), Some(v), "{what}: {part} {k:?}");
+            match got.get(k) {
+                Some(g) if g == v => {}
+                Some(g) => out.push(format!("{part} {k:?}: {g} (unfaulted: {v})")),
+                None => out.push(format!("{part} {k:?} is missing (unfaulted: {v})")),
+            }
         }
-        for k in got.keys() {
-            assert!(want.contains_key(k), "{what}: {part} {k:?} is not in the unfaulted run");
+        for (k, g) in got {
+            if !want.contains_key(k) {
+                out.push(format!("{part} {k:?}: {g} is not in the unfaulted run"));
+            }
         }
     }
-    same(&got.results, &want.results, what, "result");
-    same(&got.comparisons, &want.comparisons, what, "comparison");
-    same(&got.references, &want.references, what, "reference");
+    same(&got.results, &want.results, "result", &mut out);
+    same(&got.comparisons, &want.comparisons, "comparison", &mut out);
+    same(&got.references, &want.references, "reference", &mut out);
+    out
+}
+
+/// Panics listing every difference between `got` and `want`.
+pub fn assert_same(got: &Snapshot, want: &Snapshot, what: &str) {
+    let diff = differences(got, want);
+    assert!(diff.is_empty(), "{what}: the store differs from an unfaulted run's:\n{}", diff.join("\n"));
 }
 
 /// The processes descending from `root` (by walking /proc's parent links), as (pid, command).
