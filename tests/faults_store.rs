@@ -107,11 +107,7 @@ impl Tmpfs {
 
     /// Grows it to `size`: the space is freed, the files stay.
     fn grow(&self, size: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
+        let status = Command::new("mount").args(["-o", &format!("remount,size={size}")]).arg(&self.0).status().unwrap();
         assert!(status.success(), "remount of {}", self.0.display());
     }
 }

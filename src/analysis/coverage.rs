@@ -271,4 +271,39 @@ compare = "none"
         let own = &p.references[5].spec;
         assert_eq!((own.function.as_str(), own.inputs.len(), own.kwargs.len()), ("scipy.special.expit", 1, 0));
     }
+
+    #[test]
+    fn missing_references_are_counted_by_outcome_and_named() {
+        let row = |key: &str, outcome: Option<crate::model::Outcome>, message: Option<&str>| ReferenceRow {
+            key: key.into(),
+            framework: Framework::Numpy,
+            op: String::new(),
+            case_id: "c".into(),
+            dtype: crate::model::Dtype::Float32,
+            function: "numpy.exp".into(),
+            seed: 0,
+            spec: crate::model::CaseSpec::new("numpy.exp", "c"),
+            outcome,
+            message: message.map(str::to_string),
+            outputs: serde_json::json!([]),
+        };
+        use crate::model::Outcome::{Crash, Fail, Pass};
+        let refs = [
+            row("r/a", Some(Pass), None),
+            row("r/b", Some(Crash), Some("crash: killed by signal 9\nstderr")),
+            row("r/c", None, None),
+        ];
+        assert_eq!(
+            missing_references_note(&refs).unwrap(),
+            "1 of 3 float64 references could not be computed (1 crash): the cases that need them ran unchecked — \
+             r/b (crash: killed by signal 9)"
+        );
+        let more: Vec<ReferenceRow> =
+            (0..5).map(|i| row(&format!("r/{i}"), Some(if i % 2 == 0 { Fail } else { Crash }), Some("x"))).collect();
+        let note = missing_references_note(&more).unwrap();
+        assert!(note.starts_with("5 of 5 float64 references could not be computed (2 crash, 3 fail)"), "{note}");
+        assert!(note.ends_with("r/2 (x), and 2 more"), "{note}");
+        assert_eq!(missing_references_note(&refs[..1]), None);
+        assert_eq!(missing_references_note(&refs[2..]), None, "not attempted yet is not missing");
+    }
 }

@@ -87,7 +87,13 @@ pub fn compute(
                             // This one and those after it; those before were computed.
                             let left = &mine[i..];
                             for p in left {
-                                store.record_reference(run_id, &p.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+                                store.record_reference(
+                                    run_id,
+                                    &p.key,
+                                    Outcome::Fail,
+                                    Some(&why),
+                                    &serde_json::json!([]),
+                                )?;
                             }
                             failed += left.len();
                             break 'refs;
@@ -95,7 +101,13 @@ pub fn compute(
                         Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
                         Err(f) => {
                             let why = describe_start_failure(&f);
-                            store.record_reference(run_id, &r.key, Outcome::Fail, Some(&why), &serde_json::json!([]))?;
+                            store.record_reference(
+                                run_id,
+                                &r.key,
+                                Outcome::Fail,
+                                Some(&why),
+                                &serde_json::json!([]),
+                            )?;
                             failed += 1;
                             continue 'refs;
                         }
@@ -145,7 +157,9 @@ pub fn pending(store: &Store, run_id: i64) -> Result<Vec<ReferenceRow>> {
     Ok(store
         .references(run_id)?
         .into_iter()
-        .filter(|r| r.outcome.is_none() || r.outcome == Some(Outcome::Crash) || (r.outcome == Some(Outcome::Pass) && gone(r)))
+        .filter(|r| {
+            r.outcome.is_none() || r.outcome == Some(Outcome::Crash) || (r.outcome == Some(Outcome::Pass) && gone(r))
+        })
         .collect())
 }
 

@@ -273,7 +273,7 @@ mod tests {
     use crate::compare::{Rule, Tolerance};
     use crate::model::{
         Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Framework, FunctionRow, Outcome, Reason,
-        RunInfo, Target,
+        ReferenceRow, RunInfo, Target,
     };
     use crate::outcome::Decision;
     use crate::store::Store;
@@ -347,5 +347,50 @@ mod tests {
             store.sqlite().execute_batch("ROLLBACK TO bad; RELEASE bad").unwrap();
             assert!(err.contains(says), "{err}");
         }
+    }
+
+    #[test]
+    fn a_planned_run_stores_its_references_with_it_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let case = CaseRow {
+            key: "torch/torch.exp/c/float32".into(),
+            framework: Framework::Torch,
+            function: "torch.exp".into(),
+            case_id: "c".into(),
+            dtype: Some(crate::model::Dtype::Float32),
+            seed: 0,
+            spec: crate::model::Spec::from(crate::model::CaseSpec::new("torch.exp", "c")),
+        };
+        let reference = ReferenceRow {
+            key: "reference/exp/c/float32".into(),
+            framework: Framework::Numpy,
+            op: "exp".into(),
+            case_id: "c".into(),
+            dtype: crate::model::Dtype::Float32,
+            function: "numpy.exp".into(),
+            seed: 0,
+            spec: crate::model::CaseSpec::new("numpy.exp", "c"),
+            outcome: None,
+            message: None,
+            outputs: serde_json::json!([]),
+        };
+        let f = FunctionRow::new(Framework::Torch, "torch.exp");
+        let info = RunInfo::blank("test", Target::cpu());
+        let refs = std::slice::from_ref(&reference);
+        let run = store
+            .create_planned_run(&info, &Default::default(), std::slice::from_ref(&f), std::slice::from_ref(&case), refs)
+            .unwrap();
+        let stored = store.references(run).unwrap();
+        assert_eq!((stored.len(), stored[0].key.as_str(), stored[0].outcome), (1, "reference/exp/c/float32", None));
+        // A plan the store refuses (a case listed twice) leaves no run and no reference behind.
+        let twice = [case.clone(), case];
+        assert!(store.create_planned_run(&info, &Default::default(), &[f], &twice, refs).is_err());
+        assert_eq!(store.runs().unwrap().len(), 1);
+        let orphans: i64 = store
+            .sqlite()
+            .query_row("SELECT count(*) FROM reference_outputs WHERE run_id <> ?1", [run], |r| r.get(0))
+            .unwrap();
+        assert_eq!(orphans, 0);
     }
 }

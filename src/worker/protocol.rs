@@ -174,7 +174,9 @@ impl std::fmt::Display for OwnIoError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "could not {} {}: {}", self.operation, self.path, self.message)?;
         match self.errno {
-            Some(n) if !self.message.contains(&format!("Errno {n}")) && !self.message.contains(&format!("error {n}")) => {
+            Some(n)
+                if !self.message.contains(&format!("Errno {n}")) && !self.message.contains(&format!("error {n}")) =>
+            {
                 write!(f, " (errno {n})")
             }
             _ => Ok(()),
@@ -385,7 +387,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let e = OwnIoError::from_io(std::path::Path::new("/r/d"), "create folder", &std::io::Error::from_raw_os_error(28));
+        let e =
+            OwnIoError::from_io(std::path::Path::new("/r/d"), "create folder", &std::io::Error::from_raw_os_error(28));
         assert!(e.to_string().starts_with("could not create folder /r/d: No space left on device"), "{e}");
         assert!(parse_line(r#"{"v":8,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
