@@ -347,8 +347,8 @@ pub enum RunState {
     Running,
     /// `finished`: every planned case has its results; imported runs are finished when stored.
     Finished,
-    /// `interrupted`: stopped by Ctrl-C (or SIGTERM); the case in flight stays pending and
-    /// `mlport run --resume` continues.
+    /// `interrupted`: stopped by Ctrl-C (or SIGTERM), or because mlport could not write its own
+    /// files (a full disk); the case in flight stays pending and `mlport run --resume` continues.
     Interrupted,
     /// `incomplete`: the run went through every framework, but cases remain pending (a device
     /// was unavailable, a worker could not be restarted); `--resume` runs them once it can.
