@@ -9,11 +9,27 @@ use super::error::{Ctx, OrStore, StoreError};
 use super::open::Store;
 use super::open::ensure_run;
 use super::runs::{json, parse, parse_column, parse_opt, spec_column};
-use crate::model::{Against, ComparisonRow, Outcome, ReferenceRow, Target};
+use crate::model::{Against, CaseRow, ComparisonRow, FunctionRow, Outcome, ReferenceRow, RunInfo, RunOrigin, Target};
 use crate::outcome::Decision;
 use crate::params;
 
 impl Store {
+    /// [`Store::create_run`] with the run's float64 references planned in the SAME transaction
+    /// (what `mlport run` does): a run is never stored without the references its plan has, so
+    /// no kill can leave one that resumes to `finished` with every check lost (issue 23, fault 2).
+    ///
+    /// Errors: those of [`Store::create_run`]; nothing is written on any error.
+    pub fn create_planned_run(
+        &mut self,
+        info: &RunInfo,
+        origin: &RunOrigin,
+        functions: &[FunctionRow],
+        cases: &[CaseRow],
+        references: &[ReferenceRow],
+    ) -> Result<i64, StoreError> {
+        self.create_run_with(info, origin, functions, cases, |tx, ctx, run| plan_in(tx, ctx, run, references))
+    }
+
     /// Plans float64 references for a run; keys already planned are left as they are (so a
     /// resumed run keeps what it computed). Errors: [`StoreError::UnknownRun`].
     pub fn plan_references(&mut self, run: i64, refs: &[ReferenceRow]) -> Result<(), StoreError> {

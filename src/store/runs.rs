@@ -18,8 +18,8 @@ use super::open::{Store, ensure_run, now};
 use super::schema::{self, Dialect};
 use super::value::{ColumnError, Row, Value};
 use crate::model::{
-    CaseResult, CaseRow, DeviceInfo, Dtype, Framework, FunctionRow, ReferenceRow, ResultRow, RunData, RunInfo, RunOrigin,
-    RunState, RunSummary, Shard, Target,
+    CaseResult, CaseRow, DeviceInfo, Dtype, Framework, FunctionRow, ResultRow, RunData, RunInfo, RunOrigin, RunState,
+    RunSummary, Shard, Target,
 };
 use crate::params;
 
@@ -41,21 +41,18 @@ impl Store {
         functions: &[FunctionRow],
         cases: &[CaseRow],
     ) -> Result<i64, StoreError> {
-        self.create_planned_run(info, origin, functions, cases, &[])
+        self.create_run_with(info, origin, functions, cases, |_, _, _| Ok(()))
     }
 
-    /// [`Store::create_run`] with the run's float64 references planned in the SAME transaction
-    /// (what `mlport run` does): a run is never stored without the references its plan has, so
-    /// no kill can leave one that resumes to `finished` with every check lost (issue 23, fault 2).
-    ///
-    /// Errors: those of [`Store::create_run`]; nothing is written on any error.
-    pub fn create_planned_run(
+    /// [`Store::create_run`], with `more` writing the rest of the plan (the run's float64
+    /// references: [`Store::create_planned_run`]) in the same transaction, given the new run id.
+    pub(super) fn create_run_with(
         &mut self,
         info: &RunInfo,
         origin: &RunOrigin,
         functions: &[FunctionRow],
         cases: &[CaseRow],
-        references: &[ReferenceRow],
+        more: impl Fn(&mut Conn, Ctx<'_>, i64) -> Result<(), StoreError>,
     ) -> Result<i64, StoreError> {
         let uid = schema::new_run_uid();
         self.write(|tx, ctx| {
@@ -65,7 +62,7 @@ impl Store {
                 Some(run) => Ok(run),
                 None => {
                     let run = insert_plan(tx, ctx, Some(&uid), info, origin, functions, cases)?.0;
-                    super::agreement::plan_in(tx, ctx, run, references)?;
+                    more(tx, ctx, run)?;
                     Ok(run)
                 }
             }
