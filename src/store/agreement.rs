@@ -300,11 +300,9 @@ mod tests {
         ComparisonRow { verdict, elements: 4, mismatched: 1, max_abs: Some(0.5), summary: "1 of 4".into(), ..row }
     }
 
-    #[test]
-    fn comparisons_and_the_decided_outcome_round_trip_and_unknown_spellings_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let case = CaseRow {
+    /// torch.exp's case `c` at float32.
+    fn exp_case() -> CaseRow {
+        CaseRow {
             key: "torch/torch.exp/c/float32".into(),
             framework: Framework::Torch,
             function: "torch.exp".into(),
@@ -312,7 +310,14 @@ mod tests {
             dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
             spec: crate::model::Spec::from(crate::model::CaseSpec::new("torch.exp", "c")),
-        };
+        }
+    }
+
+    #[test]
+    fn comparisons_and_the_decided_outcome_round_trip_and_unknown_spellings_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let case = exp_case();
         let f = FunctionRow::new(Framework::Torch, "torch.exp");
         let run = store
             .create_run(&RunInfo::blank("test", Target::cpu()), &Default::default(), &[f], std::slice::from_ref(&case))
@@ -369,15 +374,7 @@ mod tests {
     fn a_planned_run_stores_its_references_with_it_or_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let case = CaseRow {
-            key: "torch/torch.exp/c/float32".into(),
-            framework: Framework::Torch,
-            function: "torch.exp".into(),
-            case_id: "c".into(),
-            dtype: Some(crate::model::Dtype::Float32),
-            seed: 0,
-            spec: crate::model::Spec::from(crate::model::CaseSpec::new("torch.exp", "c")),
-        };
+        let case = exp_case();
         let reference = ReferenceRow {
             key: "reference/exp/c/float32".into(),
             framework: Framework::Numpy,
