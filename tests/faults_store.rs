@@ -1,9 +1,10 @@
 //! Faults of mlport's own storage, injected for real (issue 23, faults 1, 2 and 4), each
 //! checked against an unfaulted run of the same plan (tests/fixtures/faults: NumPy and PyTorch
 //! workers, op references and float64 self-references):
-//! - a full disk (a 512 KiB tmpfs as `--outputs`) and an input cache that cannot be created
-//!   stop the run with a message naming the path; the case stays pending, the run is not
-//!   `finished`, and `--resume` once the cause is gone gives the unfaulted run's store;
+//! - a full disk (a 512 KiB tmpfs as `--outputs`, or a 360 KiB one holding the store) and an
+//!   input cache that cannot be created stop the run with a message naming the path; the case
+//!   stays pending, the run is not `finished`, and `--resume` once the cause is gone gives the
+//!   unfaulted run's store;
 //! - a kill right after the run is created (`MLPORT_FAULT=after-create-run`) loses no planned
 //!   reference: `--resume` gives the unfaulted run's comparisons;
 //! - a float64 reference whose worker dies is computed again on a fresh worker; one that dies
@@ -168,6 +169,39 @@ fn a_full_disk_stops_the_run_with_the_case_pending_and_resume_completes_it() {
         got.results.len(),
         want.results.len()
     );
+}
+
+/// Fault 1, the store's side: the SQLite store itself on a full disk. Its write fails as a
+/// store error naming the store; the run stays `running` with the case pending.
+#[test]
+fn a_full_store_disk_stops_the_run_and_resume_completes_it() {
+    let want = baseline("faults");
+    let tmp = tempfile::tempdir().unwrap();
+    let small = tmp.path().join("store");
+    // The empty store and the run's plan take about 300 KiB; a few results more fill it.
+    let disk = match Tmpfs::mount(&small, "360k") {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let db = small.join("full.db");
+    let outputs = tmp.path().join("outputs");
+    let tag = format!("store-{}", std::process::id());
+    let out = run(&db, "faults", &tag, &["--outputs", outputs.to_str().unwrap()], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    nothing_left(&tag, "after the full store");
+    assert!(err.contains(&format!("{}: SQLite error", db.display())) && err.contains("disk is full"), "{err}");
+    disk.grow("64m");
+    let got = snapshot::of(&db);
+    assert_ne!(got.state, "finished");
+    assert!(got.results.len() < want.results.len());
+    resume(&db, &tag, &["--outputs", outputs.to_str().unwrap()]);
+    nothing_left(&tag, "after the resume");
+    snapshot::assert_same(&snapshot::of(&db), want, "full store disk, then --resume");
+    eprintln!("full store disk: {} of {} results stored before it filled", got.results.len(), want.results.len());
 }
 
 /// Fault 1 without a mount: the run's input cache folder cannot be created (a file holds its
