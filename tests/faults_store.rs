@@ -285,7 +285,7 @@ fn a_reference_whose_worker_dies_is_retried_and_a_missing_one_is_reported() {
     let got = snapshot::of(&db);
     let cos = "reference/case/torch/torch.cos/default/float32";
     let stored = &got.references[cos];
-    assert!(stored.starts_with("Some(Crash)") && stored.contains("on a fresh worker before"), "{stored}");
+    assert!(stored.starts_with("Some(Crash)") && stored.contains("the first attempt's worker died too"), "{stored}");
     let note = "1 of 4 float64 references could not be computed (1 crash)";
     assert!(err.contains(note) && err.contains(cos), "{err}");
     let cos_case = ("torch/torch.cos/default/float32".to_string(), "cpu".to_string());

@@ -131,7 +131,9 @@ pub fn compute(
             };
             let message = (result.outcome != Outcome::Pass).then(|| why(&result));
             let message = match (first_crash, message) {
-                (Some(first), Some(m)) => Some(format!("{m} (and on a fresh worker before: {first})")),
+                (Some(first), Some(m)) => {
+                    Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})"))
+                }
                 (_, m) => m,
             };
             store.record_reference(run_id, &r.key, result.outcome, message.as_deref(), &result.outputs)?;
