@@ -91,9 +91,13 @@ fn stderr(out: &std::process::Output) -> String {
 struct Tmpfs(PathBuf);
 
 impl Tmpfs {
-    /// Mounts a tmpfs of `size` (`512k`) at `dir`; `Err` says why it cannot (not root, no
-    /// CAP_SYS_ADMIN in this container).
-    fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
+    /// Mounts a tmpfs of `size` (`512k`) at `dir`; `None`, after printing `SKIPPED:` and why,
+    /// when it cannot (not root, no CAP_SYS_ADMIN in this container).
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        Self::try_mount(dir, size).map_err(|why| eprintln!("SKIPPED: {why}")).ok()
+    }
+
+    fn try_mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
         std::fs::create_dir_all(dir).unwrap();
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -126,13 +130,8 @@ fn a_full_disk_stops_the_run_with_the_case_pending_and_resume_completes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let small = tmp.path().join("small");
     // Everything but numpy.outer's 1.28 MB output takes about 250 KiB (4 KiB pages).
-    let disk = match Tmpfs::mount(&small, "512k") {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("SKIPPED: {why} (the unwritable input cache test covers the same path without a mount)");
-            return;
-        }
-    };
+    // Without a mount, the unwritable input cache test covers the same path.
+    let Some(disk) = Tmpfs::mount(&small, "512k") else { return };
     let db = tmp.path().join("full.db");
     let tag = format!("full-{}", std::process::id());
     let out = run(&db, "faults", &tag, &["--outputs", small.to_str().unwrap()], &[]);
@@ -179,13 +178,7 @@ fn a_full_store_disk_stops_the_run_and_resume_completes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let small = tmp.path().join("store");
     // The empty store and the run's plan take about 300 KiB; a few results more fill it.
-    let disk = match Tmpfs::mount(&small, "360k") {
-        Ok(d) => d,
-        Err(why) => {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
-    };
+    let Some(disk) = Tmpfs::mount(&small, "360k") else { return };
     let db = small.join("full.db");
     let outputs = tmp.path().join("outputs");
     let tag = format!("store-{}", std::process::id());
