@@ -58,16 +58,10 @@ fn left_after(limit: Duration) -> Vec<u32> {
 }
 
 fn config(tmp: &std::path::Path) -> RunConfig {
+    // A few calls per case: each call of the daemon case starts one more daemon.
     RunConfig {
-        python: common::python(),
-        script_dir: common::worker_dir(tmp),
-        run_dir: tmp.join("run"),
-        devices: Some(vec![Target::cpu()]),
-        case_timeout: Duration::from_secs(60),
-        start_timeout: Duration::from_secs(300),
-        // A few calls per case: each call of the daemon case starts one more daemon.
         timing: Timing { warmup_ms: 0.0, min_blocks: 1, max_blocks: 2, budget_ms: 0.0, ..Timing::default() },
-        ..RunConfig::default()
+        ..common::run_config(tmp)
     }
 }
 

@@ -5,12 +5,11 @@
 mod common;
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use mlport::catalogue::{Catalogue, load_path};
 use mlport::model::{Outcome, Reason, RunInfo, Target};
 use mlport::plan::{Selection, plan};
-use mlport::runner::{self, Ending, NullSink, RunConfig};
+use mlport::runner::{self, Ending, NullSink};
 use mlport::store::Store;
 
 #[test]
@@ -23,14 +22,7 @@ fn a_huge_protocol_line_is_a_protocol_error_and_a_timeout_keeps_only_its_own_std
     let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
     let mut info = RunInfo::blank("test", Target::cpu());
     let run = store.create_run(&info, &Default::default(), &p.functions, &p.cases).unwrap();
-    let cfg = RunConfig {
-        python: common::python(),
-        script_dir: common::worker_dir(tmp.path()),
-        run_dir: tmp.path().join("run"),
-        devices: Some(vec![Target::cpu()]),
-        case_timeout: Duration::from_secs(60),
-        ..RunConfig::default()
-    };
+    let cfg = common::run_config(tmp.path());
     let ending =
         runner::execute(&mut store, run, &p.cases, &mut info, &cfg, &mut NullSink, &AtomicBool::new(false)).unwrap();
     assert_eq!(ending, Ending::Finished);

@@ -338,8 +338,12 @@ impl Worker {
     /// can no longer be trusted, and the worker should be replaced.
     pub fn is_ready(&mut self) -> bool {
         let mut stale = false;
-        while let Ok(line) = self.lines.try_recv() {
-            tracing::warn!("worker {} said something unasked: {line:.200?}", self.child.id());
+        while let Ok(incoming) = self.lines.try_recv() {
+            let said = match incoming {
+                Incoming::Line(line) => line,
+                Incoming::TooLong => format!("a line longer than {} bytes", pipes::MAX_LINE_BYTES),
+            };
+            tracing::warn!("worker {} said something unasked: {said:.200}", self.child.id());
             stale = true;
         }
         !stale && self.ended.is_none() && !process::has_ended(&self.child)
