@@ -113,9 +113,12 @@ fn a_store_with_damaged_pages_is_refused_before_anything_is_written() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("s.db");
     store_with_pages(&db);
-    mlport().args(["runs", "--check", "--db"]).arg(&db).assert().success().stderr(predicate::str::contains(
-        format!("mlport: store {}: ok (SQLite's quick_check)", db.display()),
-    ));
+    mlport()
+        .args(["runs", "--check", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!("mlport: store {}: ok (SQLite's quick_check)", db.display())));
     // Random bytes over a page in the middle of the file (page size 4096).
     let mut bytes = std::fs::read(&db).unwrap();
     let pages = bytes.len() / 4096;

@@ -128,7 +128,8 @@ fn bounded(cx: &Ctx, at: usize, name: &str, what: &str) -> Result<(), CatalogueE
         return Ok(());
     }
     let start: String = name.chars().take(40).collect();
-    Err(cx.err(at, format!("{what} is {n} characters long (it begins `{start}`); at most {MAX_NAME_CHARS} are allowed")))
+    Err(cx
+        .err(at, format!("{what} is {n} characters long (it begins `{start}`); at most {MAX_NAME_CHARS} are allowed")))
 }
 
 fn is_dotted_identifier(name: &str) -> bool {
@@ -553,7 +554,10 @@ fn read_file(p: &Path) -> Result<CatalogueFile, CatalogueError> {
                 path: shown,
                 line,
                 column,
-                message: format!("not UTF-8: byte 0x{:02x} at byte offset {offset}; catalogue files are UTF-8", bytes[offset]),
+                message: format!(
+                    "not UTF-8: byte 0x{:02x} at byte offset {offset}; catalogue files are UTF-8",
+                    bytes[offset]
+                ),
             });
         }
     };

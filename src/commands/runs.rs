@@ -12,7 +12,8 @@ pub fn runs(args: RunsArgs) -> Result<ExitStatus> {
     let store = workspace::open_to_read(&args.db.db, "(run `mlport run` first, or pass --db)")?;
     if args.check {
         let checked = store.check()?;
-        let what = if checked { "ok (SQLite's quick_check)" } else { "not checked (PostgreSQL keeps its own checksums)" };
+        let what =
+            if checked { "ok (SQLite's quick_check)" } else { "not checked (PostgreSQL keeps its own checksums)" };
         eprintln!("mlport: store {}: {what}", store.location());
     }
     emit(&render::runs::table(&store.runs()?))?;

@@ -39,9 +39,8 @@ const CHECK_LINES: usize = 5;
 /// Errors: [`StoreError::Invalid`] naming the file and quoting SQLite's first findings (or its
 /// error, for a file too damaged to check), with what to do.
 pub fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let found: Result<Vec<String>, rusqlite::Error> = conn
-        .prepare("PRAGMA quick_check")
-        .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+    let found: Result<Vec<String>, rusqlite::Error> =
+        conn.prepare("PRAGMA quick_check").and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
     let findings = match found {
         Ok(lines) if lines.len() == 1 && lines[0] == "ok" => return Ok(()),
         Ok(lines) => lines,

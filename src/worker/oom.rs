@@ -24,7 +24,9 @@ impl OomKills {
     pub fn read() -> OomKills {
         OomKills {
             machine: std::fs::read_to_string("/proc/vmstat").ok().and_then(|t| counter(&t, "oom_kill")),
-            cgroup: own_cgroup_events().and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| counter(&t, "oom_kill")),
+            cgroup: own_cgroup_events()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|t| counter(&t, "oom_kill")),
         }
     }
 
