@@ -142,7 +142,7 @@ def exit_as(status):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # a signal that does not end a process by default
-    os._exit(os.waitstatus_to_exitcode(status))
+    os._exit(os.WEXITSTATUS(status))
 
 
 def main():
