@@ -40,35 +40,61 @@ pub fn own_group(cmd: &mut Command) -> &mut Command {
     cmd.process_group(0)
 }
 
+/// Whether `child` has ended, without reaping it (`waitid` with `WNOWAIT`): while it stays
+/// unreaped its pid, and the group id it gave its group, cannot be taken by another process, so
+/// signalling the group afterwards can reach no stranger. True also when it was reaped already
+/// or cannot be waited for.
+pub fn has_ended(child: &Child) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+    !matches!(waitid(Id::Pid(Pid::from_raw(child.id() as i32)), flags), Ok(WaitStatus::StillAlive))
+}
+
+/// Waits up to `limit` for `child` to end, without reaping it ([`has_ended`]); false when it
+/// still runs.
+pub fn wait_ended(child: &Child, limit: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        if has_ended(child) {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Sends SIGKILL to the group `child` leads: what it left running (data-loader processes, a
-/// suite's servers). Harmless when the group is gone.
+/// suite's servers). Harmless when the group is gone. Call it before `child` is reaped (see
+/// [`has_ended`]): once reaped, its group id may be another's.
 pub fn kill_group(child: &Child) {
     let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
 }
 
-/// Stops the group `child` leads: SIGTERM, up to [`KILL_GRACE`] for the leader to exit,
-/// SIGKILL for the whole group, then reaps the leader. Returns how the leader ended, when it
-/// could be reaped.
-pub fn stop_group(child: &mut Child) -> Option<ExitStatus> {
-    let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-    let status = wait_with_timeout(child, KILL_GRACE).or_else(|| {
-        kill_group(child);
-        child.wait().ok()
-    });
+/// Stops the group `child` leads, whether or not `child` itself still runs: SIGTERM to the
+/// group, up to `grace` for the leader to end, SIGKILL to the whole group (while the leader is
+/// still unreaped, so the group id is still its own), then reaps the leader. Returns how the
+/// leader ended, when it could be reaped. A leader that had already ended still gets its group
+/// killed: processes it left there (a case's forked children) go with it.
+pub fn stop_group_within(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    if !has_ended(child) {
+        let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        wait_ended(child, grace);
+    }
     kill_group(child);
-    status
+    child.wait().ok()
 }
 
-/// Waits up to `limit` for `child` to exit; `None` when it is still running (or cannot be waited for).
+/// [`stop_group_within`] [`KILL_GRACE`].
+pub fn stop_group(child: &mut Child) -> Option<ExitStatus> {
+    stop_group_within(child, KILL_GRACE)
+}
+
+/// Waits up to `limit` for `child` to exit, reaping it; `None` when it is still running (or
+/// cannot be waited for).
 pub fn wait_with_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
-            _ => return None,
-        }
-    }
+    if wait_ended(child, limit) { child.try_wait().ok().flatten() } else { None }
 }
 
 /// How a command run by [`run_in_group`] ended.
@@ -91,9 +117,9 @@ pub fn run_in_group(cmd: &mut Command, limit: Option<Duration>, interrupted: &At
     let mut child = own_group(cmd).spawn()?;
     let started = Instant::now();
     loop {
-        if let Some(status) = child.try_wait()? {
+        if has_ended(&child) {
             kill_group(&child);
-            return Ok(GroupEnd::Exited(status));
+            return Ok(GroupEnd::Exited(child.wait()?));
         }
         if interrupted.load(Ordering::SeqCst) {
             stop_group(&mut child);

@@ -21,15 +21,7 @@ fn info() -> RunInfo {
 }
 
 fn config(tmp: &std::path::Path) -> RunConfig {
-    RunConfig {
-        python: common::python(),
-        script_dir: common::worker_dir(tmp),
-        run_dir: tmp.join("run"),
-        devices: Some(vec![Target::cpu()]),
-        case_timeout: Duration::from_secs(60),
-        start_timeout: Duration::from_secs(300),
-        ..RunConfig::default()
-    }
+    common::run_config(tmp)
 }
 
 #[test]

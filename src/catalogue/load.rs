@@ -13,6 +13,13 @@ use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework, Mode, Ou
 /// The longest per-case timeout a catalogue or `--timeout` may ask for: one day, in s.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 
+/// The longest function name, op, case id or catalogue version, in characters: names travel
+/// in every case key, file name, report row and protocol message.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// The largest catalogue file read, in bytes (64 MiB; the built-in catalogue is under 1 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// A catalogue that could not be read, parsed or validated.
 #[derive(Debug, Error)]
 pub enum CatalogueError {
@@ -41,6 +48,15 @@ pub enum CatalogueError {
     Empty {
         /// The folder, as displayed.
         path: String,
+    },
+    /// A path that is neither a regular file nor a folder (a device such as `/dev/zero`, a FIFO,
+    /// a socket), or a file over [`MAX_FILE_BYTES`]: refused before it is read.
+    #[error("cannot read catalogue {path}: {why}")]
+    Refused {
+        /// The path, as displayed.
+        path: String,
+        /// What it is, and what mlport reads instead.
+        why: String,
     },
 }
 
@@ -73,6 +89,7 @@ impl Ctx<'_> {
 /// than [`FORMAT_VERSION`], or any check of docs/catalogue.md that fails.
 pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
     let cx = Ctx { path, text };
+
     let spec: FileSpec = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         cx.err(offset, e.message().to_string())
@@ -87,6 +104,7 @@ pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
         ));
     }
     let framework: Framework = spec.framework.get_ref().parse().map_err(|m: String| cx.err_at(&spec.framework, m))?;
+    bounded(&cx, spec.version.span().start, spec.version.get_ref(), "`version`")?;
     if spec.version.get_ref().trim().is_empty() {
         return Err(cx.err_at(&spec.version, "`version` must not be empty"));
     }
@@ -103,6 +121,17 @@ pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
     Ok(CatalogueFile { path: path.to_string(), framework, version: spec.version.into_inner(), functions })
 }
 
+/// Refuses a name longer than [`MAX_NAME_CHARS`], quoting only its beginning.
+fn bounded(cx: &Ctx, at: usize, name: &str, what: &str) -> Result<(), CatalogueError> {
+    let n = name.chars().count();
+    if n <= MAX_NAME_CHARS {
+        return Ok(());
+    }
+    let start: String = name.chars().take(40).collect();
+    Err(cx
+        .err(at, format!("{what} is {n} characters long (it begins `{start}`); at most {MAX_NAME_CHARS} are allowed")))
+}
+
 fn is_dotted_identifier(name: &str) -> bool {
     !name.is_empty()
         && name.split('.').all(|p| {
@@ -114,6 +143,10 @@ fn is_dotted_identifier(name: &str) -> bool {
 
 fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Result<Function, CatalogueError> {
     let name = f.name.get_ref().clone();
+    bounded(cx, f.name.span().start, &name, "the function name")?;
+    if let Some(op) = &f.op {
+        bounded(cx, f.name.span().start, op, &format!("the `op` of `{name}`"))?;
+    }
     if !is_dotted_identifier(&name) || !name.contains('.') {
         return Err(cx.err_at(&f.name, format!("`{name}` is not a fully qualified name (e.g. torch.linalg.svd)")));
     }
@@ -200,6 +233,9 @@ fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<Option
 
 fn case(cx: &Ctx, framework: Framework, function: &str, c: CaseTable, at: usize) -> Result<Case, CatalogueError> {
     let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
+    if let Some(s) = &c.id {
+        bounded(cx, s.span().start, &id, "the case id")?;
+    }
     if let Some(s) = &c.id
         && (id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace))
     {
@@ -453,10 +489,14 @@ fn ulp_rule(cx: &Ctx, c: &CaseTable, compare: Compare) -> Result<(Compare, Optio
 /// Reads one file or every `*.toml` in a folder (sorted by name).
 ///
 /// Errors: [`CatalogueError::Io`] when a path cannot be read, [`CatalogueError::Empty`] for a
-/// folder without `*.toml` files, and whatever [`parse`] returns for each file.
+/// folder without `*.toml` files, [`CatalogueError::Refused`] for what is neither a regular
+/// file nor a folder (`/dev/zero`, a FIFO: reading one could last forever) or a file over
+/// [`MAX_FILE_BYTES`], [`CatalogueError::Invalid`] with the line, column and byte offset of
+/// the first byte that is not UTF-8, and whatever [`parse`] returns for each file.
 pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
     let display = path.display().to_string();
-    let files: Vec<PathBuf> = if path.is_dir() {
+    let meta = std::fs::metadata(path).map_err(|source| CatalogueError::Io { path: display.clone(), source })?;
+    let files: Vec<PathBuf> = if meta.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|source| CatalogueError::Io { path: display.clone(), source })?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -470,15 +510,58 @@ pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
     } else {
         vec![path.to_path_buf()]
     };
-    files
-        .iter()
-        .map(|p| {
-            let shown = p.display().to_string();
-            let text =
-                std::fs::read_to_string(p).map_err(|source| CatalogueError::Io { path: shown.clone(), source })?;
-            parse(&shown, &text)
-        })
-        .collect()
+    files.iter().map(|p| read_file(p)).collect()
+}
+
+/// Reads and parses one catalogue file, refusing what is not a regular file of at most
+/// [`MAX_FILE_BYTES`] before reading it.
+fn read_file(p: &Path) -> Result<CatalogueFile, CatalogueError> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let shown = p.display().to_string();
+    let io = |source| CatalogueError::Io { path: shown.clone(), source };
+    let refused = |why: String| CatalogueError::Refused { path: shown.clone(), why };
+    let meta = std::fs::metadata(p).map_err(io)?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let kind = if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(refused(format!("it is {kind}; mlport reads catalogue files (*.toml) or folders of them")));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(refused(format!("it is {} bytes; a catalogue file holds at most {MAX_FILE_BYTES}", meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(p).and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)).map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(refused(format!("it grew past {MAX_FILE_BYTES} bytes while it was read")));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let valid = std::str::from_utf8(&bytes[..offset]).expect("valid up to the offset");
+            let (line, column) = line_col(valid, offset);
+            return Err(CatalogueError::Invalid {
+                path: shown,
+                line,
+                column,
+                message: format!(
+                    "not UTF-8: byte 0x{:02x} at byte offset {offset}; catalogue files are UTF-8",
+                    bytes[offset]
+                ),
+            });
+        }
+    };
+    parse(&shown, &text)
 }
 
 #[cfg(test)]

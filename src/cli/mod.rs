@@ -36,7 +36,7 @@ pub enum Command {
     /// Show the catalogue, the frameworks and the devices they can see.
     List(ListArgs),
     /// List the runs in a store.
-    Runs(DbArg),
+    Runs(RunsArgs),
     /// Create (or check) the managed Python environment and print its versions.
     Env(PythonArg),
     /// Import results measured elsewhere: a pytest-json-report, or the paper's raw data.
@@ -320,6 +320,17 @@ pub struct PytestArgs {
     /// Arguments for pytest itself, after `--` (e.g. `-- -k matmul -x`).
     #[arg(last = true, value_name = "PYTEST ARGS")]
     pub pytest_args: Vec<String>,
+}
+
+/// `mlport runs`.
+#[derive(Debug, Args, Clone)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Check the store's pages and indexes first (SQLite's `PRAGMA quick_check`, one read of the
+    /// whole file); a damaged store fails with SQLite's findings. PostgreSQL stores are not checked.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// `--db PATH|URL` (or `MLPORT_DB`), shared by the commands that read or write a store.

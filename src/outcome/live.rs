@@ -79,15 +79,35 @@ pub fn timeout(after: Duration, signal: Option<i32>) -> Decision {
     Decision::with(Outcome::Timeout, Some(Reason::Timeout), message)
 }
 
+/// SIGKILL, the signal of the kernel's out-of-memory killer.
+const SIGKILL: i32 = 9;
+
 /// The worker died during the case: killed by `signal`, exited with `exit_code`, or closed its
-/// pipe ⇒ `crash`, reason `crash`.
-pub fn crash(signal: Option<i32>, exit_code: Option<i32>) -> Decision {
+/// pipe ⇒ `crash`, reason `crash` — except a SIGKILL that mlport did not send while the
+/// kernel counted `oom_kills` (> 0) out-of-memory kills ([`crate::worker::oom`]): ⇒ `crash`,
+/// reason `out_of_memory`, a case the runner does not retry on a fresh worker (the retry would
+/// take the machine into a second OOM).
+pub fn crash(signal: Option<i32>, exit_code: Option<i32>, oom_kills: u64) -> Decision {
     let message = match (signal, exit_code) {
         (Some(s), _) => format!("worker killed by {}", crate::process::signal_name(s)),
         (None, Some(c)) => format!("worker exited with code {c}"),
         _ => "worker closed its pipe".into(),
     };
+    if signal == Some(SIGKILL) && oom_kills > 0 {
+        let message = format!(
+            "{message} while the kernel's out-of-memory killer killed {oom_kills} process{}: out of memory",
+            if oom_kills == 1 { "" } else { "es" }
+        );
+        return Decision::with(Outcome::Crash, Some(Reason::OutOfMemory), message);
+    }
     Decision::with(Outcome::Crash, Some(Reason::Crash), message)
+}
+
+/// Whether a crash is run once more on a fresh worker before it is recorded (a worker can die
+/// from what an earlier case left behind): every crash but an out-of-memory kill, whose retry
+/// would take the machine into a second OOM.
+pub fn retry_crash(decision_reason: Option<Reason>) -> bool {
+    decision_reason != Some(Reason::OutOfMemory)
 }
 
 /// mlport's own bug, said in `message` (a protocol error, an answer that makes no sense) ⇒
@@ -182,6 +202,26 @@ mod tests {
     }
 
     #[test]
+    fn a_sigkill_while_the_kernel_counted_an_oom_kill_is_out_of_memory() {
+        let oom = crash(Some(9), None, 1);
+        assert_eq!(
+            oom,
+            Decision::with(
+                Outcome::Crash,
+                Some(Reason::OutOfMemory),
+                "worker killed by SIGKILL (9) while the kernel's out-of-memory killer killed 1 process: out of memory"
+            )
+        );
+        assert!(!retry_crash(oom.reason), "an OOM kill is not retried");
+        // Without the kernel's word, a SIGKILL is a crash (someone's kill -9); another signal
+        // during an OOM kill elsewhere is that signal's crash.
+        assert_eq!(crash(Some(9), None, 0).reason, Some(Reason::Crash));
+        assert_eq!(crash(Some(11), None, 2).reason, Some(Reason::Crash));
+        assert_eq!(crash(None, Some(137), 1).reason, Some(Reason::Crash));
+        assert!(retry_crash(crash(Some(11), None, 0).reason));
+    }
+
+    #[test]
     fn the_core_decides_timeouts_crashes_and_protocol_errors() {
         let t = timeout(Duration::from_millis(1500), Some(9));
         assert_eq!(
@@ -193,14 +233,14 @@ mod tests {
             )
         );
         assert!(timeout(Duration::from_secs(60), None).message.unwrap().ends_with("killed (exited)"));
-        assert_eq!(crash(Some(11), None).message.as_deref(), Some("worker killed by SIGSEGV (11)"));
-        assert_eq!(crash(None, Some(3)).message.as_deref(), Some("worker exited with code 3"));
-        let closed = crash(None, None);
+        assert_eq!(crash(Some(11), None, 0).message.as_deref(), Some("worker killed by SIGSEGV (11)"));
+        assert_eq!(crash(None, Some(3), 0).message.as_deref(), Some("worker exited with code 3"));
+        let closed = crash(None, None, 0);
         assert_eq!(
             (closed.outcome, closed.reason, closed.message.as_deref()),
             (Outcome::Crash, Some(Reason::Crash), Some("worker closed its pipe"))
         );
-        assert_eq!(crash(Some(77), None).message.as_deref(), Some("worker killed by signal 77"));
+        assert_eq!(crash(Some(77), None, 0).message.as_deref(), Some("worker killed by signal 77"));
         let p = harness_error("protocol error: bad json");
         assert_eq!((p.outcome, p.reason), (Outcome::Fail, Some(Reason::HarnessError)));
         assert_eq!(skipped("needs a GPU"), Decision::with(Outcome::Skip, None, "needs a GPU"));

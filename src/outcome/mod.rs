@@ -5,8 +5,8 @@
 //!   tested on captured real errors, reached through [`answered`] and [`imported`];
 //! - the worker's answer: [`answered`] (pass, fail with its classified reason, `recompiles`
 //!   through [`recompiled`], an answer that makes no sense: [`harness_error`]);
-//! - the core's clock and the worker's pipe: [`timeout`], [`crash`], [`harness_error`] (protocol
-//!   errors); a case the catalogue skips: [`skipped`];
+//! - the core's clock and the worker's pipe: [`timeout`], [`crash`] (an out-of-memory kill among
+//!   them, not retried: [`retry_crash`]), [`harness_error`] (protocol errors); a case the catalogue skips: [`skipped`];
 //! - the verdict of comparing a passing result's outputs with a reference: [`wrong_result`]
 //!   (values, reason `wrong_result`; a silent dtype change, reason `dtype_changed`), and an
 //!   answer whose outputs are not of the case's declared `out_dtype`: [`declared_dtype`];
@@ -26,5 +26,5 @@ pub use classify::{ErrorReport, classify};
 pub use decision::Decision;
 pub use dtype::{Expected, declared_dtype, expected_dtype, expected_of};
 pub use imported::{TestEnding, TestFailure, imported};
-pub use live::{Answer, answered, crash, harness_error, recompiled, skipped, timeout};
+pub use live::{Answer, answered, crash, harness_error, recompiled, retry_crash, skipped, timeout};
 pub use verdict::{against_target, wrong_result};

@@ -172,35 +172,27 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let fw = row.function.framework;
     let info = summary.info.frameworks.get(&fw);
     let script_name = format!("repro_{result_id}.py");
-    let lit = |v: &Value| serde_json::to_string(&v.to_string()).expect("a string serialises");
-    let s = |v: &str| serde_json::to_string(v).expect("a string serialises");
-    let code = match spec.code.as_deref() {
-        Some(c) => s(c),
-        None => "None".to_string(),
-    };
     let message = r.message.clone().unwrap_or_default();
     let message = format!("{}{}", r.error_type.as_ref().map(|t| format!("{t}: ")).unwrap_or_default(), message);
+    let json = |v: Value| v.to_string();
     let ctx = minijinja::context! {
         result_id, function => row.function.name, device => r.device.as_str(), dtype => case_dtype.as_str(),
         case_id => row.case.case_id, outcome => r.outcome.as_str(), reason => r.reason.map(|x| x.as_str()).filter(|x| *x != r.outcome.as_str()),
-        message => message.replace("\"\"\"", "'''"), mlport_version => summary.info.mlport_version, run_id => run,
+        message, mlport_version => summary.info.mlport_version, run_id => run,
         host => summary.info.host, started_at => summary.info.started_at, python_version => summary.info.python_version,
         framework => fw.as_str(), framework_version => info.and_then(|i| i.version.clone()).unwrap_or_else(|| "?".into()),
         numpy_version => info.and_then(|i| i.packages.get("numpy").cloned()).or_else(|| summary.info.frameworks.get(&Framework::Numpy).and_then(|i| i.version.clone())).unwrap_or_else(|| "?".into()),
         input_note => if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
-        script_name, needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
+        needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
         expected => !expected.is_empty() || !dtypes.is_empty(), expected_what => if against_what.is_empty() { "its declared out_dtype".to_string() } else { against_what.join(", ") },
-        dtypes_json => lit(&Value::Array(dtypes)),
-        function_json => s(&row.function.name), device_json => s(r.device.base().as_str()), dtype_json => s(case_dtype.as_str()),
-        mode_json => s(r.device.mode().as_str()), compiled => r.device.mode().is_compiled(),
+        dtypes_json => json(Value::Array(dtypes)),
+        device_base => r.device.base().as_str(), mode => r.device.mode().as_str(), compiled => r.device.mode().is_compiled(),
         compiler => compiler(fw, r.device.mode()), calls => if r.device.mode().is_compiled() { 5 } else { 1 },
-        inputs_json => lit(&Value::Array(inputs)), kwargs_json => lit(&Value::Object(spec.kwargs.clone())), code_json => code,
-        expected_json => lit(&Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
+        inputs_json => json(Value::Array(inputs)), kwargs_json => json(Value::Object(spec.kwargs.clone())), code => spec.code.as_deref(),
+        expected_json => json(Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
         jax_x64 => summary.info.jax_x64,
     };
-    let mut env = minijinja::Environment::new();
-    env.set_keep_trailing_newline(true);
-    let text = env.render_str(TEMPLATE, ctx).context("rendering the repro template")?;
+    let text = render(ctx)?;
     let script = out.join(&script_name);
     std::fs::write(&script, text).with_context(|| format!("cannot write {}", script.display()))?;
     Ok(Written {
@@ -222,7 +214,58 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     })
 }
 
-/// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), for the script's docstring.
+/// Renders the script. Every `{{ value }}` of the template is written as a Python literal
+/// ([`python_literal`]): a string the store holds (a case id, a message, a host name) can end
+/// no string and start no code, whatever it contains.
+fn render(ctx: minijinja::Value) -> Result<String> {
+    let mut env = minijinja::Environment::new();
+    env.set_keep_trailing_newline(true);
+    env.set_formatter(|out, _state, value| {
+        let literal = python_literal(value).ok_or_else(|| {
+            minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("no Python literal for {value:?}"))
+        })?;
+        out.write_str(&literal).map_err(minijinja::Error::from)
+    });
+    env.render_str(TEMPLATE, ctx).context("rendering the repro template")
+}
+
+/// `value` as Python source: a string as an ASCII-only string literal (every quote, backslash,
+/// line end and non-ASCII character escaped), an integer in decimal, `True`/`False`, `None`
+/// for none; `None` (no literal) for anything else.
+fn python_literal(value: &minijinja::Value) -> Option<String> {
+    use minijinja::value::ValueKind;
+    match value.kind() {
+        ValueKind::String => value.as_str().map(python_str),
+        ValueKind::Number => value.as_i64().map(|n| n.to_string()),
+        ValueKind::Bool => Some(if value.is_true() { "True" } else { "False" }.to_string()),
+        ValueKind::None | ValueKind::Undefined => Some("None".to_string()),
+        _ => None,
+    }
+}
+
+/// A Python string literal of `s` in plain ASCII: `"` + escapes + `"`; `eval` of it is `s`.
+fn python_str(s: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            ' '..='~' => out.push(c),
+            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32).expect("writing to a String"),
+            c if (c as u32) < 0x1_0000 => write!(out, "\\u{:04x}", c as u32).expect("writing to a String"),
+            c => write!(out, "\\U{:08x}", c as u32).expect("writing to a String"),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), for the script.
 fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
     match fw {
         Framework::Torch if mode == crate::model::Mode::CompiledFullgraph => "torch.compile(fullgraph=True)",
@@ -286,6 +329,19 @@ fn expected_dtypes(spec: &CaseSpec, case_dtype: Dtype, outputs: &Value, mine: &[
 mod tests {
     use super::*;
     use crate::model::{RunInfo, RunOrigin, RunState, RunSummary, Target};
+
+    #[test]
+    fn stored_text_becomes_an_ascii_python_literal() {
+        assert_eq!(python_str("plain id_1"), r#""plain id_1""#);
+        assert_eq!(python_str(r"C:\new\table"), r#""C:\\new\\table""#);
+        assert_eq!(python_str("\"\"\"; import os\n'''"), r#""\"\"\"; import os\n'''""#);
+        assert_eq!(python_str("tab\tcr\r\u{7f}é→😀"), r#""tab\tcr\r\x7f\xe9\u2192\U0001f600""#);
+        let v = |x: minijinja::Value| python_literal(&x);
+        assert_eq!(v(minijinja::Value::from(7)), Some("7".into()));
+        assert_eq!(v(minijinja::Value::from(true)), Some("True".into()));
+        assert_eq!(v(minijinja::Value::from(())), Some("None".into()));
+        assert_eq!(v(minijinja::Value::from(vec![1])), None, "a list is no literal the template may paste");
+    }
 
     #[test]
     fn the_arrays_of_a_run_made_on_another_machine_name_that_machine() {

@@ -124,8 +124,8 @@ pub fn execute_case(
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)
         }
-        Err(Failure::Died { signal, exit_code, stderr_tail }) => {
-            let mut r = outcome::crash(signal, exit_code).into_result(&case.key, device.clone());
+        Err(Failure::Died { signal, exit_code, stderr_tail, oom_kills }) => {
+            let mut r = outcome::crash(signal, exit_code, oom_kills).into_result(&case.key, device.clone());
             r.signal = signal;
             r.stderr_tail = Some(stderr_tail).filter(|s| !s.is_empty());
             (Some(finish(r)), false)

@@ -315,7 +315,7 @@ fn run_device(
                 worker = None; // killed on timeout or crash: a fresh one for what comes next
                 sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
             }
-            if result.outcome == Outcome::Crash && attempt == 1 {
+            if result.outcome == Outcome::Crash && attempt == 1 && crate::outcome::retry_crash(result.reason) {
                 first_crash = result.message.clone();
                 continue;
             }

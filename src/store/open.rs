@@ -49,9 +49,11 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens the SQLite store at `path`, creating it when the file is missing or empty and
-    /// applying any pending migrations otherwise.
+    /// applying any pending migrations otherwise. The file is checked first (SQLite's
+    /// `PRAGMA quick_check`): nothing is written to a damaged store.
     ///
-    /// Errors: [`StoreError::NotSqlite`] for a file that is not SQLite,
+    /// Errors: [`StoreError::Invalid`] for a damaged store ([`Store::check`]'s findings),
+    /// [`StoreError::NotSqlite`] for a file that is not SQLite,
     /// [`StoreError::NotMlport`] for an SQLite database with tables but no mlport
     /// `meta`/`schema_version` (left untouched), [`StoreError::TooNew`] for a store
     /// written by a newer mlport, and I/O or SQLite errors naming the path.
@@ -60,6 +62,7 @@ impl Store {
         // Identify before changing anything, so a foreign database is never touched.
         let (found, supported) = store.identify_supported()?;
         if let Conn::Sqlite(c) = &*store.conn.borrow() {
+            sqlite::quick_check(c, path)?;
             sqlite::setup(c, path)?;
         }
         // Only take the write lock when there is something to apply.
@@ -105,10 +108,19 @@ impl Store {
     /// Opens the store for writing when that is possible (applying migrations, as
     /// [`Store::open_at`]), else, for an SQLite file that cannot be written, read-only
     /// ([`Store::open_read_only`]): what the commands that only read (reports, `runs`, `audit`,
-    /// `repro`) use.
+    /// `repro`) use. An empty SQLite file stays empty: a reader never makes it a store.
     ///
-    /// Errors: [`Store::open_read_only`]'s when the store cannot be written.
+    /// Errors: [`Store::open_read_only`]'s when the store cannot be written;
+    /// [`StoreError::Invalid`] for an empty file.
     pub fn open_for_reading(location: &Location) -> Result<Store, StoreError> {
+        if let Location::Sqlite(path) = location
+            && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
+        {
+            return Err(Ctx(location).invalid(
+                "the file is empty: no mlport store has been written to it (run `mlport run` or `mlport import` \
+                 with this --db first)",
+            ));
+        }
         if let Location::Postgres(url) = location {
             // A reader never turns an empty database into a store.
             let store = Store::connect(url)?;
@@ -129,6 +141,18 @@ impl Store {
                 Store::open_read_only(path)
             }
             opened => opened,
+        }
+    }
+
+    /// Checks an SQLite store's pages and indexes (SQLite's `PRAGMA quick_check`, reading the
+    /// whole file once; `mlport runs --check`). `Ok(false)` for PostgreSQL, which keeps its own
+    /// checksums: nothing is checked there.
+    ///
+    /// Errors: [`StoreError::Invalid`] naming the file and SQLite's first findings.
+    pub fn check(&self) -> Result<bool, StoreError> {
+        match (&*self.conn.borrow(), &self.location) {
+            (Conn::Sqlite(c), Location::Sqlite(path)) => sqlite::quick_check(c, path).map(|()| true),
+            _ => Ok(false),
         }
     }
 

@@ -30,6 +30,34 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// Lines of `PRAGMA quick_check`'s findings quoted in an error.
+const CHECK_LINES: usize = 5;
+
+/// Runs SQLite's `PRAGMA quick_check` (every page and index structure read, in O(N); not the
+/// full `integrity_check`'s index-against-table comparison): `Ok` when it says `ok`.
+///
+/// Errors: [`StoreError::Invalid`] naming the file and quoting SQLite's first findings (or its
+/// error, for a file too damaged to check), with what to do.
+pub fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let found: Result<Vec<String>, rusqlite::Error> =
+        conn.prepare("PRAGMA quick_check").and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+    let findings = match found {
+        Ok(lines) if lines.len() == 1 && lines[0] == "ok" => return Ok(()),
+        Ok(lines) => lines,
+        Err(e) => vec![e.to_string()],
+    };
+    let more = findings.len().saturating_sub(CHECK_LINES);
+    let mut what = format!(
+        "the store is damaged (SQLite's quick_check: {}{})",
+        findings.iter().take(CHECK_LINES).cloned().collect::<Vec<_>>().join("; "),
+        if more > 0 { format!("; and {more} more") } else { String::new() }
+    );
+    what.push_str(
+        "; nothing was written to it. Restore it from a copy, or read what is left with `sqlite3 FILE .recover`",
+    );
+    Err(StoreError::Invalid { store: Location::from(path), what })
+}
+
 /// Turns foreign keys on and the journal to WAL, once the file is known to be an mlport store
 /// (or empty).
 pub fn setup(conn: &Connection, path: &Path) -> Result<(), StoreError> {

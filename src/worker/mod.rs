@@ -1,7 +1,10 @@
 //! Workers: the Python processes that call framework functions, one per
 //! (framework, device), and the versioned protocol the core speaks with them.
-//! The worker's sources are embedded in the binary and written to a cache folder.
+//! Each worker runs under a supervisor (`mlport_supervisor.py`) that keeps what it starts within
+//! reach. The worker's sources are embedded in the binary and written to a cache folder.
 
+pub mod oom;
+pub mod pipes;
 pub mod process;
 pub mod protocol;
 
@@ -10,7 +13,8 @@ pub use process::{Failure, Worker, WorkerSpec, install_scripts, spawn, thread_en
 use sha2::{Digest, Sha256};
 
 /// The embedded worker sources, (file name, text).
-pub const SOURCES: [(&str, &str); 3] = [
+pub const SOURCES: [(&str, &str); 4] = [
+    ("mlport_supervisor.py", include_str!("python/mlport_supervisor.py")),
     ("mlport_worker.py", include_str!("python/mlport_worker.py")),
     ("mlport_adapters.py", include_str!("python/mlport_adapters.py")),
     ("mlport_inputs.py", include_str!("python/mlport_inputs.py")),

@@ -1,28 +1,36 @@
-//! One worker process: spawned in its own process group, spoken to over the protocol,
-//! killed as a group (SIGTERM, a grace period, SIGKILL) on timeout or shutdown.
+//! One worker process, under its supervisor (`mlport_supervisor.py`, docs/protocol.md
+//! "Faults"): the supervisor leads a process group of its own, is a child subreaper, and starts
+//! the worker; everything the worker starts stays below it and is killed when the worker ends,
+//! when the core stops it, or when the core dies. The core speaks the protocol with the worker
+//! through the supervisor's inherited pipes and stops it as a group (SIGTERM, a grace period,
+//! SIGKILL) on timeout or shutdown — always, also when the worker has exited already.
 //! A worker that dies is reported with its signal and last stderr lines: crash and
 //! timeout are data (an outcome), never an `Err` of the run.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::oom::OomKills;
+use super::pipes::{self, Incoming, StderrTail};
 use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
 use crate::model::{Framework, Target};
 use crate::process;
 
-/// Bytes kept of one stderr line; the rest of a longer line is dropped and marked.
-const STDERR_LINE_BYTES: usize = 4096;
-/// Lines of stderr kept for crash reports.
-const STDERR_TAIL_LINES: usize = 40;
 pub use crate::process::KILL_GRACE;
+
+/// Time the core gives the supervisor beyond [`KILL_GRACE`] to kill what the worker left and
+/// exit, before it SIGKILLs the supervisor's group itself.
+pub const SUPERVISOR_MARGIN: Duration = Duration::from_secs(3);
+
+/// Time the core waits, once the supervisor has exited, for the protocol pipe to close and
+/// its last lines to be read.
+const PIPE_DRAIN: Duration = Duration::from_millis(500);
 
 /// How to start a worker.
 #[derive(Clone, Debug)]
@@ -79,6 +87,9 @@ pub enum Failure {
         exit_code: Option<i32>,
         /// The worker's last stderr lines (at most 40), or why the interpreter could not be started.
         stderr_tail: String,
+        /// OOM kills the kernel counted while the request was outstanding ([`OomKills`]): with
+        /// a SIGKILL that mlport did not send, the evidence of an out-of-memory kill.
+        oom_kills: u64,
     },
     /// The worker answered something that is not protocol v1.
     Protocol {
@@ -118,17 +129,17 @@ impl std::fmt::Display for Failure {
 pub struct Worker {
     /// How it was started.
     pub spec: WorkerSpec,
+    /// The supervisor, which leads the group and mirrors the worker's ending.
     child: Child,
+    /// How the supervisor ended, once reaped (its group was killed before).
+    ended: Option<Option<ExitStatus>>,
     stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    lines: Receiver<Incoming>,
+    stderr: StderrTail,
+    /// The kernel's OOM kill counters when the request in flight was sent.
+    oom_before: OomKills,
     /// Its first message: interpreter, framework version, devices, or the import error.
     pub hello: Hello,
-}
-
-fn stderr_tail(buf: &Arc<Mutex<VecDeque<String>>>) -> String {
-    let g = buf.lock().unwrap_or_else(|e| e.into_inner());
-    g.iter().cloned().collect::<Vec<_>>().join("\n")
 }
 
 /// Starts a worker and waits up to `start_timeout` for its hello.
@@ -138,10 +149,18 @@ fn stderr_tail(buf: &Arc<Mutex<VecDeque<String>>>) -> String {
 /// that is not a hello of [`PROTOCOL_VERSION`], [`Failure::Interrupted`] when `interrupted` is set.
 /// A worker whose framework failed to import still starts: see [`Hello::import_error`].
 pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBool) -> Result<Worker, Failure> {
-    let script = spec.script_dir.join("mlport_worker.py");
     let mut cmd = Command::new(&spec.python);
-    cmd.arg("-u")
-        .arg(&script)
+    // The supervisor: isolated (-I: no PYTHON* variables, no user site) and without site
+    // packages (-S); it needs the standard library only.
+    cmd.arg("-I")
+        .arg("-S")
+        .arg(spec.script_dir.join("mlport_supervisor.py"))
+        .arg(std::process::id().to_string())
+        .arg(KILL_GRACE.as_millis().to_string())
+        .arg("--")
+        .arg(&spec.python)
+        .arg("-u")
+        .arg(spec.script_dir.join("mlport_worker.py"))
         .arg("--framework")
         .arg(spec.framework.as_str())
         .arg("--device")
@@ -162,76 +181,22 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
                 signal: None,
                 exit_code: None,
                 stderr_tail: format!("cannot start {}: {e}", spec.python.display()),
+                oom_kills: 0,
             });
         }
     };
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        // Bytes, not `lines()`: a line that is not UTF-8 is a protocol error for the
-        // core to record, not the end of the conversation.
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
-    let tail2 = Arc::clone(&tail);
-    std::thread::spawn(move || {
-        let keep = |bytes: &[u8], cut: bool| {
-            let mut l = String::from_utf8_lossy(bytes).into_owned();
-            if cut {
-                l.push_str(" […cut]");
-            }
-            tracing::trace!(target: "worker_stderr", "{l}");
-            let mut g = tail2.lock().unwrap_or_else(|e| e.into_inner());
-            if g.len() == STDERR_TAIL_LINES {
-                g.pop_front();
-            }
-            g.push_back(l);
-        };
-        // Lines are kept up to STDERR_LINE_BYTES: a case that prints 300 MB without a
-        // newline costs neither memory nor store space.
-        let mut reader = BufReader::new(stderr);
-        let mut line: Vec<u8> = Vec::new();
-        let mut cut = false;
-        loop {
-            let (consumed, end) = match reader.fill_buf() {
-                Ok([]) | Err(_) => break,
-                Ok(buf) => {
-                    let (chunk, consumed, end) = match buf.iter().position(|&b| b == b'\n') {
-                        Some(i) => (&buf[..i], i + 1, true),
-                        None => (buf, buf.len(), false),
-                    };
-                    let room = STDERR_LINE_BYTES.saturating_sub(line.len());
-                    cut |= chunk.len() > room;
-                    line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                    (consumed, end)
-                }
-            };
-            reader.consume(consumed);
-            if end {
-                keep(&line, cut);
-                line.clear();
-                cut = false;
-            }
-        }
-        if !line.is_empty() {
-            keep(&line, cut);
-        }
-    });
-    let mut w = Worker { spec: spec.clone(), child, stdin: None, lines: rx, stderr: tail, hello: placeholder_hello() };
+    let lines = pipes::read_lines(child.stdout.take().expect("piped stdout"));
+    let tail = pipes::read_stderr(child.stderr.take().expect("piped stderr"));
+    let mut w = Worker {
+        spec: spec.clone(),
+        child,
+        ended: None,
+        stdin: None,
+        lines,
+        stderr: tail,
+        oom_before: OomKills::read(),
+        hello: placeholder_hello(),
+    };
     w.stdin = w.child.stdin.take();
     match w.receive(start_timeout, interrupted) {
         Ok(Message::Hello(h)) => {
@@ -276,19 +241,21 @@ fn placeholder_hello() -> Hello {
 }
 
 impl Worker {
-    /// The worker's process id (also its process-group id).
+    /// The supervisor's process id, which is also its process-group id; the worker's own is
+    /// [`Hello::pid`].
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// The last lines the worker wrote to stderr.
+    /// The last lines the worker wrote to stderr since its current (or last) request.
     pub fn stderr_tail(&self) -> String {
-        stderr_tail(&self.stderr)
+        self.stderr.text()
     }
 
     fn send(&mut self, req: &Request) -> Result<(), Failure> {
         let mut line = serde_json::to_string(req).expect("requests serialise");
         line.push('\n');
+        self.oom_before = OomKills::read();
         let ok = match self.stdin.as_mut() {
             Some(s) => s.write_all(line.as_bytes()).and_then(|_| s.flush()).is_ok(),
             None => false,
@@ -296,9 +263,12 @@ impl Worker {
         if ok { Ok(()) } else { Err(self.died()) }
     }
 
-    /// Waits for the next message; kills the group on timeout.
+    /// Waits for the next message; kills the group on timeout. A worker whose supervisor has
+    /// exited while the pipe stays open (something outside its reach holds it) has died: it is
+    /// reported as such within [`PIPE_DRAIN`], not after the whole `timeout`.
     fn receive(&mut self, timeout: Duration, interrupted: &AtomicBool) -> Result<Message, Failure> {
         let start = Instant::now();
+        let mut ended_at: Option<Instant> = None;
         loop {
             if interrupted.load(Ordering::SeqCst) {
                 self.kill();
@@ -309,13 +279,19 @@ impl Worker {
                 let signal = self.kill();
                 return Err(Failure::Timeout { after: timeout, signal, stderr_tail: self.stderr_tail() });
             }
+            if ended_at.is_none() && process::has_ended(&self.child) {
+                ended_at = Some(Instant::now());
+            }
+            if ended_at.is_some_and(|t| t.elapsed() >= PIPE_DRAIN) {
+                return Err(self.died());
+            }
             match self.lines.recv_timeout(left.min(Duration::from_millis(100))) {
-                Ok(line) => {
-                    return super::protocol::parse_line(&line).map_err(|message| {
-                        let stderr_tail = self.stderr_tail();
-                        self.kill();
-                        Failure::Protocol { message, stderr_tail }
-                    });
+                Ok(Incoming::Line(line)) => {
+                    return super::protocol::parse_line(&line).map_err(|message| self.protocol_error(message));
+                }
+                Ok(Incoming::TooLong) => {
+                    let message = format!("a line longer than {} bytes", pipes::MAX_LINE_BYTES);
+                    return Err(self.protocol_error(message));
                 }
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return Err(self.died()),
@@ -323,21 +299,38 @@ impl Worker {
         }
     }
 
-    /// The worker closed its pipe: wait for it and describe how it ended.
+    /// A protocol error: the worker is killed, its stderr tail kept.
+    fn protocol_error(&mut self, message: String) -> Failure {
+        let stderr_tail = self.stderr_tail();
+        self.kill();
+        Failure::Protocol { message, stderr_tail }
+    }
+
+    /// The worker closed its pipe or ended: wait for its supervisor (which kills what the worker
+    /// left) and describe how it ended.
     fn died(&mut self) -> Failure {
-        let status = process::wait_with_timeout(&mut self.child, Duration::from_secs(5)).or_else(|| {
+        let status = if process::wait_ended(&self.child, Duration::from_secs(5)) {
+            self.reap()
+        } else {
             self.kill();
-            self.child.try_wait().ok().flatten()
-        });
-        // Processes the worker started in its group do not outlive it.
-        process::kill_group(&self.child);
+            self.ended.flatten()
+        };
         // Give the stderr reader a moment to drain the last lines.
         std::thread::sleep(Duration::from_millis(50));
         Failure::Died {
             signal: status.and_then(|s| s.signal()),
             exit_code: status.and_then(|s| s.code()),
             stderr_tail: self.stderr_tail(),
+            oom_kills: OomKills::read().since(&self.oom_before),
         }
+    }
+
+    /// Kills what is left of the group of a supervisor that has ended, then reaps it.
+    fn reap(&mut self) -> Option<ExitStatus> {
+        if self.ended.is_none() {
+            self.ended = Some(process::stop_group_within(&mut self.child, Duration::ZERO));
+        }
+        self.ended.flatten()
     }
 
     /// True while the worker process runs and has said nothing unasked: a line waiting
@@ -345,11 +338,15 @@ impl Worker {
     /// can no longer be trusted, and the worker should be replaced.
     pub fn is_ready(&mut self) -> bool {
         let mut stale = false;
-        while let Ok(line) = self.lines.try_recv() {
-            tracing::warn!("worker {} said something unasked: {line:.200}", self.child.id());
+        while let Ok(incoming) = self.lines.try_recv() {
+            let said = match incoming {
+                Incoming::Line(line) => line,
+                Incoming::TooLong => format!("a line longer than {} bytes", pipes::MAX_LINE_BYTES),
+            };
+            tracing::warn!("worker {} said something unasked: {said:.200}", self.child.id());
             stale = true;
         }
-        !stale && matches!(self.child.try_wait(), Ok(None))
+        !stale && self.ended.is_none() && !process::has_ended(&self.child)
     }
 
     /// Runs one case with a time limit. An answer for another case than the one asked
@@ -363,54 +360,44 @@ impl Worker {
                     _ => (None, None),
                 };
                 if r.case_key.as_deref() != asked || r.nonce != nonce {
-                    let stderr_tail = self.stderr_tail();
-                    self.kill();
-                    return Err(Failure::Protocol {
-                        message: format!(
-                            "an answer for case {:?} (nonce {:?}) while {:?} (nonce {:?}) was asked",
-                            r.case_key, r.nonce, asked, nonce
-                        ),
-                        stderr_tail,
-                    });
+                    return Err(self.protocol_error(format!(
+                        "an answer for case {:?} (nonce {:?}) while {:?} (nonce {:?}) was asked",
+                        r.case_key, r.nonce, asked, nonce
+                    )));
                 }
                 Ok(r)
             }
-            other => {
-                let stderr_tail = self.stderr_tail();
-                self.kill();
-                Err(Failure::Protocol { message: format!("expected a result, got {other:?}"), stderr_tail })
-            }
+            other => Err(self.protocol_error(format!("expected a result, got {other:?}"))),
         }
     }
 
-    /// Kills the worker's whole process group: SIGTERM, then SIGKILL after
-    /// [`KILL_GRACE`]. Returns the signal that ended the worker, if one did.
+    /// Kills the worker's whole process group, also when the worker itself has exited:
+    /// SIGTERM to the supervisor, which passes it to the worker's group and after
+    /// [`KILL_GRACE`] SIGKILLs every process below it; SIGKILL to the supervisor's group if it
+    /// has not exited [`SUPERVISOR_MARGIN`] later. Returns the signal that ended the worker,
+    /// if one did.
     pub fn kill(&mut self) -> Option<i32> {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            return status.signal();
+        if self.ended.is_none() {
+            self.ended = Some(process::stop_group_within(&mut self.child, KILL_GRACE + SUPERVISOR_MARGIN));
         }
-        // Children the worker left in its group (e.g. data-loader processes) go with it.
-        process::stop_group(&mut self.child).and_then(|s| s.signal())
+        self.ended.flatten().and_then(|s| s.signal())
     }
 
     /// Asks the worker to exit; kills it if it does not within the grace period.
     pub fn shutdown(mut self) {
         let ok = self.send(&Request::Shutdown { v: PROTOCOL_VERSION }).is_ok();
         self.stdin = None;
-        if !ok || process::wait_with_timeout(&mut self.child, KILL_GRACE).is_none() {
-            self.kill();
-        } else {
-            // Processes the worker started in its group do not outlive it.
-            process::kill_group(&self.child);
+        if ok {
+            process::wait_ended(&self.child, KILL_GRACE);
         }
+        // The group is stopped whether or not the worker exited: what it started goes with it.
+        self.kill();
     }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            self.kill();
-        }
+        self.kill();
     }
 }
 

@@ -31,6 +31,20 @@ pub fn worker_dir(tmp: &std::path::Path) -> PathBuf {
     mlport::worker::install_scripts(&tmp.join("worker")).expect("worker sources")
 }
 
+/// How the runner tests run real workers: [`python`], the worker sources in `tmp`, the run folder
+/// `tmp/run`, the cpu target only, 60 s per case, 300 s to start.
+pub fn run_config(tmp: &std::path::Path) -> mlport::runner::RunConfig {
+    mlport::runner::RunConfig {
+        python: python(),
+        script_dir: worker_dir(tmp),
+        run_dir: tmp.join("run"),
+        devices: Some(vec![mlport::model::Target::cpu()]),
+        case_timeout: std::time::Duration::from_secs(60),
+        start_timeout: std::time::Duration::from_secs(300),
+        ..mlport::runner::RunConfig::default()
+    }
+}
+
 /// A fixture path under tests/fixtures.
 pub fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join(rel)

@@ -454,6 +454,9 @@ def serve(framework, device, mode):
         if op != "run":
             send({"kind": "error", "message": f"unknown op {op!r}"})
             continue
+        # The core's stderr tail of this request starts at this line (docs/protocol.md).
+        sys.stderr.flush()
+        os.write(2, f"\x1emlport: request {req.get('nonce')}\n".encode())
         if isinstance(adapter, Exception):
             send({"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce"), "outcome": "fail",
                   "error": error_dict(adapter, "import", False)})
