@@ -305,6 +305,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 let id = create(&mut store, &new)?;
                 let NewRun { plan, info, .. } = *new;
                 let lock = folders.lock_run(id)?;
+                store.claim_run(id)?;
                 store.plan_references(id, &plan.references)?;
                 (id, plan.cases, info, devices, lock)
             }
