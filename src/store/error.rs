@@ -37,6 +37,35 @@ pub enum StoreError {
         #[source]
         source: postgres::Error,
     },
+    /// The connection to the PostgreSQL server was lost and no reconnection succeeded within
+    /// `waited` (`MLPORT_DB_RETRY_SECS`, 60 s by default); the source is the last attempt's error.
+    /// Everything committed before is in the database.
+    #[error(
+        "{store}: lost the connection to the server and could not reconnect within {waited} \
+         (MLPORT_DB_RETRY_SECS); everything committed before is kept"
+    )]
+    Unreachable {
+        store: Location,
+        waited: String,
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// Another process executes the run: it claimed it ([`super::Store::claim_run`]) first, or
+    /// (`again`) while this one's connection was lost.
+    /// `holder` names the process holding it (its `application_name`, client address, since
+    /// when, server process id) when the server still lists it.
+    #[error(
+        "{store}: run {run} {}{}: wait for it to end, or stop it, then run again to continue it (a process \
+         whose machine died loses its claim when the server notices, within about a minute)",
+        if *.again {
+            "was taken over by another mlport process while the connection was lost, so this one stops (every \
+             case it finished is stored)"
+        } else {
+            "is being executed by another mlport process, on this machine or another, connected to this store"
+        },
+        if .holder.is_empty() { String::new() } else { format!(" — {}", .holder) }
+    )]
+    Claimed { store: Location, run: i64, again: bool, holder: String },
     #[error("{store}: PostgreSQL error")]
     Postgres {
         store: Location,
@@ -95,6 +124,13 @@ impl StoreError {
         }
     }
 
+    /// Whether the PostgreSQL server stayed away longer than the store keeps reconnecting
+    /// ([`StoreError::Unreachable`]): what was committed before is kept, and the work can be
+    /// continued once the server is back.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
+    }
+
     /// The store the error names.
     pub fn store(&self) -> &Location {
         match self {
@@ -104,6 +140,8 @@ impl StoreError {
             | StoreError::Io { store, .. }
             | StoreError::Sqlite { store, .. }
             | StoreError::Connect { store, .. }
+            | StoreError::Unreachable { store, .. }
+            | StoreError::Claimed { store, .. }
             | StoreError::Postgres { store, .. }
             | StoreError::Column { store, .. }
             | StoreError::UnknownRun { store, .. }

@@ -3,6 +3,7 @@
 //! to at once) — behind one [`Store`]. The records it reads and writes are [`crate::model`]'s.
 
 mod agreement;
+mod claim;
 mod conn;
 mod error;
 pub mod location;
@@ -17,5 +18,5 @@ mod value;
 pub use error::StoreError;
 pub use location::{Location, LocationError, PgUrl};
 pub use open::{RETRY_FOR, Store};
-pub use records::Imported;
+pub use records::{Imported, supersedes};
 pub use value::{ToValue, Value};
