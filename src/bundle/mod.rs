@@ -16,7 +16,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use flate2::Compression;
-use flate2::read::GzDecoder;
+use flate2::bufread::GzDecoder;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -255,15 +255,24 @@ pub fn write(path: &Path, runs: &[ToExport], created_at: &str) -> Result<Written
 /// duplicated, of another size or hash, or a run document that does not parse),
 /// [`BundleError::Io`].
 pub fn read(path: &Path) -> Result<Bundle, BundleError> {
-    let file = File::open(path).map_err(|source| BundleError::Io { path: path.into(), what: "open", source })?;
-    let mut reader = BufReader::new(file);
-    let mut magic = [0u8; 2];
+    let io_err = |what: &'static str| move |source| BundleError::Io { path: path.into(), what, source };
     let foreign = |why: &str| BundleError::Foreign { path: path.into(), why: why.into() };
     let damaged = |why: String| BundleError::Damaged { path: path.into(), why };
-    if reader.read_exact(&mut magic).is_err() || magic != [0x1f, 0x8b] {
-        return Err(foreign("not a gzip-compressed tar file"));
+    if std::fs::metadata(path).map_err(io_err("open"))?.is_dir() {
+        return Err(foreign("a folder; name the bundle file in it"));
     }
-    let file = File::open(path).map_err(|source| BundleError::Io { path: path.into(), what: "open", source })?;
+    let file = File::open(path).map_err(io_err("open"))?;
+    let mut reader = BufReader::new(file);
+    let mut magic = Vec::with_capacity(2);
+    (&mut reader).take(2).read_to_end(&mut magic).map_err(io_err("read"))?;
+    match magic.as_slice() {
+        [] => return Err(foreign("an empty file, 0 bytes")),
+        [0x1f, 0x8b] => {}
+        _ => return Err(foreign("not a gzip-compressed tar file")),
+    }
+    let file = File::open(path).map_err(io_err("open"))?;
+    // `bufread`'s decoder reads no further than the end of the compressed data, so that what
+    // follows it (a byte appended, a second bundle concatenated) can be found and refused.
     let mut archive = tar::Archive::new(GzDecoder::new(BufReader::new(file)));
     let mut entries = archive.entries().map_err(|e| damaged(e.to_string()))?;
     // A member is read only when its tar header's size is what the manifest allows (`limit`
@@ -324,6 +333,9 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
     if let Some(missing) = expected.keys().find(|k| !found.contains_key(**k)) {
         return Err(damaged(format!("{missing} is missing ({} of {} members present)", found.len(), expected.len())));
     }
+    drop(next);
+    drop(entries);
+    check_nothing_after(archive.into_inner()).map_err(damaged)?;
     let mut records = Vec::new();
     let mut outputs = HashMap::new();
     for run in &manifest.runs {
@@ -348,6 +360,26 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
         }
     }
     Ok(Bundle { manifest, records, outputs })
+}
+
+/// Reads the rest of a bundle whose last member has been read: the tar's end (zero blocks, as
+/// tar writes them), the end of the compressed data, and then nothing. Errors: why not — bytes
+/// after the compressed data (garbage appended, bundles concatenated), or the data cut short.
+fn check_nothing_after(mut gz: GzDecoder<BufReader<File>>) -> Result<(), String> {
+    let mut rest = Vec::new();
+    gz.read_to_end(&mut rest).map_err(|e| format!("after its last member: {e}"))?;
+    if rest.iter().any(|b| *b != 0) {
+        return Err(format!("{} bytes of data follow the end of its tar archive", rest.len()));
+    }
+    let mut after = Vec::new();
+    gz.into_inner().read_to_end(&mut after).map_err(|e| format!("after its compressed data: {e}"))?;
+    if !after.is_empty() {
+        return Err(format!(
+            "{} after the end of its compressed data (a file appended to it, or two bundles in one file?)",
+            if after.len() == 1 { "1 byte".to_string() } else { format!("{} bytes", after.len()) }
+        ));
+    }
+    Ok(())
 }
 
 /// `value` with every string that starts with `was` (a run folder on the exporting machine)

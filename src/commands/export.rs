@@ -6,10 +6,12 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 
 use super::ExitStatus;
+use super::import_bundle::not_finished;
 use super::output::{now, plural};
 use super::select::runs_named;
 use crate::bundle::{self, ToExport};
 use crate::cli::ExportArgs;
+use crate::model::RunState;
 use crate::workspace;
 
 /// `mlport export`.
@@ -35,6 +37,9 @@ pub fn export(args: ExportArgs) -> Result<ExitStatus> {
         })
         .collect::<Result<Vec<_>>>()?;
     let w = bundle::write(&args.output, &runs, &now())?;
+    for (id, r) in ids.iter().zip(&runs).filter(|(_, r)| r.record.state != RunState::Finished) {
+        eprintln!("mlport: {}", not_finished(&r.record, &format!("run {id}"), true));
+    }
     eprintln!(
         "mlport: wrote {} ({} from {}, {}, {:.1} MB of data in {:.1} MB) in {:.2} s",
         args.output.display(),

@@ -9,6 +9,7 @@ mod diff;
 mod env;
 mod export;
 mod import;
+mod import_bundle;
 mod list;
 mod mine;
 mod output;
@@ -68,7 +69,7 @@ pub fn dispatch(command: Command) -> Result<ExitStatus> {
         Command::Env(a) => env::env(a),
         Command::Import(ImportCommand::PytestJson(a)) => import::pytest_json(a),
         Command::Import(ImportCommand::Paper(a)) => import::paper(a),
-        Command::Import(ImportCommand::Bundle(a)) => import::bundle(a),
+        Command::Import(ImportCommand::Bundle(a)) => import_bundle::bundle(a),
         Command::Pytest(a) => pytest::pytest(a),
         Command::Scan(a) => scan::scan(a),
         Command::Audit(a) => audit::audit(a),

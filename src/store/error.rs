@@ -37,6 +37,19 @@ pub enum StoreError {
         #[source]
         source: postgres::Error,
     },
+    /// The connection to the PostgreSQL server was lost and no reconnection succeeded within
+    /// `waited` (`MLPORT_DB_RETRY_SECS`, 60 s by default); the source is the last attempt's error.
+    /// Everything committed before is in the database.
+    #[error(
+        "{store}: lost the connection to the server and could not reconnect within {waited} \
+         (MLPORT_DB_RETRY_SECS); everything committed before is kept"
+    )]
+    Unreachable {
+        store: Location,
+        waited: String,
+        #[source]
+        source: Box<StoreError>,
+    },
     #[error("{store}: PostgreSQL error")]
     Postgres {
         store: Location,
@@ -95,6 +108,13 @@ impl StoreError {
         }
     }
 
+    /// Whether the PostgreSQL server stayed away longer than the store keeps reconnecting
+    /// ([`StoreError::Unreachable`]): what was committed before is kept, and the work can be
+    /// continued once the server is back.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
+    }
+
     /// The store the error names.
     pub fn store(&self) -> &Location {
         match self {
@@ -104,6 +124,7 @@ impl StoreError {
             | StoreError::Io { store, .. }
             | StoreError::Sqlite { store, .. }
             | StoreError::Connect { store, .. }
+            | StoreError::Unreachable { store, .. }
             | StoreError::Postgres { store, .. }
             | StoreError::Column { store, .. }
             | StoreError::UnknownRun { store, .. }

@@ -17,5 +17,5 @@ mod value;
 pub use error::StoreError;
 pub use location::{Location, LocationError, PgUrl};
 pub use open::{RETRY_FOR, Store};
-pub use records::Imported;
+pub use records::{Imported, supersedes};
 pub use value::{ToValue, Value};

@@ -39,6 +39,10 @@ pub struct Store {
     /// The case ids of the run whose results are being recorded, by case key
     /// ([`Store::case_id`]): read once per run, since a run's cases never change once created.
     case_ids: RefCell<Option<(i64, HashMap<String, i64>)>>,
+    /// Set while [`Store::snapshot`] holds a transaction open: a lost connection is then not
+    /// retried statement by statement (the retry would read outside the snapshot) but by the
+    /// snapshot, whole.
+    in_snapshot: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for Store {
@@ -167,7 +171,12 @@ impl Store {
     }
 
     fn new(conn: Conn, location: Location) -> Store {
-        Store { conn: RefCell::new(conn), location, case_ids: RefCell::new(None) }
+        Store {
+            conn: RefCell::new(conn),
+            location,
+            case_ids: RefCell::new(None),
+            in_snapshot: std::cell::Cell::new(false),
+        }
     }
 
     /// The engine's dialect.
@@ -320,27 +329,35 @@ impl Store {
 
     /// Runs `f` on the connection. When PostgreSQL's connection is lost, reconnects with
     /// backoff (100 ms doubling to 4 s) for up to [`RETRY_FOR`], saying so on stderr, and runs
-    /// `f` again; after that the error is returned.
+    /// `f` again; after that [`StoreError::Unreachable`] is returned.
     pub(super) fn read<T>(
         &self,
         mut f: impl FnMut(&mut Conn, Ctx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn.borrow_mut();
-        let ctx = Ctx(&self.location);
+        // Inside a snapshot the whole snapshot is retried, never one of its statements alone.
+        if self.in_snapshot.get() {
+            return f(&mut self.conn.borrow_mut(), Ctx(&self.location));
+        }
+        self.retrying(|| f(&mut self.conn.borrow_mut(), Ctx(&self.location)))
+    }
+
+    /// Runs `attempt` again after each lost PostgreSQL connection, reconnecting in between
+    /// ([`Store::read`]).
+    fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut lost_at: Option<Instant> = None;
         loop {
-            match f(&mut conn, ctx) {
+            match attempt() {
                 Err(e) if e.is_connection_lost() => {
                     let since = *lost_at.get_or_insert_with(|| {
                         eprintln!(
-                            "mlport: lost the connection to {} ({}); reconnecting for up to {} s",
+                            "mlport: lost the connection to {} ({}); reconnecting for up to {}",
                             self.location,
                             error_chain(&e),
-                            retry_for().as_secs()
+                            seconds(retry_for())
                         );
                         Instant::now()
                     });
-                    reconnect(&mut conn, since, e)?;
+                    reconnect(&mut self.conn.borrow_mut(), since, e)?;
                 }
                 done => {
                     if let Some(since) = lost_at {
@@ -354,6 +371,43 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Runs `f` — any number of the store's reads — on ONE consistent view of the store: what
+    /// was committed when it started, whatever other processes commit meanwhile (PostgreSQL: a
+    /// `REPEATABLE READ READ ONLY` transaction; SQLite: one read transaction of its WAL). A
+    /// lost PostgreSQL connection runs the whole of `f` again once reconnected. Used to export
+    /// a run that another process is still writing: its results, references and comparisons
+    /// are then from the same moment.
+    ///
+    /// Errors: `f`'s, and the engine's.
+    pub fn snapshot<T>(&self, mut f: impl FnMut(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let begin = match self.dialect() {
+            Dialect::Sqlite => "BEGIN DEFERRED",
+            Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        };
+        self.retrying(|| {
+            let ctx = Ctx(&self.location);
+            self.conn.borrow_mut().batch(begin).or_store(ctx)?;
+            self.in_snapshot.set(true);
+            let out = f(self);
+            self.in_snapshot.set(false);
+            match out {
+                Ok(v) => {
+                    self.conn.borrow_mut().commit().or_store(ctx)?;
+                    Ok(v)
+                }
+                Err(e) => {
+                    self.conn.borrow_mut().rollback();
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Drops the case ids [`Store::case_id`] keeps (a run's cases were rewritten).
+    pub(super) fn forget_case_ids(&self) {
+        self.case_ids.borrow_mut().take();
     }
 
     /// The SQLite connection, for tests that look under the store's API.
@@ -375,22 +429,37 @@ fn retry_for() -> Duration {
         .map_or(RETRY_FOR, Duration::from_secs_f64)
 }
 
+/// `d` in seconds as a person writes it: `60 s`, `2.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
+}
+
 /// Reconnects `conn` (PostgreSQL) until it succeeds or [`retry_for`] has passed since `since`;
-/// then returns `lost`, the error that started it.
+/// then returns [`StoreError::Unreachable`] with the last attempt's error (`lost`, the error
+/// that started it, when no attempt was made).
 fn reconnect(conn: &mut RefMut<'_, Conn>, since: Instant, lost: StoreError) -> Result<(), StoreError> {
     let Conn::Postgres(pg) = &mut **conn else { return Err(lost) };
     let mut pause = Duration::from_millis(100);
+    let mut last: Option<postgres::Error> = None;
     loop {
         let left = retry_for().saturating_sub(since.elapsed());
         if left.is_zero() {
-            eprintln!("mlport: gave up reconnecting after {} s", retry_for().as_secs());
-            return Err(lost);
+            eprintln!("mlport: gave up reconnecting after {}", seconds(retry_for()));
+            let source = match (last, lost) {
+                (Some(e), lost) => Box::new(StoreError::Postgres { store: lost.store().clone(), source: e }),
+                (None, lost) => Box::new(lost),
+            };
+            return Err(StoreError::Unreachable {
+                store: source.store().clone(),
+                waited: seconds(retry_for()),
+                source,
+            });
         }
         std::thread::sleep(pause.min(left));
         pause = (pause * 2).min(MAX_BACKOFF);
         match pg.reconnect() {
             Ok(()) => return Ok(()),
-            Err(e) if pg::is_connection_lost(&e) => continue,
+            Err(e) if pg::is_connection_lost(&e) => last = Some(e),
             Err(e) => return Err(StoreError::Postgres { store: lost.store().clone(), source: e }),
         }
     }

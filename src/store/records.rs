@@ -1,7 +1,10 @@
 //! Whole runs in and out of the store as [`RunRecord`]s, what bundles carry: read with
-//! everything the run's reports need, and written — several in one transaction — keeping
-//! each run's uid, state and end, and skipping a run whose uid the store already holds (so
-//! importing the same runs twice changes nothing).
+//! everything the run's reports need (in one snapshot, so a run still being written reads as
+//! it stood at one moment), and written — several in one transaction — keeping each run's uid,
+//! state and end. A run whose uid the store already holds is skipped (so importing the same
+//! runs twice changes nothing), unless the store's copy is an earlier state of it — not
+//! finished, and the record finished or holding more results — which the record then replaces,
+//! under the same run id.
 
 use std::collections::HashMap;
 
@@ -9,7 +12,7 @@ use super::agreement::{compare_in, plan_in, record_in};
 use super::error::{OrStore, StoreError};
 use super::open::Store;
 use super::runs::{insert_run, parse};
-use crate::model::{ComparisonRow, RunData, RunRecord, Target};
+use crate::model::{ComparisonRow, RunData, RunRecord, RunState, Target};
 use crate::params;
 
 /// What [`Store::import_records`] did with one record.
@@ -17,16 +20,41 @@ use crate::params;
 pub enum Imported {
     /// Written as a new run with this id.
     New(i64),
-    /// The store already holds a run with the record's uid (this id): nothing was written.
+    /// The store already holds a run with the record's uid (this id), as complete as the
+    /// record or more: nothing was written.
     Present(i64),
+    /// The store held an earlier state of the run (exported while it was running, or before it
+    /// was resumed): not finished, and the record finished or holding more results. The
+    /// record replaced it, keeping its run id.
+    Replaced {
+        /// The run's id (unchanged).
+        id: i64,
+        /// The replaced copy's state.
+        was: RunState,
+        /// The replaced copy's number of results.
+        results_before: u64,
+    },
+}
+
+/// Whether a record (`state`, `results`) is a later state of a stored copy of the same run
+/// (`stored_state`, `stored_results`): the stored copy is not finished, and the record is
+/// finished or holds more results.
+pub fn supersedes(state: RunState, results: u64, stored_state: RunState, stored_results: u64) -> bool {
+    stored_state != RunState::Finished && (state == RunState::Finished || results > stored_results)
 }
 
 impl Store {
     /// The whole run `id` as a [`RunRecord`]: its uid, environment, origin, plan, devices,
-    /// results with samples, state, references and comparisons.
+    /// results with samples, state, references and comparisons — all read in one
+    /// [`Store::snapshot`], so a run another process is still writing reads as it stood at one
+    /// moment (its state then, every comparison naming a result the record holds).
     ///
     /// Errors: [`StoreError::UnknownRun`].
     pub fn run_record(&self, id: i64) -> Result<RunRecord, StoreError> {
+        self.snapshot(|store| store.run_record_now(id))
+    }
+
+    fn run_record_now(&self, id: i64) -> Result<RunRecord, StoreError> {
         let summary = self.run(id)?;
         Ok(RunRecord {
             run: RunData {
@@ -47,22 +75,43 @@ impl Store {
 
     /// Writes `records` in ONE transaction, each as a new run with its own uid, state and end,
     /// references and comparisons — except a record whose uid the store already holds, which is
-    /// left alone ([`Imported::Present`]). Either every new run is written or none is.
+    /// left alone ([`Imported::Present`]) unless the record [`supersedes`] it: then the stored
+    /// copy is deleted and the record written under its id ([`Imported::Replaced`]). Either
+    /// every new or replacing run is written or none is.
     ///
     /// Errors: [`StoreError::Invalid`] for a record without a uid, a comparison naming a result
     /// the run does not have, and the errors of [`Store::import_runs`]; nothing is written.
     pub fn import_records(&mut self, records: &[RunRecord]) -> Result<Vec<Imported>, StoreError> {
+        // A replaced run's cases get new ids.
+        self.forget_case_ids();
         self.write(|tx, ctx| {
             let mut done = Vec::with_capacity(records.len());
             for rec in records {
                 let uid = rec.run.uid.as_deref().ok_or_else(|| ctx.invalid("a run to import has no uid"))?;
-                let present: Option<i64> =
-                    tx.query_opt("SELECT id FROM runs WHERE uid = $1", params![uid], |r| r.get(0)).or_store(ctx)?;
-                if let Some(id) = present {
-                    done.push(Imported::Present(id));
-                    continue;
-                }
-                let run = insert_run(tx, ctx, &rec.run)?;
+                let present: Option<(i64, RunState, u64)> = tx
+                    .query_opt(
+                        "SELECT id, state, (SELECT COUNT(*) FROM results WHERE run_id = runs.id) FROM runs \
+                         WHERE uid = $1",
+                        params![uid],
+                        |r| Ok((r.get(0)?, parse(r, 1)?, r.get(2)?)),
+                    )
+                    .or_store(ctx)?;
+                let replaced = match present {
+                    Some((id, was, n)) if supersedes(rec.state, rec.run.results.len() as u64, was, n) => {
+                        tx.execute("DELETE FROM runs WHERE id = $1", params![id]).or_store(ctx)?;
+                        Some(Imported::Replaced { id, was, results_before: n })
+                    }
+                    Some((id, ..)) => {
+                        done.push(Imported::Present(id));
+                        continue;
+                    }
+                    None => None,
+                };
+                let keep_id = match replaced {
+                    Some(Imported::Replaced { id, .. }) => Some(id),
+                    _ => None,
+                };
+                let run = insert_run(tx, ctx, &rec.run, keep_id)?;
                 plan_in(tx, ctx, run, &rec.references)?;
                 for r in &rec.references {
                     if let Some(outcome) = r.outcome {
@@ -96,7 +145,7 @@ impl Store {
                     params![rec.state.as_str(), rec.finished_at, run],
                 )
                 .or_store(ctx)?;
-                done.push(Imported::New(run));
+                done.push(replaced.unwrap_or(Imported::New(run)));
             }
             Ok(done)
         })

@@ -61,7 +61,7 @@ impl Store {
             match done {
                 Some(run) => Ok(run),
                 None => {
-                    let run = insert_plan(tx, ctx, Some(&uid), info, origin, functions, cases)?.0;
+                    let run = insert_plan(tx, ctx, RunKey::new(Some(&uid)), info, origin, functions, cases)?.0;
                     more(tx, ctx, run)?;
                     Ok(run)
                 }
@@ -80,7 +80,7 @@ impl Store {
         self.write(|tx, ctx| {
             let mut ids = Vec::with_capacity(runs.len());
             for data in runs {
-                let run = insert_run(tx, ctx, data)?;
+                let run = insert_run(tx, ctx, data, None)?;
                 tx.execute(
                     "UPDATE runs SET state = $1, finished_at = $2 WHERE id = $3",
                     params![RunState::Finished.as_str(), now(), run],
@@ -353,13 +353,14 @@ impl Store {
 }
 
 /// Inserts a whole run (state `running`): its plan ([`insert_plan`]), devices, and results with
-/// their samples. Returns the run id.
+/// their samples. `id`: the run id to give it (one a replaced copy of the run had), else a new
+/// one. Returns the run id.
 ///
 /// Errors: [`insert_plan`]'s, and [`StoreError::Invalid`] for a result naming a case the run
 /// does not plan or two results for one (case, device).
-pub(super) fn insert_run(tx: &mut Conn, ctx: Ctx<'_>, data: &RunData) -> Result<i64, StoreError> {
-    let (run, case_ids) =
-        insert_plan(tx, ctx, data.uid.as_deref(), &data.info, &data.origin, &data.functions, &data.cases)?;
+pub(super) fn insert_run(tx: &mut Conn, ctx: Ctx<'_>, data: &RunData, id: Option<i64>) -> Result<i64, StoreError> {
+    let key = RunKey { uid: data.uid.as_deref(), id };
+    let (run, case_ids) = insert_plan(tx, ctx, key, &data.info, &data.origin, &data.functions, &data.cases)?;
     for d in &data.devices {
         tx.execute(
             "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5)",
@@ -380,12 +381,26 @@ pub(super) fn insert_run(tx: &mut Conn, ctx: Ctx<'_>, data: &RunData) -> Result<
     Ok(run)
 }
 
-/// Inserts a run (state `running`) with its uid (a new one when `None`), origin, functions and
-/// cases inside `tx`. Returns the run id and each case key's id.
+/// What identifies a run being inserted: its uid (a new one when `None`) and its id (a new one
+/// from the engine when `None`).
+#[derive(Clone, Copy)]
+struct RunKey<'a> {
+    uid: Option<&'a str>,
+    id: Option<i64>,
+}
+
+impl<'a> RunKey<'a> {
+    fn new(uid: Option<&'a str>) -> RunKey<'a> {
+        RunKey { uid, id: None }
+    }
+}
+
+/// Inserts a run (state `running`) with its [`RunKey`], origin, functions and cases inside
+/// `tx`. Returns the run id and each case key's id.
 fn insert_plan<'k>(
     tx: &mut Conn,
     ctx: Ctx<'_>,
-    uid: Option<&str>,
+    key: RunKey<'_>,
     info: &RunInfo,
     origin: &RunOrigin,
     functions: &[FunctionRow],
@@ -393,7 +408,7 @@ fn insert_plan<'k>(
 ) -> Result<(i64, HashMap<&'k str, i64>), StoreError> {
     let mut values = run_values(ctx, info)?;
     let notes = ctx.json(&origin.notes, "run notes")?;
-    let uid = uid.map_or_else(schema::new_run_uid, str::to_string);
+    let uid = key.uid.map_or_else(schema::new_run_uid, str::to_string);
     values.extend_from_slice(params![
         origin.source.as_str(),
         origin.label,
@@ -406,15 +421,25 @@ fn insert_plan<'k>(
         origin.shard.map(|s| s.count),
         origin.plan_digest
     ]);
+    // An explicit id (a replaced copy's) is the 25th value; the engine's identity otherwise.
+    let (id_column, id_value) = match key.id {
+        Some(id) => {
+            values.push(Value::Int(id));
+            (", id", ", $25")
+        }
+        None => ("", ""),
+    };
     let run: i64 = tx
         .query_value(
-            "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
-             python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
-             mlport_version, source, label, machine, notes, state, uid, campaign, shard_index, shard_count, \
-             plan_digest) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-             $20, $21, $22, $23, $24) \
-             RETURNING id",
+            &format!(
+                "INSERT INTO runs (started_at, host, os, cpu_model, cpu_cores, accelerators, python_version, \
+                 python_executable, frameworks, catalogue_version, command_line, seed, reference_device, \
+                 mlport_version, source, label, machine, notes, state, uid, campaign, shard_index, shard_count, \
+                 plan_digest{id_column}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+                 $20, $21, $22, $23, $24{id_value}) \
+                 RETURNING id"
+            ),
             &values,
         )
         .or_store(ctx)?;
