@@ -126,6 +126,8 @@ pub fn continue_run(
         );
     }
     let lock = folders.lock_run(summary.id)?;
+    // On PostgreSQL, also against processes on other machines.
+    store.claim_run(summary.id)?;
     let references_left = runner::reference::pending(store, summary.id)?.len();
     // A run without results is complete only when it plans nothing (a shard holding no function).
     let has_all = summary.results > 0 || summary.cases_planned == 0;

@@ -308,6 +308,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 crate::fault::point("after-create-run");
                 let NewRun { plan, info, .. } = *new;
                 let lock = folders.lock_run(id)?;
+                store.claim_run(id)?;
                 (id, plan.cases, info, devices, lock)
             }
         };

@@ -50,6 +50,22 @@ pub enum StoreError {
         #[source]
         source: Box<StoreError>,
     },
+    /// Another process executes the run: it claimed it ([`super::Store::claim_run`]) first, or
+    /// (`again`) while this one's connection was lost.
+    /// `holder` names the process holding it (its `application_name`, client address, since
+    /// when, server process id) when the server still lists it.
+    #[error(
+        "{store}: run {run} {}{}: wait for it to end, or stop it, then run again to continue it (a process \
+         whose machine died loses its claim when the server notices, within about a minute)",
+        if *.again {
+            "was taken over by another mlport process while the connection was lost, so this one stops (every \
+             case it finished is stored)"
+        } else {
+            "is being executed by another mlport process, on this machine or another, connected to this store"
+        },
+        if .holder.is_empty() { String::new() } else { format!(" — {}", .holder) }
+    )]
+    Claimed { store: Location, run: i64, again: bool, holder: String },
     #[error("{store}: PostgreSQL error")]
     Postgres {
         store: Location,
@@ -125,6 +141,7 @@ impl StoreError {
             | StoreError::Sqlite { store, .. }
             | StoreError::Connect { store, .. }
             | StoreError::Unreachable { store, .. }
+            | StoreError::Claimed { store, .. }
             | StoreError::Postgres { store, .. }
             | StoreError::Column { store, .. }
             | StoreError::UnknownRun { store, .. }

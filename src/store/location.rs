@@ -169,7 +169,8 @@ impl PgUrl {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
-        config.application_name("mlport");
+        // Names this process in pg_stat_activity, which a refused claim on a run quotes.
+        config.application_name(&format!("mlport on {} pid {}", crate::sysinfo::host(), std::process::id()));
         config
     }
 

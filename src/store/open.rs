@@ -43,6 +43,8 @@ pub struct Store {
     /// retried statement by statement (the retry would read outside the snapshot) but by the
     /// snapshot, whole.
     in_snapshot: std::cell::Cell<bool>,
+    /// The runs this process claimed ([`Store::claim_run`]), claimed again after a reconnection.
+    pub(super) claims: RefCell<Vec<i64>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -176,6 +178,7 @@ impl Store {
             location,
             case_ids: RefCell::new(None),
             in_snapshot: std::cell::Cell::new(false),
+            claims: RefCell::new(Vec::new()),
         }
     }
 
@@ -358,6 +361,11 @@ impl Store {
                         Instant::now()
                     });
                     reconnect(&mut self.conn.borrow_mut(), since, e)?;
+                    // Lost again at once: the next attempt reconnects (and claims) again.
+                    match self.reclaim(&mut self.conn.borrow_mut()) {
+                        Err(e) if !e.is_connection_lost() => return Err(e),
+                        _ => {}
+                    }
                 }
                 done => {
                     if let Some(since) = lost_at {
