@@ -151,3 +151,84 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CaseResult, CaseRow, CaseSpec, Dtype, Framework, FunctionRow, Outcome, RunInfo, Spec};
+
+    fn case(name: &str) -> CaseRow {
+        CaseRow {
+            key: format!("numpy/numpy.{name}/c/float32"),
+            framework: Framework::Numpy,
+            function: format!("numpy.{name}"),
+            case_id: "c".into(),
+            dtype: Some(Dtype::Float32),
+            seed: 0,
+            spec: Spec::from(CaseSpec::new(&format!("numpy.{name}"), "c")),
+        }
+    }
+
+    /// A store with one run of two cases (`numpy.exp`, `numpy.log`) and a result for the first.
+    fn store_with_a_run(path: &std::path::Path) -> (Store, i64, [CaseRow; 2]) {
+        let mut store = Store::open(path).unwrap();
+        let cases = [case("exp"), case("log")];
+        let functions =
+            [FunctionRow::new(Framework::Numpy, "numpy.exp"), FunctionRow::new(Framework::Numpy, "numpy.log")];
+        let run =
+            store.create_run(&RunInfo::blank("test", Target::cpu()), &Default::default(), &functions, &cases).unwrap();
+        store.record_result(run, &CaseResult::new(&cases[0].key, Target::cpu(), Outcome::Pass)).unwrap();
+        (store, run, cases)
+    }
+
+    #[test]
+    fn a_snapshot_does_not_see_what_another_process_commits_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let (reader, run, cases) = store_with_a_run(&path);
+        let mut writer = Store::open(&path).unwrap();
+        let seen = reader
+            .snapshot(|s| {
+                let before = s.results(run)?.len();
+                writer.record_result(run, &CaseResult::new(&cases[1].key, Target::cpu(), Outcome::Pass))?;
+                writer.finish_run(run, RunState::Finished)?;
+                Ok((before, s.results(run)?.len(), s.run(run)?.state))
+            })
+            .unwrap();
+        assert_eq!(seen, (1, 1, RunState::Running), "inside the snapshot: the moment it began");
+        assert_eq!((reader.results(run).unwrap().len(), reader.run(run).unwrap().state), (2, RunState::Finished));
+    }
+
+    #[test]
+    fn a_later_state_of_a_run_replaces_an_unfinished_copy_under_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, run, cases) = store_with_a_run(&dir.path().join("source.db"));
+        let part = source.run_record(run).unwrap();
+        let mut source = source;
+        source.record_result(run, &CaseResult::new(&cases[1].key, Target::cpu(), Outcome::Pass)).unwrap();
+        source.finish_run(run, RunState::Finished).unwrap();
+        let whole = source.run_record(run).unwrap();
+
+        let mut copy = Store::open(&dir.path().join("copy.db")).unwrap();
+        let import = |copy: &mut Store, r: &RunRecord| copy.import_records(std::slice::from_ref(r)).unwrap()[0];
+        let Imported::New(id) = import(&mut copy, &part) else { panic!("the first import writes the run") };
+        assert_eq!(import(&mut copy, &part), Imported::Present(id), "the same state again changes nothing");
+        assert_eq!(import(&mut copy, &whole), Imported::Replaced { id, was: RunState::Running, results_before: 1 });
+        assert_eq!(copy.run_record(id).unwrap(), whole, "the finished run, field for field, under the same id");
+        assert_eq!(copy.runs().unwrap().len(), 1);
+        // An earlier state never replaces a later one.
+        assert_eq!(import(&mut copy, &part), Imported::Present(id));
+        assert_eq!(copy.run_record(id).unwrap(), whole);
+    }
+
+    #[test]
+    fn only_an_unfinished_copy_is_superseded_and_only_by_more() {
+        use RunState::*;
+        assert!(supersedes(Finished, 5, Running, 5));
+        assert!(supersedes(Running, 6, Running, 5));
+        assert!(supersedes(Interrupted, 6, Incomplete, 5));
+        assert!(!supersedes(Running, 5, Running, 5));
+        assert!(!supersedes(Running, 4, Running, 5));
+        assert!(!supersedes(Finished, 9, Finished, 5), "a finished run is never replaced");
+    }
+}
