@@ -224,9 +224,10 @@ fn two_machines_exported_and_imported_into_a_third_store_give_identical_reports(
         "{:?}",
         rows_in(d.to_str().unwrap(), None)
     );
-    // A bad bundle beside a good one: the good one is imported in its own transaction.
+    // A bad bundle beside a good one: every bundle is checked before any is imported, so
+    // neither is.
     import(&d, &[&ba, &cut]).code(1);
-    assert_eq!(runs_in(&d), 1);
+    assert_eq!(runs_in(&d), 0);
 
     // The same bundles into PostgreSQL: the same runs and reports as their import into SQLite.
     let server = PgServer::start();
@@ -261,4 +262,119 @@ fn two_machines_exported_and_imported_into_a_third_store_give_identical_reports(
     }
     let left = rows_in(&fresh, Some(&server));
     assert!(left.iter().all(|(_, n)| n == "0"), "{left:?}");
+}
+
+/// The stderr of a command that must exit with `code`.
+fn stderr_of(a: assert_cmd::assert::Assert, code: i32) -> String {
+    String::from_utf8_lossy(&a.code(code).get_output().stderr).into_owned()
+}
+
+/// A run exported while another process still writes it: the bundle is one consistent moment of
+/// it (it imports, every comparison naming a result it holds) and says the run has not finished;
+/// the bundle of the finished run, imported later, replaces it under the same id, and the
+/// earlier bundle imported again changes nothing.
+#[test]
+fn a_run_exported_while_it_runs_is_a_snapshot_that_its_finished_export_replaces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (live, copy) = (t.join("live.db"), t.join("copy.db"));
+    // The fleet catalogue with 1 s of timing per case: long enough to export in its middle.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mlport"))
+        .current_dir(t)
+        .args(["run", "--device", "cpu", "--budget-ms", "1000", "--label", "live", "--catalogue"])
+        .arg(common::fixture("fleet"))
+        .arg("--db")
+        .arg(&live)
+        .arg("--python")
+        .arg(common::python())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !live.exists() || store(&live).runs().unwrap().first().is_none_or(|r| r.results < 2) {
+        assert!(std::time::Instant::now() < deadline, "the run wrote no results within 300 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let part = t.join("part.mlport-bundle");
+    let err = stderr_of(mlport().args(["export", "live", "-o"]).arg(&part).arg("--db").arg(&live).assert(), 0);
+    assert!(
+        err.contains("run 1 is still running (or was killed)") && err.contains("planned cases have a result"),
+        "{err}"
+    );
+    let snapshot = mlport::bundle::read(&part).unwrap().records.remove(0);
+    let planned = snapshot.run.cases.len();
+    assert_eq!(snapshot.state, mlport::model::RunState::Running);
+    assert!((2..planned).contains(&snapshot.run.results.len()), "{} of {planned}", snapshot.run.results.len());
+    for c in &snapshot.comparisons {
+        assert!(
+            snapshot.run.results.iter().any(|r| r.case_key == c.case_key && r.device == c.device),
+            "a comparison of {} without its result",
+            c.case_key
+        );
+    }
+    let err = stderr_of(import(&copy, &[&part]), 0);
+    assert!(err.contains("was still running (or killed) when it was exported"), "{err}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let whole = t.join("whole.mlport-bundle");
+    mlport().args(["export", "live", "-o"]).arg(&whole).arg("--db").arg(&live).assert().success();
+    let err = stderr_of(import(&copy, &[&whole]), 0);
+    assert!(err.contains(&format!("replaced by the bundle's, finished with {planned} results (still run 1)")), "{err}");
+    let original = store(&live).run_record(1).unwrap();
+    assert_eq!(store(&copy).run_record(1).unwrap(), original, "the finished run, field for field");
+    assert_eq!(runs_in(&copy), 1);
+    assert_eq!(report(&copy, "live"), report(&live, "live"));
+    // The earlier state again: not newer, skipped.
+    let err = stderr_of(import(&copy, &[&part]), 0);
+    assert!(err.contains("not newer") && err.contains("skipped"), "{err}");
+    assert_eq!(store(&copy).run_record(1).unwrap(), original);
+}
+
+/// Files that are no bundle, or a bundle with something after it, are refused naming the file,
+/// before the store is opened (none is created), also beside a good bundle; a bundle named twice
+/// is imported once.
+#[test]
+fn empty_files_folders_trailing_bytes_and_repeats_are_named_and_import_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let src = t.join("src.db");
+    common::run_catalogue(&src, "fleet", &["--device", "cpu", "--function", "numpy.sum", "--budget-ms", "5"]);
+    let good = t.join("good.mlport-bundle");
+    mlport().args(["export", "1", "-o"]).arg(&good).arg("--db").arg(&src).assert().success();
+    let bytes = std::fs::read(&good).unwrap();
+    let empty = t.join("empty.mlport-bundle");
+    std::fs::write(&empty, b"").unwrap();
+    let folder = t.join("folder.mlport-bundle");
+    std::fs::create_dir(&folder).unwrap();
+    let trailing = t.join("trailing.mlport-bundle");
+    std::fs::write(&trailing, [bytes.as_slice(), b"x"].concat()).unwrap();
+    let twice = t.join("twice.mlport-bundle");
+    std::fs::write(&twice, [bytes.as_slice(), bytes.as_slice()].concat()).unwrap();
+    let missing = t.join("missing.mlport-bundle");
+    let dev_null = PathBuf::from("/dev/null");
+
+    let db = t.join("new.db");
+    for (files, named, why) in [
+        (vec![&empty], &empty, "not an mlport bundle (an empty file, 0 bytes)"),
+        (vec![&dev_null], &dev_null, "not an mlport bundle (an empty file, 0 bytes)"),
+        (vec![&folder], &folder, "not an mlport bundle (a folder; name the bundle file in it)"),
+        (vec![&trailing], &trailing, "1 byte after the end of its compressed data"),
+        (vec![&twice], &twice, &format!("{} bytes after the end of its compressed data", bytes.len())),
+        (vec![&good, &trailing], &trailing, "1 byte after the end"),
+        (vec![&good, &missing], &missing, "cannot open"),
+    ] {
+        let files: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+        let err = stderr_of(import(&db, &files), 1);
+        assert!(err.contains(&format!("error: {}", named.display())) && err.contains(why), "{files:?}: {err}");
+        assert!(!db.exists(), "{files:?}: nothing imported, no store created");
+    }
+    // The same bundle twice (two spellings of one path) is imported once.
+    let again = t.join(".").join("good.mlport-bundle");
+    let err = stderr_of(import(&db, &[&good, &again]), 0);
+    assert!(err.contains("is named twice on the command line; importing it once"), "{err}");
+    assert_eq!(err.matches("imported 1 run from").count(), 1, "{err}");
+    assert_eq!(runs_in(&db), 1);
 }
