@@ -342,6 +342,12 @@ fn an_outage_longer_than_the_retry_budget_stops_the_run_and_resume_finishes_it()
         log.contains(&format!("error: {}", url.replace(":mlport-test-pw", ""))),
         "the error names the store: {log}"
     );
+    assert!(
+        log.contains("stopped: the store is unreachable")
+            && log.contains("could not reconnect within 2 s (MLPORT_DB_RETRY_SECS)")
+            && log.contains("finish the run with `mlport run --resume"),
+        "the error says what happened and how to finish the run: {log}"
+    );
     server.start_again();
     let kept = count(&server, db, "SELECT COUNT(*) FROM results");
     assert!(kept >= 10 && kept < planned, "{kept} of {planned} kept");
@@ -447,4 +453,70 @@ fn bad_stores_are_clear_errors_that_write_nothing() {
 
     // None of it left a run folder behind.
     assert!(!tmp.path().join(".mlport").exists(), "a refused store must leave no .mlport folder");
+}
+
+/// Shard `index` of 4 of `campaign`'s planned cases and stored results, and whether each of its
+/// planned cases has exactly one result on cpu.
+fn shard_is_whole_once(server: &PgServer, db: &str, campaign: &str, index: u32) {
+    let planned = shard_planned(server, db, campaign, index);
+    assert!(planned > 0, "shard {index} plans cases");
+    assert_eq!(shard_results(server, db, campaign, index), planned, "shard {index}: one result per planned case");
+    assert_each_case_once(server, db);
+}
+
+#[test]
+fn a_server_stopped_for_30_s_mid_run_is_waited_for_and_the_run_stores_each_case_once() {
+    let server = PgServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let url = server.create_database();
+    let db = db_name(&url);
+    // Shard 2 of 4 (5 cases, 1 s of timing each); the server goes away for 30 s after its first
+    // result, within the default 60 s of reconnecting.
+    let child = shard(&url, tmp.path(), "paused", 2, "1000");
+    wait_for_shard(&server, db, "paused", 2);
+    server.stop();
+    let stopped = Instant::now();
+    std::thread::sleep(Duration::from_secs(30));
+    server.start_again();
+    let log = finished(child);
+    let waited: f64 = log
+        .split("reconnected to postgresql://mlport@127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(" after ").nth(1))
+        .and_then(|rest| rest.split(" s;").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the run says it reconnected: {log}"));
+    assert!(log.contains("lost the connection") && waited >= 29.0, "{log}");
+    assert!(waited <= stopped.elapsed().as_secs_f64() + 5.0, "{waited} s: {log}");
+    assert_eq!(server.sql(db, "SELECT state FROM runs"), "finished");
+    shard_is_whole_once(&server, db, "paused", 2);
+}
+
+#[test]
+fn a_second_process_continuing_a_running_shard_is_refused_naming_the_first() {
+    let server = PgServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("machine-a"), tmp.path().join("machine-b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let url = server.create_database();
+    let db = db_name(&url);
+    // The same shard from two folders (each its own run lock file, as on two machines): the
+    // second finds the first's run and would continue it, but the run is claimed in the store.
+    let first = shard(&url, &a, "twice", 2, "1000");
+    wait_for_shard(&server, db, "twice", 2);
+    let second = shard(&url, &b, "twice", 2, "1000").wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("run 1 is being executed by another mlport process")
+            && log.contains(&format!("mlport on {} pid {}", mlport::sysinfo::host(), first.id())),
+        "the refusal names the process that runs it: {log}"
+    );
+    drop(finished(first));
+    assert_eq!(count(&server, db, "SELECT COUNT(*) FROM runs"), 1);
+    shard_is_whole_once(&server, db, "twice", 2);
+    // Once the first has ended, the shard can be run again: it is complete.
+    let log = finished(shard(&url, &b, "twice", 2, "1000"));
+    assert!(log.contains("already complete"), "{log}");
 }
