@@ -247,3 +247,37 @@ fn campaigns_are_compared_machine_by_machine() {
         .code(1)
         .stderr(predicates::str::contains("share no machine"));
 }
+
+/// A run against a campaign compares what they share (a whole run against one shard: the
+/// shard's cases); two runs that share no case (other selections of a catalogue) are an error,
+/// never an empty diff that passes `--fail-on`; a name that is neither a run nor a campaign is
+/// named.
+#[test]
+fn a_run_against_a_shard_compares_their_common_cases_and_runs_sharing_none_are_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("fleet.db");
+    let fleet = |extra: &[&str]| {
+        common::run_catalogue(&db, "fleet", &[&["--device", "cpu", "--budget-ms", "5"][..], extra].concat())
+    };
+    fleet(&[]);
+    fleet(&["--campaign", "half", "--shard", "0/2"]);
+    fleet(&["--function", "numpy.sum", "--label", "sum"]);
+    fleet(&["--function", "numpy.exp", "--label", "exp"]);
+    let store = mlport::store::Store::open(&db).unwrap();
+    let shard_cases = store.run(2).unwrap().cases_planned as usize;
+    assert!(shard_cases > 0 && shard_cases < store.run(1).unwrap().cases_planned as usize);
+
+    let d = diff_json(&db, &["1", "half", "--fail-on", "new_failure"]);
+    assert_eq!(d["compared"]["cases"].as_u64(), Some(shard_cases as u64), "{d:#}");
+    assert!(changes(&d).iter().all(|(kind, _)| kind == "removed"), "{d:#}");
+
+    let err = mlport().args(["diff", "sum", "exp", "--fail-on", "new_failure", "--db"]).arg(&db).assert().code(1);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).into_owned();
+    assert!(err.contains("`sum` (2 results) and `exp` (1 result) share no case: nothing was compared"), "{err}");
+    let err = mlport().args(["diff", "1", "nosuch", "--db"]).arg(&db).assert().code(1);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).into_owned();
+    assert!(err.contains("`nosuch` names no run and no campaign"), "{err}");
+    let err = mlport().args(["report", "--campaign", "nosuch", "--db"]).arg(&db).assert().code(1);
+    let err = String::from_utf8_lossy(&err.get_output().stderr).into_owned();
+    assert!(err.contains("no run belongs to campaign `nosuch` (campaigns in this store: half)"), "{err}");
+}

@@ -17,6 +17,9 @@ fn bad_shards_are_usage_errors_naming_what_to_fix_and_write_nothing() {
         ("0/0", "the shard count must be at least 1"),
         ("x/2", "`x` in `x/2` is not a shard index"),
         ("3", "`3` is not INDEX/COUNT"),
+        // A negative index is the parser's to name, not taken for an unknown option.
+        ("-1/2", "`-1` in `-1/2` is not a shard index"),
+        ("1/-2", "`-2` in `1/-2` is not a shard count"),
     ] {
         mlport()
             .args(["run", "--campaign", "c", "--shard", value, "--db"])

@@ -474,7 +474,7 @@ pub struct RunArgs {
     /// array or a Kubernetes Indexed Job the shard comes from the environment. Needs --campaign
     /// (inside a Slurm array it defaults to `slurm-<array job id>`); running a campaign's shard
     /// again continues its run.
-    #[arg(long, value_name = "I/N", value_parser = values::shard)]
+    #[arg(long, value_name = "I/N", value_parser = values::shard, allow_hyphen_values = true)]
     pub shard: Option<Shard>,
     /// The number of shards when the index comes from a Kubernetes Indexed Job
     /// (`JOB_COMPLETION_INDEX`): the Job's `completions`.

@@ -1,13 +1,13 @@
 //! `mlport diff A B`: resolves both sides in the store (a run by id or label, or a campaign's
 //! runs), reads their results and comparisons, compares them machine by machine (two sides
-//! that share no machine are an error),
+//! that share no machine, or no case, are an error),
 //! computes the changes ([`crate::analysis::diff`]), prints them, and says whether a change of
 //! a `--fail-on` kind is present (exit 3, [`ExitStatus::Findings`]).
 
 use anyhow::{Result, bail};
 
 use super::ExitStatus;
-use super::output::{emit, format_of};
+use super::output::{emit, format_of, plural};
 use super::select::runs_named;
 use crate::analysis::ReportOptions;
 use crate::analysis::diff::{DiffOptions, SideData, diff as compute};
@@ -65,6 +65,20 @@ pub fn diff(args: DiffArgs) -> Result<ExitStatus> {
             names(&report.only_a),
             args.b,
             names(&report.only_b)
+        );
+    }
+    // Nothing in common is no diff at all (only added and removed cases), never one that passes
+    // --fail-on.
+    if report.compared.cases == 0 {
+        let results = |l: &Loaded| plural(l.runs.iter().map(|(_, rows, _)| rows.len()).sum::<usize>(), "result");
+        bail!(
+            "`{}` ({}) and `{}` ({}) share no case: nothing was compared (cases are matched by \
+             framework/function/case/dtype and target, machine by machine). Are they runs of other catalogues, \
+             --function/--dtype selections, shards or devices? Diff runs of the same plan",
+            args.a,
+            results(&a),
+            args.b,
+            results(&b)
         );
     }
     let found = report.has_any(&args.fail_on);

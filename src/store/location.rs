@@ -65,7 +65,7 @@ impl Location {
     ///
     /// Errors: [`LocationError`], naming the value (without a password) and what to write instead.
     pub fn parse(given: &str) -> Result<Location, LocationError> {
-        if given.is_empty() {
+        if given.trim().is_empty() {
             return Err(LocationError::Empty);
         }
         let Some((scheme, _)) = given.split_once("://") else {
@@ -161,6 +161,11 @@ impl PgUrl {
     pub fn config(&self) -> postgres::Config {
         let mut config: postgres::Config = self.url.parse().expect("parsed when the URL was read");
         config.user(&self.user);
+        // A URL without a host names localhost, as its display says (the client alone would
+        // refuse it: libpq's default socket folder is not one it reads).
+        if config.get_hosts().is_empty() {
+            config.host("localhost");
+        }
         if config.get_password().is_none()
             && let Ok(password) = std::env::var("PGPASSWORD")
         {
@@ -286,5 +291,13 @@ mod tests {
         assert!(text.contains("`postgresql://u:***@host:notaport/db` is not a valid PostgreSQL URL"), "{text}");
         assert!(!text.contains("pw@"), "{text}");
         assert_eq!(Location::parse("").unwrap_err(), LocationError::Empty);
+        assert_eq!(Location::parse("  ").unwrap_err(), LocationError::Empty, "blank is empty, not a file named so");
+    }
+
+    #[test]
+    fn a_url_without_a_host_connects_to_localhost_as_it_says() {
+        let Location::Postgres(u) = Location::parse("postgresql://ann@/fleet").unwrap() else { panic!("not postgres") };
+        assert_eq!(Location::Postgres(u.clone()).to_string(), "postgresql://ann@localhost:5432/fleet");
+        assert_eq!(u.config().get_hosts(), [postgres::config::Host::Tcp("localhost".into())]);
     }
 }
