@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 
 use super::agreement::{compare_in, plan_in, record_in};
-use super::error::{OrStore, StoreError};
+use super::conn::Conn;
+use super::error::{Ctx, OrStore, StoreError};
 use super::open::Store;
 use super::runs::{insert_run, parse};
 use crate::model::{ComparisonRow, RunData, RunRecord, RunState, Target};
@@ -107,6 +108,9 @@ impl Store {
                     }
                     None => None,
                 };
+                if replaced.is_none() {
+                    refuse_a_second_shard(tx, ctx, uid, rec)?;
+                }
                 let keep_id = match replaced {
                     Some(Imported::Replaced { id, .. }) => Some(id),
                     _ => None,
@@ -149,6 +153,32 @@ impl Store {
             }
             Ok(done)
         })
+    }
+}
+
+/// [`StoreError::Invalid`] when the store holds another run (another uid) of the same
+/// campaign, machine and shard as `rec`: the store keeps one run per shard, and two of them
+/// would count the shard's cases twice. Said before the engine's unique index would refuse it.
+fn refuse_a_second_shard(tx: &mut Conn, ctx: Ctx<'_>, uid: &str, rec: &RunRecord) -> Result<(), StoreError> {
+    let origin = &rec.run.origin;
+    let (Some(campaign), Some(shard)) = (&origin.campaign, origin.shard) else { return Ok(()) };
+    let other: Option<(i64, String)> = tx
+        .query_opt(
+            "SELECT id, uid FROM runs WHERE campaign = $1 AND COALESCE(machine, '') = $2 AND shard_index = $3 \
+             AND shard_count = $4 AND uid <> $5",
+            params![campaign, origin.machine.clone().unwrap_or_default(), shard.index, shard.count, uid],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .or_store(ctx)?;
+    match other {
+        None => Ok(()),
+        Some((id, other_uid)) => Err(ctx.invalid(format!(
+            "run {uid} is shard {shard} of campaign `{campaign}` on {}, which this store already holds as run {id} \
+             (another run, {other_uid}): a store keeps one run per campaign, machine and shard. Were two machines \
+             given the same --machine name (or none)? Import it into another store, or rerun it with its own \
+             --machine",
+            origin.machine.as_deref().map_or("no --machine".to_string(), |m| format!("machine `{m}`"))
+        ))),
     }
 }
 
@@ -219,6 +249,29 @@ mod tests {
         // An earlier state never replaces a later one.
         assert_eq!(import(&mut copy, &part), Imported::Present(id));
         assert_eq!(copy.run_record(id).unwrap(), whole);
+    }
+
+    #[test]
+    fn a_second_run_of_one_shard_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = crate::model::RunOrigin {
+            machine: Some("pool".into()),
+            campaign: Some("night".into()),
+            shard: Some(crate::model::Shard::new(0, 2).unwrap()),
+            ..Default::default()
+        };
+        let functions = [FunctionRow::new(Framework::Numpy, "numpy.exp")];
+        let info = RunInfo::blank("test", Target::cpu());
+        let mut stores = ["a.db", "b.db"].map(|f| Store::open(&dir.path().join(f)).unwrap());
+        let ids = stores.each_mut().map(|s| s.create_run(&info, &origin, &functions, &[case("exp")]).unwrap());
+        let theirs = stores[1].run_record(ids[1]).unwrap();
+        let e = stores[0].import_records(std::slice::from_ref(&theirs)).unwrap_err().to_string();
+        assert!(
+            e.contains("is shard 0/2 of campaign `night` on machine `pool`, which this store already holds as run 1")
+                && e.contains("the same --machine name"),
+            "{e}"
+        );
+        assert_eq!(stores[0].runs().unwrap().len(), 1, "nothing imported");
     }
 
     #[test]
