@@ -28,7 +28,7 @@ pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Re
 /// Prints a run's portability report with the default options (what `run`, `import` and
 /// `pytest` print at the end), with its failing functions when `functions`.
 pub fn print_portability(store: &Store, run_id: i64, format: FormatArg, functions: bool) -> Result<()> {
-    print_with(store, run_id, format_of(format), &ReportOptions::default(), functions)
+    print_with(store, run_id, format_of(format)?, &ReportOptions::default(), functions)
 }
 
 fn print_with(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
@@ -151,7 +151,13 @@ fn one_run(args: &ReportArgs) -> Option<&str> {
 pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     let store = workspace::open_to_read(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let opts = ReportOptions { attributable: !args.all_failures, reference: args.reference.clone() };
-    let format = format_of(args.format);
+    if args.format == FormatArg::Html {
+        return html(&store, &args, &opts);
+    }
+    if let Some(path) = &args.output {
+        bail!("-o {}: only --format html writes to a file (the other formats go to stdout)", path.display());
+    }
+    let format = format_of(args.format)?;
     let out = match Which::of(&args)? {
         Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
         Which::Modes => {
@@ -174,6 +180,38 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         }
     };
     emit(&out)?;
+    Ok(ExitStatus::Ok)
+}
+
+/// `--format html -o FILE`: the page of one run (`--run`), or of one machine's runs of a
+/// campaign (`--campaign`, `--machine`), written to FILE.
+///
+/// Errors: without `-o`; with a view the page does not hold yet (`--slowdown`, `--modes`,
+/// `--dtypes`, `--frameworks`, `--run all`, `--functions`: the page always lists every
+/// failing case); the store's read errors; FILE that cannot be written (named).
+fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitStatus> {
+    let Some(path) = &args.output else {
+        bail!("--format html writes one file: add -o FILE (e.g. -o report.html)");
+    };
+    match Which::of(args)? {
+        Which::Portability | Which::Campaign => {}
+        other => bail!(
+            "--format html shows one run's portability and failing cases; {} is not in the page yet (use table, markdown, json or csv)",
+            match other {
+                Which::Slowdown(_) => "--slowdown",
+                Which::Modes => "--modes",
+                Which::Overview => "--run all",
+                Which::Dtypes => "--dtypes",
+                _ => "--frameworks",
+            }
+        ),
+    }
+    let picked = Picked::of(store, args, one_run(args), None)?;
+    let mut rep = analysis::build(&picked.summary, &picked.devices(store)?, &picked.results(store)?, opts);
+    rep.run.notes.extend(analysis::coverage::missing_references_note(&picked.references(store)?));
+    let page = render::html::render(&rep)?;
+    std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    eprintln!("mlport: wrote {} ({})", path.display(), picked.describe(args));
     Ok(ExitStatus::Ok)
 }
 
