@@ -81,6 +81,12 @@ fn row(t: &TargetSummary) -> Row {
                 count: *n,
                 group: slug(&["g", &fw, &dev, &r.to_string()]),
             })
+            // Wrong results are kept apart from the error reasons; their cases are listed too.
+            .chain((t.cases_wrong > 0).then(|| ReasonCell {
+                reason: "wrong_result".into(),
+                count: t.cases_wrong,
+                group: slug(&["g", &fw, &dev, "wrong_result"]),
+            }))
             .collect(),
         functions_run: t.functions_run,
         success: t.success,
