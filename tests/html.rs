@@ -109,6 +109,7 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     // Every failing case is listed with its repro command, and the script counted them all.
     assert_eq!(dom.matches("<tr class=\"case\"").count() as u64, failing);
     assert!(dom.contains("<code>mlport repro "), "repro commands");
+    assert!(dom.contains("Dtype matrix of 5 rows"), "the dtype heatmap and its text alternative");
     assert!(dom.contains(&format!("data-shown=\"{failing}\"")), "the script ran: nothing filtered");
 
     // The filter, filled from the URL: only torch.cumsum's failing case stays shown.

@@ -207,9 +207,17 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
         ),
     }
     let picked = Picked::of(store, args, one_run(args), None)?;
-    let mut rep = analysis::build(&picked.summary, &picked.devices(store)?, &picked.results(store)?, opts);
+    let results = picked.results(store)?;
+    let mut rep = analysis::build(&picked.summary, &picked.devices(store)?, &results, opts);
     rep.run.notes.extend(analysis::coverage::missing_references_note(&picked.references(store)?));
-    let page = render::html::render(&rep)?;
+    let dtypes = analysis::dtypes::build(
+        picked.summary.id,
+        picked.summary.origin.source,
+        &results,
+        &picked.comparisons(store)?,
+        &|_| true,
+    );
+    let page = render::html::render(&rep, &dtypes)?;
     std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     eprintln!("mlport: wrote {} ({})", path.display(), picked.describe(args));
     Ok(ExitStatus::Ok)

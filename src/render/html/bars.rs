@@ -30,7 +30,7 @@ pub fn svg(targets: &[TargetSummary]) -> String {
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
         let _ = root.fill(&WHITE);
-        let font = ("sans-serif", 13).into_font().color(&BLACK);
+        let font = ("sans-serif", 16).into_font().color(&BLACK);
         if targets.is_empty() {
             let _ = root.draw(&Text::new("No results to report.", (10, TOP + 14), font.clone()));
         }
@@ -51,7 +51,7 @@ pub fn svg(targets: &[TargetSummary]) -> String {
                     let _ = root.draw(&Rectangle::new([(x, y), (x + w, y + 24)], colour.filled()));
                     let _ = root.draw(&Rectangle::new([(x, y), (x + w, y + 24)], BLACK.stroke_width(1)));
                     if w >= 22 {
-                        let style = ("sans-serif", 12).into_font().color(&text);
+                        let style = ("sans-serif", 15).into_font().color(&text);
                         let _ = root.draw(&Text::new(count.to_string(), (x + 4, y + 6), style));
                     }
                 }

@@ -8,11 +8,13 @@
 //! fully readable without it. The page comes from the minijinja template `page.html.j2`.
 
 pub mod bars;
+pub mod heatmap;
 
 use minijinja::{Environment, context};
 use serde::Serialize;
 
 use crate::analysis::PortabilityReport;
+use crate::analysis::dtypes::DtypeMatrix;
 use crate::analysis::portability::TargetSummary;
 
 /// The versioned name of the page's layout, written into a `<meta name="generator">`.
@@ -128,11 +130,12 @@ fn failures(report: &PortabilityReport) -> Vec<Failure> {
     out
 }
 
-/// The HTML page of `report`, ending with a newline.
+/// The HTML page of `report` with the dtype matrix `dtypes` of the same results as a heatmap,
+/// ending with a newline.
 ///
 /// Errors: none in practice (the template is compiled in and tested); a template error is
 /// returned as text so it names the template and line.
-pub fn render(report: &PortabilityReport) -> anyhow::Result<String> {
+pub fn render(report: &PortabilityReport, dtypes: &DtypeMatrix) -> anyhow::Result<String> {
     let mut env = Environment::new();
     env.add_template("page.html", TEMPLATE)?;
     let r = &report.run;
@@ -170,6 +173,8 @@ pub fn render(report: &PortabilityReport) -> anyhow::Result<String> {
         failures => failures,
         bars_svg => bars::svg(&report.targets),
         bars_alt => bars::alt(&report.targets),
+        heatmap_svg => heatmap::svg(dtypes),
+        heatmap_alt => heatmap::alt(dtypes),
     })?;
     Ok(page + "\n")
 }
@@ -181,7 +186,15 @@ mod tests {
 
     #[test]
     fn html_snapshot() {
-        let html = render(&report()).unwrap();
+        let m = crate::analysis::dtypes::build(
+            7,
+            crate::model::RunSource::Live,
+            &crate::analysis::portability::tests::results(),
+            &[],
+            &|_| true,
+        );
+        let html = render(&report(), &m).unwrap();
+        assert!(html.contains("Dtype matrix of"), "{html}");
         assert!(html.contains("default-src 'none'"), "{html}");
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing fetched: {html}");
         insta::assert_snapshot!("html", html);
@@ -195,6 +208,8 @@ mod tests {
             &[],
             &Default::default(),
         );
-        assert!(render(&rep).unwrap().contains("No results to report."));
+        let m = crate::analysis::dtypes::build(0, crate::model::RunSource::Live, &[], &[], &|_| true);
+        let html = render(&rep, &m).unwrap();
+        assert!(html.contains("No results to report.") && html.contains("No dtype results."), "{html}");
     }
 }
