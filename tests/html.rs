@@ -118,6 +118,41 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     let hidden = filtered.split("<tr class=\"case\"").skip(1).filter(|r| r[..r.find('>').unwrap()].contains("hidden")).count();
     assert_eq!(hidden as u64, failing - 1, "the other cases are hidden");
 
+    // With --slowdown: the run of tests/fixtures/diff/before against this one (`after`); the
+    // caption's medians and geometric means with their intervals are the JSON's, to 3 decimals.
+    common::run_catalogue(
+        &db,
+        "diff/before",
+        &["--device", "cpu", "--framework", "numpy,torch", "--budget-ms", "30", "--label", "before"],
+    );
+    let spec = ["--slowdown", "cpu@before..cpu@1", "--run", "1"];
+    let slow = tmp.path().join("slowdown.html");
+    mlport().args(["report", "--format", "html", "-o"]).arg(&slow).args(spec).arg("--db").arg(&db).assert().success();
+    let sd: Value = serde_json::from_str(&stdout(
+        mlport().args(["report", "--format", "json"]).args(spec).arg("--db").arg(&db),
+    ))
+    .unwrap();
+    let dom = headless(&browser, &profile, &format!("file://{}", slow.display()), "--dump-dom");
+    assert!(dom.contains("<section id=\"slowdown\">"), "the slowdown section");
+    let frameworks = sd["frameworks"].as_array().unwrap();
+    assert!(!frameworks.is_empty());
+    for f in frameworks {
+        let d = &f["by_median"];
+        let ci = &d["geometric_mean_ci"];
+        let want = format!(
+            "<li>{}: {} functions compared, median {:.3}×, geometric mean {:.3}× (95% interval {:.3}×–{:.3}×), {} faster on B, {} past 10×.</li>",
+            f["framework"].as_str().unwrap(),
+            d["functions"],
+            d["median"].as_f64().unwrap(),
+            d["geometric_mean"].as_f64().unwrap(),
+            ci["lower"].as_f64().unwrap(),
+            ci["upper"].as_f64().unwrap(),
+            d["faster"],
+            d["intolerable"],
+        );
+        assert!(dom.contains(&want), "{want} in the DOM");
+    }
+
     // A screenshot (looked at by eye; README's docs/report-html.png came from one).
     let shot = tmp.path().join("report.png");
     headless(&browser, &profile, &url, &format!("--screenshot={}", shot.display()));

@@ -186,19 +186,21 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
 /// `--format html -o FILE`: the page of one run (`--run`), or of one machine's runs of a
 /// campaign (`--campaign`, `--machine`), written to FILE.
 ///
-/// Errors: without `-o`; with a view the page does not hold yet (`--slowdown`, `--modes`,
+/// With `--slowdown A..B` the page adds that slowdown's distribution (of `--run`'s run).
+///
+/// Errors: without `-o`; with a view the page does not hold yet (`--modes`,
 /// `--dtypes`, `--frameworks`, `--run all`, `--functions`: the page always lists every
 /// failing case); the store's read errors; FILE that cannot be written (named).
 fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitStatus> {
     let Some(path) = &args.output else {
         bail!("--format html writes one file: add -o FILE (e.g. -o report.html)");
     };
-    match Which::of(args)? {
-        Which::Portability | Which::Campaign => {}
+    let which = Which::of(args)?;
+    match which {
+        Which::Portability | Which::Campaign | Which::Slowdown(_) => {}
         other => bail!(
             "--format html shows one run's portability and failing cases; {} is not in the page yet (use table, markdown, json or csv)",
             match other {
-                Which::Slowdown(_) => "--slowdown",
                 Which::Modes => "--modes",
                 Which::Overview => "--run all",
                 Which::Dtypes => "--dtypes",
@@ -217,7 +219,11 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
         &picked.comparisons(store)?,
         &|_| true,
     );
-    let page = render::html::render(&rep, &dtypes)?;
+    let sd = match which {
+        Which::Slowdown(spec) => Some(slowdown_report(store, args, spec)?),
+        _ => None,
+    };
+    let page = render::html::render(&rep, &dtypes, sd.as_ref())?;
     std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     eprintln!("mlport: wrote {} ({})", path.display(), picked.describe(args));
     Ok(ExitStatus::Ok)
@@ -250,6 +256,17 @@ fn campaign(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Form
 /// --machine's, else the other side's, else the only one), and the rule line says the sides
 /// are on different machines.
 fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Format) -> Result<String> {
+    let sd = slowdown_report(store, args, spec)?;
+    Ok(match format {
+        Format::Table => render::slowdown::render_table(&sd),
+        Format::Csv => render::slowdown::render_csv(&sd),
+        Format::Json => render::slowdown::render_json(&sd),
+        Format::Markdown => bail!("--slowdown renders as table, csv, json or html"),
+    })
+}
+
+/// The slowdown `--slowdown A..B` asks for (see [`slowdown`] for how the sides are found).
+fn slowdown_report(store: &Store, args: &ReportArgs, spec: &SlowdownSpec) -> Result<analysis::SlowdownReport> {
     let (a, b) = (&spec.a, &spec.b);
     let default = one_run(args);
     let pa = Picked::of(
@@ -294,12 +311,7 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
         sd.rule.push(' ');
         sd.rule.push_str(&analysis::campaign::slowdown_rule(c, &machine(&pa), &machine(&pb)));
     }
-    Ok(match format {
-        Format::Table => render::slowdown::render_table(&sd),
-        Format::Csv => render::slowdown::render_csv(&sd),
-        Format::Json => render::slowdown::render_json(&sd),
-        Format::Markdown => bail!("--slowdown renders as table, csv or json"),
-    })
+    Ok(sd)
 }
 
 /// The functions `--only` keeps: named ones, and for `--frameworks` every function of the

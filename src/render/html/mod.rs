@@ -9,11 +9,13 @@
 
 pub mod bars;
 pub mod heatmap;
+pub mod slowdown;
 
 use minijinja::{Environment, context};
 use serde::Serialize;
 
 use crate::analysis::PortabilityReport;
+use crate::analysis::SlowdownReport;
 use crate::analysis::dtypes::DtypeMatrix;
 use crate::analysis::portability::TargetSummary;
 
@@ -131,11 +133,16 @@ fn failures(report: &PortabilityReport) -> Vec<Failure> {
 }
 
 /// The HTML page of `report` with the dtype matrix `dtypes` of the same results as a heatmap,
-/// ending with a newline.
+/// and, when given, a slowdown's distribution (histogram and empirical CDF, log scale), ending
+/// with a newline.
 ///
 /// Errors: none in practice (the template is compiled in and tested); a template error is
 /// returned as text so it names the template and line.
-pub fn render(report: &PortabilityReport, dtypes: &DtypeMatrix) -> anyhow::Result<String> {
+pub fn render(
+    report: &PortabilityReport,
+    dtypes: &DtypeMatrix,
+    slowdown: Option<&SlowdownReport>,
+) -> anyhow::Result<String> {
     let mut env = Environment::new();
     env.add_template("page.html", TEMPLATE)?;
     let r = &report.run;
@@ -175,6 +182,16 @@ pub fn render(report: &PortabilityReport, dtypes: &DtypeMatrix) -> anyhow::Resul
         bars_alt => bars::alt(&report.targets),
         heatmap_svg => heatmap::svg(dtypes),
         heatmap_alt => heatmap::alt(dtypes),
+        slowdown => slowdown.map(|sd| context! {
+            a => sd.a.describe(),
+            b => sd.b.describe(),
+            rule => &sd.rule,
+            histogram => slowdown::histogram(sd),
+            cdf => slowdown::cdf(sd),
+            caption => slowdown::caption(sd),
+            compared => sd.functions.len(),
+            threshold => sd.options.threshold,
+        }),
     })?;
     Ok(page + "\n")
 }
@@ -193,7 +210,7 @@ mod tests {
             &[],
             &|_| true,
         );
-        let html = render(&report(), &m).unwrap();
+        let html = render(&report(), &m, None).unwrap();
         assert!(html.contains("Dtype matrix of"), "{html}");
         assert!(html.contains("default-src 'none'"), "{html}");
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing fetched: {html}");
@@ -209,7 +226,7 @@ mod tests {
             &Default::default(),
         );
         let m = crate::analysis::dtypes::build(0, crate::model::RunSource::Live, &[], &[], &|_| true);
-        let html = render(&rep, &m).unwrap();
+        let html = render(&rep, &m, None).unwrap();
         assert!(html.contains("No results to report.") && html.contains("No dtype results."), "{html}");
     }
 }
