@@ -69,6 +69,17 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     let json: Value =
         serde_json::from_str(&stdout(mlport().args(["report", "--format", "json", "--db"]).arg(&db))).unwrap();
 
+    // Refused clearly: html without -o, -o without html, a view the page does not hold.
+    for (args, says) in [
+        (&["--format", "html"][..], "add -o FILE"),
+        (&["--format", "json", "-o", "x.json"][..], "only --format html writes to a file"),
+        (&["--format", "html", "-o", "x.html", "--modes"][..], "--modes is not in the page yet"),
+    ] {
+        let out = mlport().arg("report").args(args).arg("--db").arg(&db).output().unwrap();
+        let e = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success() && e.contains(says), "{args:?}: {e}");
+    }
+
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
         html.contains(
@@ -161,4 +172,20 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
         std::fs::copy(&shot, Path::new(&dir)).unwrap();
     }
     assert!(started.elapsed().as_secs() < 60, "took {:?}", started.elapsed());
+}
+
+/// `--format html` is refused clearly by every command other than `report`, before any work.
+#[test]
+fn html_is_refused_by_the_other_commands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing.json");
+    let out = mlport()
+        .args(["import", "pytest-json"])
+        .arg(&missing)
+        .args(["--framework", "torch", "--device", "cpu", "--format", "html", "--db"])
+        .arg(tmp.path().join("none.db"))
+        .output()
+        .unwrap();
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.contains("--format html is written by `mlport report --format html -o FILE` only"), "{e}");
 }

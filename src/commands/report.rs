@@ -189,7 +189,7 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
 /// With `--slowdown A..B` the page adds that slowdown's distribution (of `--run`'s run).
 ///
 /// Errors: without `-o`; with a view the page does not hold yet (`--modes`,
-/// `--dtypes`, `--frameworks`, `--run all`, `--functions`: the page always lists every
+/// `--frameworks`, `--run all`, `--functions`: the page always lists every
 /// failing case); the store's read errors; FILE that cannot be written (named).
 fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitStatus> {
     let Some(path) = &args.output else {
@@ -197,13 +197,13 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
     };
     let which = Which::of(args)?;
     match which {
-        Which::Portability | Which::Campaign | Which::Slowdown(_) => {}
+        // The page always holds the dtype matrix, so `--dtypes` asks for nothing more.
+        Which::Portability | Which::Campaign | Which::Slowdown(_) | Which::Dtypes => {}
         other => bail!(
-            "--format html shows one run's portability and failing cases; {} is not in the page yet (use table, markdown, json or csv)",
+            "--format html shows one run's portability, dtype matrix, failing cases and one --slowdown; {} is not in the page yet (use table, markdown, json or csv)",
             match other {
                 Which::Modes => "--modes",
                 Which::Overview => "--run all",
-                Which::Dtypes => "--dtypes",
                 _ => "--frameworks",
             }
         ),
