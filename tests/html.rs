@@ -16,8 +16,7 @@ use serde_json::Value;
 /// Chromium's binary, installing Debian's `chromium` when it is missing (we run as root, as CI does).
 fn chromium() -> PathBuf {
     let found = |name: &str| {
-        std::env::var_os("PATH")
-            .and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|p| p.is_file()))
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|p| p.is_file()))
     };
     if let Some(p) = found("chromium") {
         return p;
@@ -59,11 +58,7 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     let browser = chromium();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("h.db");
-    common::run_catalogue(
-        &db,
-        "diff/after",
-        &["--device", "cpu", "--framework", "numpy,torch", "--budget-ms", "30"],
-    );
+    common::run_catalogue(&db, "diff/after", &["--device", "cpu", "--framework", "numpy,torch", "--budget-ms", "30"]);
     let page = tmp.path().join("report.html");
     mlport().args(["report", "--format", "html", "-o"]).arg(&page).arg("--db").arg(&db).assert().success();
     let json: Value =
@@ -126,7 +121,8 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     // The filter, filled from the URL: only torch.cumsum's failing case stays shown.
     let filtered = headless(&browser, &profile, &format!("{url}#filter=cumsum"), "--dump-dom");
     assert!(filtered.contains("data-shown=\"1\""), "filter=cumsum shows one case");
-    let hidden = filtered.split("<tr class=\"case\"").skip(1).filter(|r| r[..r.find('>').unwrap()].contains("hidden")).count();
+    let hidden =
+        filtered.split("<tr class=\"case\"").skip(1).filter(|r| r[..r.find('>').unwrap()].contains("hidden")).count();
     assert_eq!(hidden as u64, failing - 1, "the other cases are hidden");
 
     // With --slowdown: the run of tests/fixtures/diff/before against this one (`after`); the
@@ -139,10 +135,9 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     let spec = ["--slowdown", "cpu@before..cpu@1", "--run", "1"];
     let slow = tmp.path().join("slowdown.html");
     mlport().args(["report", "--format", "html", "-o"]).arg(&slow).args(spec).arg("--db").arg(&db).assert().success();
-    let sd: Value = serde_json::from_str(&stdout(
-        mlport().args(["report", "--format", "json"]).args(spec).arg("--db").arg(&db),
-    ))
-    .unwrap();
+    let sd: Value =
+        serde_json::from_str(&stdout(mlport().args(["report", "--format", "json"]).args(spec).arg("--db").arg(&db)))
+            .unwrap();
     let dom = headless(&browser, &profile, &format!("file://{}", slow.display()), "--dump-dom");
     assert!(dom.contains("<section id=\"slowdown\">"), "the slowdown section");
     let frameworks = sd["frameworks"].as_array().unwrap();

@@ -77,7 +77,13 @@ pub fn alt(targets: &[TargetSummary]) -> String {
         .map(|t| {
             format!(
                 "{} on {}: {} functions run, {} success, {} partial, {} complete failure, {} with a wrong result.",
-                t.framework, t.device, t.functions_run, t.success, t.partial, t.complete_failure, t.wrong_result_functions
+                t.framework,
+                t.device,
+                t.functions_run,
+                t.success,
+                t.partial,
+                t.complete_failure,
+                t.wrong_result_functions
             )
         })
         .collect::<Vec<_>>()

@@ -66,11 +66,7 @@ struct Failure {
 
 /// An id safe in a URL fragment: letters, digits and `-`.
 fn slug(parts: &[&str]) -> String {
-    parts
-        .join("-")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-        .collect()
+    parts.join("-").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
 }
 
 fn row(t: &TargetSummary) -> Row {
@@ -219,12 +215,8 @@ mod tests {
 
     #[test]
     fn an_empty_run_renders() {
-        let rep = crate::analysis::build(
-            &crate::analysis::portability::tests::run_summary(),
-            &[],
-            &[],
-            &Default::default(),
-        );
+        let rep =
+            crate::analysis::build(&crate::analysis::portability::tests::run_summary(), &[], &[], &Default::default());
         let m = crate::analysis::dtypes::build(0, crate::model::RunSource::Live, &[], &[], &|_| true);
         let html = render(&rep, &m, None).unwrap();
         assert!(html.contains("No results to report.") && html.contains("No dtype results."), "{html}");

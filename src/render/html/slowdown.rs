@@ -42,7 +42,11 @@ fn frame(
     while d <= hi {
         let x = x_of(10f64.powf(d));
         let _ = root.draw(&PathElement::new(vec![(x, H - BOTTOM), (x, H - BOTTOM + 4)], BLACK));
-        let _ = root.draw(&Text::new(format!("{:.*}×", (-d).max(0.0) as usize, 10f64.powf(d)), (x - 10, H - BOTTOM + 8), font.clone()));
+        let _ = root.draw(&Text::new(
+            format!("{:.*}×", (-d).max(0.0) as usize, 10f64.powf(d)),
+            (x - 10, H - BOTTOM + 8),
+            font.clone(),
+        ));
         d += 1.0;
     }
     let tx = x_of(threshold);
