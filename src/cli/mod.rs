@@ -378,6 +378,8 @@ pub enum FormatArg {
     Json,
     /// CSV (RFC 4180), for spreadsheets and DuckDB.
     Csv,
+    /// One self-contained HTML page (`mlport report` only, with `-o FILE`).
+    Html,
 }
 
 /// Output formats of `mlport scan`.
@@ -516,6 +518,9 @@ pub struct ReportArgs {
     /// Output format (csv: the overview's rows, or with --slowdown its table).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
+    /// Write the report to this file instead of stdout (required with --format html).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Slowdown of B relative to A: `A..B`, each `[FRAMEWORK/]DEVICE[@RUN]` (RUN an id or a
     /// label; default --run's, else the other side's, else the latest): two devices
     /// (`cpu..tpu:0`), two runs (`cpu@torch-2.4..cpu@torch-2.5`,

@@ -94,7 +94,7 @@ pub fn audit(args: AuditArgs) -> Result<ExitStatus> {
     let rep = audit::audit(&store, &runs, &scan, &opts)?;
     // A reader that closed stdout (`audit ... | head`) still gets the drafts and the findings'
     // exit code: CI gates on the code, not on the text.
-    let closed = match emit(&render::audit::render(&rep, format_of(args.format))) {
+    let closed = match emit(&render::audit::render(&rep, format_of(args.format)?)) {
         Err(e) if e.is::<StdoutClosed>() => Some(e),
         other => other.err().map_or(Ok(None), Err)?,
     };

@@ -82,13 +82,13 @@ pub fn diff(args: DiffArgs) -> Result<ExitStatus> {
         );
     }
     let found = report.has_any(&args.fail_on);
-    if format_of(args.format) == Format::Csv {
+    if format_of(args.format)? == Format::Csv {
         // CSV has no header lines to carry it.
         for note in &report.incomplete {
             eprintln!("mlport: incomplete: {note}");
         }
     }
-    emit(&match format_of(args.format) {
+    emit(&match format_of(args.format)? {
         Format::Table => render::diff::render_table(&report),
         Format::Markdown => render::diff::render_markdown(&report),
         Format::Json => render::diff::render_json(&report),

@@ -19,6 +19,8 @@ use crate::workspace;
 
 /// `mlport import pytest-json`.
 pub fn pytest_json(args: ImportPytestJsonArgs) -> Result<ExitStatus> {
+    // --format html is a report of `mlport report` only: refused before any work.
+    super::output::format_of(args.format)?;
     let spec = import::PytestJsonImport {
         report: args.report.clone(),
         timings: args.timings.clone(),
@@ -47,6 +49,8 @@ pub fn pytest_json(args: ImportPytestJsonArgs) -> Result<ExitStatus> {
 /// `mlport import paper`: the whole data set, every run in one transaction, then the
 /// overview. Refused, with nothing written, when the store already holds it.
 pub fn paper(args: ImportPaperArgs) -> Result<ExitStatus> {
+    // --format html is a report of `mlport report` only: refused before any work.
+    super::output::format_of(args.format)?;
     let started = Instant::now();
     let data = import::import_paper(&args.dir, &command_line())?;
     for (path, why) in &data.left_out {
@@ -75,6 +79,6 @@ pub fn paper(args: ImportPaperArgs) -> Result<ExitStatus> {
         args.dir.display(),
         started.elapsed().as_secs_f64()
     );
-    emit(&render::overview::render(&reports, format_of(args.format)))?;
+    emit(&render::overview::render(&reports, format_of(args.format)?))?;
     Ok(ExitStatus::Ok)
 }

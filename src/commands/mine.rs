@@ -12,6 +12,6 @@ use crate::render;
 pub fn mine(args: MineArgs) -> Result<ExitStatus> {
     let scan = scan_with(&args.paths, args.threads)?;
     let freq = crate::mine::frequencies(&scan, args.framework);
-    emit(&render::frequencies::frequencies(&freq, args.framework, scan.files, format_of(args.format)))?;
+    emit(&render::frequencies::frequencies(&freq, args.framework, scan.files, format_of(args.format)?))?;
     Ok(ExitStatus::Ok)
 }

@@ -34,13 +34,23 @@ pub fn emit(text: &str) -> Result<()> {
 }
 
 /// The renderer's format for `--format`.
-pub fn format_of(f: FormatArg) -> Format {
-    match f {
+///
+/// Errors: a [`UsageError`] for `html`, which only `mlport report` writes (one page of a
+/// run, with `-o FILE`); the text formats of every other command have no HTML form.
+pub fn format_of(f: FormatArg) -> Result<Format> {
+    Ok(match f {
         FormatArg::Table => Format::Table,
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Json => Format::Json,
         FormatArg::Csv => Format::Csv,
-    }
+        FormatArg::Html => {
+            return Err(UsageError(
+                "--format html is written by `mlport report --format html -o FILE` only (this output is table, markdown, json or csv)"
+                    .into(),
+            )
+            .into());
+        }
+    })
 }
 
 pub use crate::render::units::plural;

@@ -38,6 +38,8 @@ fn check_exit(status: std::process::ExitStatus, path: &Path) -> Result<()> {
 
 /// `mlport pytest`.
 pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
+    // --format html is a report of `mlport report` only: refused before any work.
+    super::output::format_of(args.format)?;
     let (framework, device) = (args.framework, args.device.clone());
     if !args.path.exists() {
         bail!("{}: no such test file or folder", args.path.display());

@@ -28,7 +28,7 @@ pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Re
 /// Prints a run's portability report with the default options (what `run`, `import` and
 /// `pytest` print at the end), with its failing functions when `functions`.
 pub fn print_portability(store: &Store, run_id: i64, format: FormatArg, functions: bool) -> Result<()> {
-    print_with(store, run_id, format_of(format), &ReportOptions::default(), functions)
+    print_with(store, run_id, format_of(format)?, &ReportOptions::default(), functions)
 }
 
 fn print_with(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
@@ -151,7 +151,13 @@ fn one_run(args: &ReportArgs) -> Option<&str> {
 pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     let store = workspace::open_to_read(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let opts = ReportOptions { attributable: !args.all_failures, reference: args.reference.clone() };
-    let format = format_of(args.format);
+    if args.format == FormatArg::Html {
+        return html(&store, &args, &opts);
+    }
+    if let Some(path) = &args.output {
+        bail!("-o {}: only --format html writes to a file (the other formats go to stdout)", path.display());
+    }
+    let format = format_of(args.format)?;
     let out = match Which::of(&args)? {
         Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
         Which::Modes => {
@@ -174,6 +180,52 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         }
     };
     emit(&out)?;
+    Ok(ExitStatus::Ok)
+}
+
+/// `--format html -o FILE`: the page of one run (`--run`), or of one machine's runs of a
+/// campaign (`--campaign`, `--machine`), written to FILE.
+///
+/// With `--slowdown A..B` the page adds that slowdown's distribution (of `--run`'s run).
+///
+/// Errors: without `-o`; with a view the page does not hold yet (`--modes`,
+/// `--frameworks`, `--run all`, `--functions`: the page always lists every
+/// failing case); the store's read errors; FILE that cannot be written (named).
+fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitStatus> {
+    let Some(path) = &args.output else {
+        bail!("--format html writes one file: add -o FILE (e.g. -o report.html)");
+    };
+    let which = Which::of(args)?;
+    match which {
+        // The page always holds the dtype matrix, so `--dtypes` asks for nothing more.
+        Which::Portability | Which::Campaign | Which::Slowdown(_) | Which::Dtypes => {}
+        other => bail!(
+            "--format html shows one run's portability, dtype matrix, failing cases and one --slowdown; {} is not in the page yet (use table, markdown, json or csv)",
+            match other {
+                Which::Modes => "--modes",
+                Which::Overview => "--run all",
+                _ => "--frameworks",
+            }
+        ),
+    }
+    let picked = Picked::of(store, args, one_run(args), None)?;
+    let results = picked.results(store)?;
+    let mut rep = analysis::build(&picked.summary, &picked.devices(store)?, &results, opts);
+    rep.run.notes.extend(analysis::coverage::missing_references_note(&picked.references(store)?));
+    let dtypes = analysis::dtypes::build(
+        picked.summary.id,
+        picked.summary.origin.source,
+        &results,
+        &picked.comparisons(store)?,
+        &|_| true,
+    );
+    let sd = match which {
+        Which::Slowdown(spec) => Some(slowdown_report(store, args, spec)?),
+        _ => None,
+    };
+    let page = render::html::render(&rep, &dtypes, sd.as_ref())?;
+    std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    eprintln!("mlport: wrote {} ({})", path.display(), picked.describe(args));
     Ok(ExitStatus::Ok)
 }
 
@@ -204,6 +256,17 @@ fn campaign(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Form
 /// --machine's, else the other side's, else the only one), and the rule line says the sides
 /// are on different machines.
 fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Format) -> Result<String> {
+    let sd = slowdown_report(store, args, spec)?;
+    Ok(match format {
+        Format::Table => render::slowdown::render_table(&sd),
+        Format::Csv => render::slowdown::render_csv(&sd),
+        Format::Json => render::slowdown::render_json(&sd),
+        Format::Markdown => bail!("--slowdown renders as table, csv, json or html"),
+    })
+}
+
+/// The slowdown `--slowdown A..B` asks for (see [`slowdown`] for how the sides are found).
+fn slowdown_report(store: &Store, args: &ReportArgs, spec: &SlowdownSpec) -> Result<analysis::SlowdownReport> {
     let (a, b) = (&spec.a, &spec.b);
     let default = one_run(args);
     let pa = Picked::of(
@@ -248,12 +311,7 @@ fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Forma
         sd.rule.push(' ');
         sd.rule.push_str(&analysis::campaign::slowdown_rule(c, &machine(&pa), &machine(&pb)));
     }
-    Ok(match format {
-        Format::Table => render::slowdown::render_table(&sd),
-        Format::Csv => render::slowdown::render_csv(&sd),
-        Format::Json => render::slowdown::render_json(&sd),
-        Format::Markdown => bail!("--slowdown renders as table, csv or json"),
-    })
+    Ok(sd)
 }
 
 /// The functions `--only` keeps: named ones, and for `--frameworks` every function of the

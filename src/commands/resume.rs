@@ -95,6 +95,7 @@ pub fn start(
     devices: Option<Vec<Target>>,
     format: FormatArg,
 ) -> Result<Option<Resumed>> {
+    super::output::format_of(format)?;
     let summary = if which == "latest" {
         let runs = store.runs()?;
         select::latest_live(&runs)

@@ -213,6 +213,8 @@ fn store_gone(
 
 /// `mlport run`.
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
+    // --format html is a report of `mlport report` only: refused before any work.
+    super::output::format_of(args.format)?;
     let db = args.db.db.clone();
     let folders = workspace::RunFolders::new(&db, args.outputs.outputs.as_deref());
     let modes = values::modes(&args.modes);

@@ -13,6 +13,6 @@ pub fn sample(args: SampleArgs) -> Result<ExitStatus> {
         .with_context(|| format!("cannot read {}", args.frequencies.display()))?;
     let freq = crate::mine::read_csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.frequencies.display()))?;
     let drawn = crate::mine::sample(&freq, args.top, args.per_decile, args.seed);
-    emit(&render::frequencies::sample(&drawn, args.top, args.per_decile, args.seed, format_of(args.format)))?;
+    emit(&render::frequencies::sample(&drawn, args.top, args.per_decile, args.seed, format_of(args.format)?))?;
     Ok(ExitStatus::Ok)
 }

@@ -17,6 +17,7 @@ pub mod frameworks;
 pub mod frequencies;
 pub mod grid;
 pub mod histogram;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod modes;

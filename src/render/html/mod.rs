@@ -1,0 +1,224 @@
+//! `mlport report --format html`: one self-contained HTML page (no network, no external
+//! scripts, styles or fonts; a Content-Security-Policy meta forbids them) of a run's
+//! [`PortabilityReport`]: the run header, per framework × target a stacked bar (SVG drawn
+//! by [`bars`] with `plotters`) and the counts table, the failure reasons, and every
+//! counted failing case with its reason, message and `mlport repro ID` command. The reasons
+//! cells link to the failing cases they count (anchors); a filter box and sortable columns
+//! are a little inline JavaScript (`#filter=TEXT` in the URL fills the box), and the page is
+//! fully readable without it. The page comes from the minijinja template `page.html.j2`.
+
+pub mod bars;
+pub mod heatmap;
+pub mod slowdown;
+
+use minijinja::{Environment, context};
+use serde::Serialize;
+
+use crate::analysis::PortabilityReport;
+use crate::analysis::SlowdownReport;
+use crate::analysis::dtypes::DtypeMatrix;
+use crate::analysis::portability::TargetSummary;
+
+/// The versioned name of the page's layout, written into a `<meta name="generator">`.
+pub const HTML_FORMAT: &str = "mlport.report.html";
+/// The version of [`HTML_FORMAT`]; raised when the page's ids or data attributes change.
+pub const HTML_VERSION: u32 = 1;
+
+const TEMPLATE: &str = include_str!("page.html.j2");
+
+#[derive(Serialize)]
+struct Row {
+    anchor: String,
+    framework: String,
+    device: String,
+    functions_run: usize,
+    success: usize,
+    partial: usize,
+    complete_failure: usize,
+    wrong_result: usize,
+    success_percent: String,
+    cases_passed: usize,
+    cases_failed: usize,
+    cases_wrong: usize,
+    reasons: Vec<ReasonCell>,
+}
+
+#[derive(Serialize)]
+struct ReasonCell {
+    reason: String,
+    count: usize,
+    /// The id of the failing cases' group this cell counts.
+    group: String,
+}
+
+#[derive(Serialize)]
+struct Failure {
+    group: String,
+    framework: String,
+    device: String,
+    function: String,
+    case_id: String,
+    dtype: String,
+    reason: String,
+    message: String,
+    repro: String,
+}
+
+/// An id safe in a URL fragment: letters, digits and `-`.
+fn slug(parts: &[&str]) -> String {
+    parts.join("-").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
+}
+
+fn row(t: &TargetSummary) -> Row {
+    let (fw, dev) = (t.framework.to_string(), t.device.to_string());
+    Row {
+        anchor: slug(&["t", &fw, &dev]),
+        reasons: t
+            .reasons
+            .iter()
+            .map(|(r, n)| ReasonCell {
+                reason: r.to_string(),
+                count: *n,
+                group: slug(&["g", &fw, &dev, &r.to_string()]),
+            })
+            // Wrong results are kept apart from the error reasons; their cases are listed too.
+            .chain((t.cases_wrong > 0).then(|| ReasonCell {
+                reason: "wrong_result".into(),
+                count: t.cases_wrong,
+                group: slug(&["g", &fw, &dev, "wrong_result"]),
+            }))
+            .collect(),
+        functions_run: t.functions_run,
+        success: t.success,
+        partial: t.partial,
+        complete_failure: t.complete_failure,
+        wrong_result: t.wrong_result_functions,
+        success_percent: t.percent(t.success).map(|p| format!("{p:.2}")).unwrap_or_else(|| "–".into()),
+        cases_passed: t.cases_passed,
+        cases_failed: t.cases_failed,
+        cases_wrong: t.cases_wrong,
+        framework: fw,
+        device: dev,
+    }
+}
+
+fn failures(report: &PortabilityReport) -> Vec<Failure> {
+    let mut out = Vec::new();
+    for t in &report.targets {
+        let (fw, dev) = (t.framework.to_string(), t.device.to_string());
+        for f in &t.functions {
+            for c in &f.failures {
+                let reason = c.reason.to_string();
+                out.push(Failure {
+                    group: slug(&["g", &fw, &dev, &reason]),
+                    framework: fw.clone(),
+                    device: dev.clone(),
+                    function: f.name.clone(),
+                    case_id: c.case_id.clone(),
+                    dtype: c.dtype.map(|d| d.to_string()).unwrap_or_default(),
+                    reason,
+                    message: c.message.clone(),
+                    repro: if c.result_id > 0 { format!("mlport repro {}", c.result_id) } else { String::new() },
+                });
+            }
+        }
+    }
+    // Grouped by the reasons cells that count them, so each group's first row is its anchor.
+    out.sort_by(|a, b| (&a.group, &a.function, &a.case_id).cmp(&(&b.group, &b.function, &b.case_id)));
+    out
+}
+
+/// The HTML page of `report` with the dtype matrix `dtypes` of the same results as a heatmap,
+/// and, when given, a slowdown's distribution (histogram and empirical CDF, log scale), ending
+/// with a newline.
+///
+/// Errors: none in practice (the template is compiled in and tested); a template error is
+/// returned as text so it names the template and line.
+pub fn render(
+    report: &PortabilityReport,
+    dtypes: &DtypeMatrix,
+    slowdown: Option<&SlowdownReport>,
+) -> anyhow::Result<String> {
+    let mut env = Environment::new();
+    env.add_template("page.html", TEMPLATE)?;
+    let r = &report.run;
+    let frameworks: Vec<(String, String, String)> = r
+        .frameworks
+        .iter()
+        .map(|(f, v)| {
+            let cat = r.catalogue_version.get(f).cloned().unwrap_or_default();
+            (f.to_string(), v.clone().unwrap_or_else(|| "unknown".into()), cat)
+        })
+        .collect();
+    let rows: Vec<Row> = report.targets.iter().map(row).collect();
+    let failures = failures(report);
+    let unavailable: Vec<String> =
+        report.unavailable.iter().map(|d| format!("{} {}: {}", d.framework, d.device, d.detail)).collect();
+    let page = env.get_template("page.html")?.render(context! {
+        format => HTML_FORMAT,
+        version => HTML_VERSION,
+        run_id => r.id,
+        host => &r.host,
+        machine => r.machine.clone().unwrap_or_default(),
+        label => r.label.clone().unwrap_or_default(),
+        source => r.source.to_string(),
+        started_at => &r.started_at,
+        state => &r.state,
+        python => if r.python_version.is_empty() { "unknown".to_string() } else { r.python_version.clone() },
+        mlport_version => &r.mlport_version,
+        seed => r.seed,
+        reference => report.reference.to_string(),
+        rule => &report.rule,
+        notes => &r.notes,
+        frameworks => frameworks,
+        unavailable => unavailable,
+        rows => rows,
+        failures => failures,
+        bars_svg => bars::svg(&report.targets),
+        bars_alt => bars::alt(&report.targets),
+        heatmap_svg => heatmap::svg(dtypes),
+        heatmap_alt => heatmap::alt(dtypes),
+        slowdown => slowdown.map(|sd| context! {
+            a => sd.a.describe(),
+            b => sd.b.describe(),
+            rule => &sd.rule,
+            histogram => slowdown::histogram(sd),
+            cdf => slowdown::cdf(sd),
+            caption => slowdown::caption(sd),
+            compared => sd.functions.len(),
+            threshold => sd.options.threshold,
+        }),
+    })?;
+    Ok(page + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::portability::tests::report;
+
+    #[test]
+    fn html_snapshot() {
+        let m = crate::analysis::dtypes::build(
+            7,
+            crate::model::RunSource::Live,
+            &crate::analysis::portability::tests::results(),
+            &[],
+            &|_| true,
+        );
+        let html = render(&report(), &m, None).unwrap();
+        assert!(html.contains("Dtype matrix of"), "{html}");
+        assert!(html.contains("default-src 'none'"), "{html}");
+        assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing fetched: {html}");
+        insta::assert_snapshot!("html", html);
+    }
+
+    #[test]
+    fn an_empty_run_renders() {
+        let rep =
+            crate::analysis::build(&crate::analysis::portability::tests::run_summary(), &[], &[], &Default::default());
+        let m = crate::analysis::dtypes::build(0, crate::model::RunSource::Live, &[], &[], &|_| true);
+        let html = render(&rep, &m, None).unwrap();
+        assert!(html.contains("No results to report.") && html.contains("No dtype results."), "{html}");
+    }
+}
