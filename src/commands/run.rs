@@ -13,8 +13,8 @@ use anyhow::{Result, bail};
 
 use super::output::{UsageError, command_line, now, plural};
 use super::report::print_portability;
-use super::select::check_label;
 use super::resume::{self, pending_cases};
+use super::select::check_label;
 use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};

@@ -4,6 +4,9 @@
 //! Everything is parsed and checked before the store is touched; the store then writes all
 //! runs of one import in one transaction ([`crate::store::Store::import_runs`]).
 
+pub mod causes;
+#[cfg(test)]
+mod classify_tests;
 pub mod paper;
 pub mod pytest_json;
 pub mod suite;

@@ -64,6 +64,9 @@ pub enum TestOutcome {
     Xfailed,
     /// Passed although expected to fail.
     Xpassed,
+    /// A failed attempt that pytest-rerunfailures ran again; the test's last entry with the
+    /// same nodeid holds the final outcome.
+    Rerun,
 }
 
 /// One stage of a test: setup, call or teardown.

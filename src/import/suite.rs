@@ -183,7 +183,8 @@ impl Suite<'_> {
             .or_else(|| longrepr.as_deref().and_then(last_error_line))
             .unwrap_or_else(|| format!("pytest reported `{}` without a message", outcome_word(t.outcome)));
         let (error_type, message) = split_exception(&text);
-        Failure { text, error_type, message, traceback: longrepr, stage: stage_name }
+        let causes = longrepr.as_deref().map(super::causes::causes).unwrap_or_default();
+        Failure { text, error_type, message, traceback: longrepr, stage: stage_name, causes }
     }
 
     /// Builds the run: functions and cases in the report's order (then timing-only tests in
@@ -209,11 +210,23 @@ impl Suite<'_> {
             // A timing key belongs to the last test with that file and name: the timing file
             // kept the last one when two classes share a test name.
             let mut owner: HashMap<String, usize> = HashMap::new();
-            for (i, t) in report.tests.iter().enumerate() {
+            for (i, t) in report.tests.iter().enumerate().filter(|(_, t)| t.outcome != TestOutcome::Rerun) {
                 owner.insert(format!("{}:{}", basename(t.file()), t.name()), i);
             }
-            let collided = report.tests.len() - owner.len();
+            let attempts = report.tests.iter().filter(|t| t.outcome != TestOutcome::Rerun).count();
+            let collided = attempts - owner.len();
+            // pytest-rerunfailures: failed attempts (`rerun`) precede the test's final entry.
+            let mut reruns: HashMap<&str, Rerun> = HashMap::new();
             for (i, t) in report.tests.iter().enumerate() {
+                if t.outcome == TestOutcome::Rerun {
+                    let r = reruns.entry(t.nodeid.as_str()).or_default();
+                    r.count += 1;
+                    if r.first.is_none() {
+                        r.first = Some(self.failure(t).text);
+                    }
+                    continue;
+                }
+                let rerun = reruns.remove(t.nodeid.as_str());
                 let placed = self.place_test(t);
                 let tkey = format!("{}:{}", basename(t.file()), t.name());
                 let merged = if owner.get(&tkey) == Some(&i) {
@@ -222,7 +235,7 @@ impl Suite<'_> {
                 } else {
                     Merged::default()
                 };
-                let mut r = self.result_of(t, &placed, merged, &finished_at);
+                let mut r = self.result_of(t, &placed, merged, &finished_at, rerun.as_ref());
                 r.case_key = placed.key.clone();
                 b.add(self, &placed, ImportedSpec { nodeid: Some(t.nodeid.clone()), timing_key: None }, r);
             }
@@ -301,7 +314,14 @@ impl Suite<'_> {
         RunData { uid: None, info, origin, functions: b.functions, cases: b.cases, devices, results }
     }
 
-    fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {
+    fn result_of(
+        &self,
+        t: &PytestTest,
+        placed: &Placed,
+        merged: Merged,
+        finished_at: &str,
+        rerun: Option<&Rerun>,
+    ) -> CaseResult {
         let wall_ms = merged.test_time_s.or_else(|| t.call.as_ref().and_then(|c| c.duration)).map_or(0.0, |s| s * 1e3);
         let skip_why = t.skipped_stage().and_then(|s| s.longrepr_text()).map(|l| skip_reason(&l));
         let failure = matches!(t.outcome, TestOutcome::Failed | TestOutcome::Error).then(|| self.failure(t));
@@ -312,7 +332,11 @@ impl Suite<'_> {
                 message: &f.message,
                 stage: f.stage,
                 harness_bugs: self.harness_bugs,
+                causes: &f.causes,
             }),
+            (None, TestOutcome::Passed) if let Some(r) = rerun => {
+                TestEnding::Flaky { reruns: r.count, first: r.first.as_deref() }
+            }
             (None, TestOutcome::Xfailed) => TestEnding::ExpectedFailure,
             (None, TestOutcome::Skipped) => TestEnding::Skipped(skip_why.as_deref()),
             (None, _) => TestEnding::Passed,
@@ -331,12 +355,20 @@ impl Suite<'_> {
     }
 }
 
+/// The failed attempts pytest-rerunfailures made before a test's final entry.
+#[derive(Default)]
+struct Rerun {
+    count: usize,
+    first: Option<String>,
+}
+
 struct Failure {
     text: String,
     error_type: Option<String>,
     message: String,
     traceback: Option<String>,
     stage: &'static str,
+    causes: Vec<String>,
 }
 
 /// Accumulates functions, cases and results in first-seen order.
@@ -408,6 +440,7 @@ fn outcome_word(o: TestOutcome) -> &'static str {
         TestOutcome::Error => "error",
         TestOutcome::Xfailed => "xfailed",
         TestOutcome::Xpassed => "xpassed",
+        TestOutcome::Rerun => "rerun",
     }
 }
 
