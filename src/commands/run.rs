@@ -13,8 +13,8 @@ use anyhow::{Result, bail};
 
 use super::output::{UsageError, command_line, now, plural};
 use super::report::print_portability;
-use super::resume::{self, pending_cases};
 use super::select::check_label;
+use super::resume::{self, pending_cases};
 use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};
@@ -24,7 +24,7 @@ use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
 use crate::runner::{self, Ending, RunConfig};
-use crate::store::{Location, Store, StoreError};
+use crate::store::Store;
 use crate::worker::protocol::Timing;
 use crate::workspace;
 
@@ -187,30 +187,6 @@ fn warn_contention(store: &Store, run_id: i64) -> Result<()> {
     Ok(())
 }
 
-/// `e`, and when it says the store `db` stayed unreachable ([`StoreError::is_unreachable`]: the
-/// PostgreSQL server went away longer than the store reconnects), what that means for run
-/// `run_id` and how to finish it (`resume_hint`; a campaign's shard can also be run again).
-fn store_gone(
-    e: anyhow::Error,
-    db: &Location,
-    run_id: i64,
-    resume_hint: &str,
-    campaign: Option<String>,
-) -> anyhow::Error {
-    let gone = e.chain().any(|c| c.downcast_ref::<StoreError>().is_some_and(StoreError::is_unreachable));
-    if !gone {
-        return e;
-    }
-    let shard = match campaign {
-        Some(c) => format!(" (or run the same shard of campaign `{c}` again: it continues this run)"),
-        None => String::new(),
-    };
-    e.context(format!(
-        "{db}: run {run_id} stopped: the store is unreachable. Every case it finished before is stored; once the server \
-         is back, finish the run with {resume_hint}{shard}"
-    ))
-}
-
 /// `mlport run`.
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let db = args.db.db.clone();
@@ -314,7 +290,6 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 crate::fault::point("after-create-run");
                 let NewRun { plan, info, .. } = *new;
                 let lock = folders.lock_run(id)?;
-                store.claim_run(id)?;
                 (id, plan.cases, info, devices, lock)
             }
         };
@@ -347,14 +322,11 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     );
     let started = Instant::now();
     let mut progress = Progress::new(pending, per_fw);
-    let resume_hint = format!("`mlport run --resume {run_id} --db {db}`");
-    // Read now: once the store is unreachable it can no longer be asked.
-    let campaign = store.run(run_id)?.origin.campaign;
-    let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
-        .map_err(|e| store_gone(e, &db, run_id, &resume_hint, campaign))?;
+    let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)?;
     progress.finish();
     drop(lock); // the run's cases are done with (reports below only read)
     let elapsed = started.elapsed();
+    let resume_hint = format!("`mlport run --resume {run_id} --db {db}`");
     match ending {
         Ending::Interrupted => {
             store.finish_run(run_id, RunState::Interrupted)?;
