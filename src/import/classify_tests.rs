@@ -17,6 +17,7 @@ fn run_of(json: &str) -> RunData {
         timings: &[],
         namer: &namer,
         harness_bugs: &[],
+        group_by: &crate::import::group::GroupBy::File,
     };
     suite.convert(crate::import::blank_info(Framework::Numpy, "test"), RunOrigin::default())
 }

@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::group::{self, GroupBy};
 use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
 use super::timings::{self, Merged, TimingEntry, TimingFile};
 use crate::model::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
@@ -48,6 +49,8 @@ pub struct Suite<'a> {
     /// harness, not of the framework (the paper's `partial_timed()` timer bug): such failures
     /// are `harness_error` ([`crate::outcome::imported`]).
     pub harness_bugs: &'a [&'a str],
+    /// How report tests are grouped into functions ([`GroupBy::File`] for the paper).
+    pub group_by: &'a GroupBy,
 }
 
 /// Which device a test ran for within the run.
@@ -63,6 +66,10 @@ struct Placed {
     case_id: String,
     file: String,
     role: Role,
+    /// The function under `--group-by` (none: the file's).
+    group: Option<String>,
+    /// The dtype the test's parametrization names.
+    dtype: Option<crate::model::Dtype>,
 }
 
 /// The class-name suffix and lowercase name token PyTorch's device-type tests use for `device`.
@@ -111,6 +118,13 @@ impl Suite<'_> {
 
     /// Places a report test: a CPU copy, a device copy (both normalised) or a plain test.
     fn place_test(&self, t: &PytestTest) -> Placed {
+        let mut placed = self.place_test_key(t);
+        placed.group = group::function_of(self.group_by, t);
+        placed.dtype = group::dtype_of(&t.nodeid);
+        placed
+    }
+
+    fn place_test_key(&self, t: &PytestTest) -> Placed {
         let file = t.file().to_string();
         let name = t.name();
         let class = t.class();
@@ -119,7 +133,7 @@ impl Suite<'_> {
                 Some(c) => format!("{file}::{c}::{name}"),
                 None => format!("{file}::{name}"),
             };
-            Placed { key, case_id: name.to_string(), file: file.clone(), role: Role::Device }
+            Placed { key, case_id: name.to_string(), file: file.clone(), role: Role::Device, group: None, dtype: None }
         };
         let Some((suffix, token)) = self.tokens() else { return plain() };
         let Some(class) = class else { return plain() };
@@ -127,7 +141,7 @@ impl Suite<'_> {
             if let (Some(base), Some(norm)) =
                 (class.strip_suffix(sfx).filter(|b| !b.is_empty()), normalise_name(name, tok))
             {
-                return Placed { key: format!("{file}::{base}::{norm}"), case_id: norm, file: file.clone(), role };
+                return Placed { key: format!("{file}::{base}::{norm}"), case_id: norm, file: file.clone(), role, group: None, dtype: None };
             }
         }
         plain()
@@ -151,12 +165,14 @@ impl Suite<'_> {
                     case_id: name.to_string(),
                     file: file.clone(),
                     role: Role::Device,
+                    group: None,
+                    dtype: None,
                 };
                 if let Some((_, token)) = self.tokens() {
                     if let Some(norm) = normalise_name(name, "cpu").filter(|n| twins.contains(&(e.file(), n.clone()))) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Reference };
+                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Reference, group: None, dtype: None };
                     } else if let Some(norm) = normalise_name(name, &token) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Device };
+                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Device, group: None, dtype: None };
                     }
                 }
                 (*e, placed)
@@ -385,7 +401,7 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, suite: &Suite<'_>, placed: &Placed, spec: ImportedSpec, result: CaseResult) {
-        let stem = function_stem(&placed.file);
+        let stem = placed.group.as_deref().unwrap_or_else(|| function_stem(&placed.file));
         let function = (suite.namer)(stem, &placed.file);
         if self.function_names.insert(function.name.clone()) {
             self.functions.push(function.clone());
@@ -396,7 +412,7 @@ impl Builder {
                 framework: suite.framework,
                 function: function.name,
                 case_id: placed.case_id.clone(),
-                dtype: None,
+                dtype: placed.dtype,
                 seed: 0,
                 spec: Spec::Imported(spec),
             });
@@ -544,6 +560,7 @@ mod tests {
             timings: std::slice::from_ref(&t),
             namer: &namer,
             harness_bugs: &[],
+            group_by: &GroupBy::File,
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let names: Vec<&str> = run.functions.iter().map(|f| f.name.as_str()).collect();
@@ -620,6 +637,7 @@ mod tests {
             timings: std::slice::from_ref(&t),
             namer: &namer,
             harness_bugs: &[],
+            group_by: &GroupBy::File,
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let got: Vec<(&str, &str)> = run.results.iter().map(|r| (r.case_key.as_str(), r.device.as_str())).collect();
