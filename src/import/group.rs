@@ -92,9 +92,7 @@ pub fn function_of(group: &GroupBy, test: &PytestTest) -> Option<String> {
         let name = bare_name(&test.nodeid);
         name.strip_prefix("test_").filter(|n| !n.is_empty()).unwrap_or(name).to_string()
     };
-    let meta = |key: &str| {
-        test.metadata.as_ref()?.get(key)?.as_str().filter(|s| !s.is_empty()).map(str::to_string)
-    };
+    let meta = |key: &str| test.metadata.as_ref()?.get(key)?.as_str().filter(|s| !s.is_empty()).map(str::to_string);
     match group {
         GroupBy::File => None,
         GroupBy::Test => Some(by_test()),

@@ -5,9 +5,9 @@
 //! runs of one import in one transaction ([`crate::store::Store::import_runs`]).
 
 pub mod causes;
-pub mod group;
 #[cfg(test)]
 mod classify_tests;
+pub mod group;
 pub mod paper;
 pub mod pytest_json;
 pub mod suite;

@@ -141,7 +141,14 @@ impl Suite<'_> {
             if let (Some(base), Some(norm)) =
                 (class.strip_suffix(sfx).filter(|b| !b.is_empty()), normalise_name(name, tok))
             {
-                return Placed { key: format!("{file}::{base}::{norm}"), case_id: norm, file: file.clone(), role, group: None, dtype: None };
+                return Placed {
+                    key: format!("{file}::{base}::{norm}"),
+                    case_id: norm,
+                    file: file.clone(),
+                    role,
+                    group: None,
+                    dtype: None,
+                };
             }
         }
         plain()
@@ -170,9 +177,23 @@ impl Suite<'_> {
                 };
                 if let Some((_, token)) = self.tokens() {
                     if let Some(norm) = normalise_name(name, "cpu").filter(|n| twins.contains(&(e.file(), n.clone()))) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Reference, group: None, dtype: None };
+                        placed = Placed {
+                            key: format!("{file}::{norm}"),
+                            case_id: norm,
+                            file,
+                            role: Role::Reference,
+                            group: None,
+                            dtype: None,
+                        };
                     } else if let Some(norm) = normalise_name(name, &token) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Device, group: None, dtype: None };
+                        placed = Placed {
+                            key: format!("{file}::{norm}"),
+                            case_id: norm,
+                            file,
+                            role: Role::Device,
+                            group: None,
+                            dtype: None,
+                        };
                     }
                 }
                 (*e, placed)
