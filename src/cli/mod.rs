@@ -271,6 +271,11 @@ pub struct ImportPytestJsonArgs {
     /// The machine the suite ran on (shown in reports).
     #[arg(long, value_name = "NAME")]
     pub machine: Option<String>,
+    /// How tests are grouped into functions: file, test, metadata:KEY or regex:PATTERN
+    /// (default: a `function`/`op`/`func` metadata key when the test has one, else the test
+    /// name without its parametrization).
+    #[arg(long, value_name = "HOW", default_value = "auto")]
+    pub group_by: crate::import::group::GroupBy,
     /// Format of the report printed after the import.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
@@ -311,6 +316,11 @@ pub struct PytestArgs {
     /// A name for the run, usable wherever a run id is.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// How tests are grouped into functions: file, test, metadata:KEY or regex:PATTERN
+    /// (default: a `function`/`op`/`func` metadata key when the test has one, else the test
+    /// name without its parametrization).
+    #[arg(long, value_name = "HOW", default_value = "auto")]
+    pub group_by: crate::import::group::GroupBy,
     /// Stop the whole suite after this many seconds (its process group is killed; nothing is imported).
     #[arg(long, value_name = "SECS", value_parser = values::positive)]
     pub timeout: Option<f64>,

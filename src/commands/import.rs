@@ -30,6 +30,7 @@ pub fn pytest_json(args: ImportPytestJsonArgs) -> Result<ExitStatus> {
         machine: args.machine.clone(),
         source: RunSource::ImportPytestJson,
         command_line: command_line(),
+        group_by: args.group_by.clone(),
     };
     let data = import::pytest_json_run(&spec)?;
     let mut store = workspace::open_store(&args.db.db)?;

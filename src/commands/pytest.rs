@@ -102,6 +102,7 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
         machine: Some(crate::sysinfo::host()),
         source: RunSource::Pytest,
         command_line: command_line(),
+        group_by: args.group_by.clone(),
     };
     let mut data = import::pytest_json_run(&spec)?;
     runner::machine_info(&mut data.info);

@@ -4,6 +4,10 @@
 //! Everything is parsed and checked before the store is touched; the store then writes all
 //! runs of one import in one transaction ([`crate::store::Store::import_runs`]).
 
+pub mod causes;
+#[cfg(test)]
+mod classify_tests;
+pub mod group;
 pub mod paper;
 pub mod pytest_json;
 pub mod suite;
@@ -127,6 +131,8 @@ pub struct PytestJsonImport {
     pub source: RunSource,
     /// The mlport command, recorded with the run.
     pub command_line: String,
+    /// How tests are grouped into functions (`--group-by`; default [`group::GroupBy::Auto`]).
+    pub group_by: group::GroupBy,
 }
 
 /// The function a test file stands for in a user's suite: its stem (`test_matmul.py` →
@@ -149,7 +155,14 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
         let file = t.nodeid.split("::").next().unwrap_or(&t.nodeid);
         files_of_stem.entry(suite::function_stem(file)).or_default().insert(file);
     }
+    let by_file = matches!(args.group_by, group::GroupBy::File);
     let namer = move |stem: &str, file: &str| {
+        if !by_file {
+            return FunctionRow {
+                note: Some(format!("tests grouped by {}", args.group_by)),
+                ..FunctionRow::new(framework, stem)
+            };
+        }
         if files_of_stem.get(stem).is_some_and(|files| files.len() > 1) {
             let path = file.strip_suffix(".py").unwrap_or(file).trim_start_matches("./");
             stem_function(framework, path, file)
@@ -164,6 +177,7 @@ pub fn pytest_json_run(args: &PytestJsonImport) -> Result<RunData, ImportError> 
         timings: &timings,
         namer: &namer,
         harness_bugs: &[],
+        group_by: &args.group_by,
     };
     let mut info = blank_info(framework, &args.command_line);
     describe_report(&mut info, &report);

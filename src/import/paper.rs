@@ -152,6 +152,7 @@ pub fn import_paper(dir: &Path, command_line: &str) -> Result<PaperImport, Impor
                 timings: sessions,
                 namer: &names,
                 harness_bugs: PAPER_HARNESS_BUGS,
+                group_by: &crate::import::group::GroupBy::File,
             };
             let mut info = blank_info(framework, command_line);
             info.host = g.machine().to_string();

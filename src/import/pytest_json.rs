@@ -46,6 +46,10 @@ pub struct PytestTest {
     pub call: Option<Stage>,
     /// Clean-up.
     pub teardown: Option<Stage>,
+    /// What the suite attached to the test (`json_metadata` fixture of pytest-json-report),
+    /// e.g. `{"function": "numpy.sin"}`; read by `--group-by metadata:KEY`.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A test's outcome as pytest reports it.
@@ -64,6 +68,9 @@ pub enum TestOutcome {
     Xfailed,
     /// Passed although expected to fail.
     Xpassed,
+    /// A failed attempt that pytest-rerunfailures ran again; the test's last entry with the
+    /// same nodeid holds the final outcome.
+    Rerun,
 }
 
 /// One stage of a test: setup, call or teardown.
@@ -91,6 +98,11 @@ pub struct Crash {
 }
 
 impl PytestTest {
+    /// The node id before its parametrization (`[...]`, which may itself hold `::`).
+    fn head(&self) -> &str {
+        self.nodeid.find('[').map_or(self.nodeid.as_str(), |i| &self.nodeid[..i])
+    }
+
     /// The file part of the node id (`src/x/Adamax_test.py`).
     pub fn file(&self) -> &str {
         self.nodeid.split("::").next().unwrap_or(&self.nodeid)
@@ -98,13 +110,16 @@ impl PytestTest {
 
     /// The class, when the test is a method (`TestOptimXLA`).
     pub fn class(&self) -> Option<&str> {
-        let parts: Vec<&str> = self.nodeid.split("::").collect();
+        let parts: Vec<&str> = self.head().split("::").collect();
         (parts.len() > 2).then(|| parts[parts.len() - 2])
     }
 
-    /// The test's own name, parameters included (`test_adamax_xla`, `test_x[a-b]`).
+    /// The test's own name, parameters included (`test_adamax_xla`, `test_x[a-b]`,
+    /// `test_x[a::b]`).
     pub fn name(&self) -> &str {
-        self.nodeid.rsplit("::").next().unwrap_or(&self.nodeid)
+        let head = self.head();
+        let start = head.rfind("::").map_or(0, |i| i + 2);
+        &self.nodeid[start..]
     }
 
     /// The first stage that failed, with its name, in the order setup, call, teardown.

@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::group::{self, GroupBy};
 use super::pytest_json::{PytestReport, PytestTest, TestOutcome, skip_reason};
 use super::timings::{self, Merged, TimingEntry, TimingFile};
 use crate::model::{CaseResult, CaseRow, DeviceInfo, FunctionRow, RunData, RunInfo, RunOrigin};
@@ -48,6 +49,8 @@ pub struct Suite<'a> {
     /// harness, not of the framework (the paper's `partial_timed()` timer bug): such failures
     /// are `harness_error` ([`crate::outcome::imported`]).
     pub harness_bugs: &'a [&'a str],
+    /// How report tests are grouped into functions ([`GroupBy::File`] for the paper).
+    pub group_by: &'a GroupBy,
 }
 
 /// Which device a test ran for within the run.
@@ -63,6 +66,10 @@ struct Placed {
     case_id: String,
     file: String,
     role: Role,
+    /// The function under `--group-by` (none: the file's).
+    group: Option<String>,
+    /// The dtype the test's parametrization names.
+    dtype: Option<crate::model::Dtype>,
 }
 
 /// The class-name suffix and lowercase name token PyTorch's device-type tests use for `device`.
@@ -111,6 +118,13 @@ impl Suite<'_> {
 
     /// Places a report test: a CPU copy, a device copy (both normalised) or a plain test.
     fn place_test(&self, t: &PytestTest) -> Placed {
+        let mut placed = self.place_test_key(t);
+        placed.group = group::function_of(self.group_by, t);
+        placed.dtype = group::dtype_of(&t.nodeid);
+        placed
+    }
+
+    fn place_test_key(&self, t: &PytestTest) -> Placed {
         let file = t.file().to_string();
         let name = t.name();
         let class = t.class();
@@ -119,7 +133,7 @@ impl Suite<'_> {
                 Some(c) => format!("{file}::{c}::{name}"),
                 None => format!("{file}::{name}"),
             };
-            Placed { key, case_id: name.to_string(), file: file.clone(), role: Role::Device }
+            Placed { key, case_id: name.to_string(), file: file.clone(), role: Role::Device, group: None, dtype: None }
         };
         let Some((suffix, token)) = self.tokens() else { return plain() };
         let Some(class) = class else { return plain() };
@@ -127,7 +141,14 @@ impl Suite<'_> {
             if let (Some(base), Some(norm)) =
                 (class.strip_suffix(sfx).filter(|b| !b.is_empty()), normalise_name(name, tok))
             {
-                return Placed { key: format!("{file}::{base}::{norm}"), case_id: norm, file: file.clone(), role };
+                return Placed {
+                    key: format!("{file}::{base}::{norm}"),
+                    case_id: norm,
+                    file: file.clone(),
+                    role,
+                    group: None,
+                    dtype: None,
+                };
             }
         }
         plain()
@@ -151,12 +172,28 @@ impl Suite<'_> {
                     case_id: name.to_string(),
                     file: file.clone(),
                     role: Role::Device,
+                    group: None,
+                    dtype: None,
                 };
                 if let Some((_, token)) = self.tokens() {
                     if let Some(norm) = normalise_name(name, "cpu").filter(|n| twins.contains(&(e.file(), n.clone()))) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Reference };
+                        placed = Placed {
+                            key: format!("{file}::{norm}"),
+                            case_id: norm,
+                            file,
+                            role: Role::Reference,
+                            group: None,
+                            dtype: None,
+                        };
                     } else if let Some(norm) = normalise_name(name, &token) {
-                        placed = Placed { key: format!("{file}::{norm}"), case_id: norm, file, role: Role::Device };
+                        placed = Placed {
+                            key: format!("{file}::{norm}"),
+                            case_id: norm,
+                            file,
+                            role: Role::Device,
+                            group: None,
+                            dtype: None,
+                        };
                     }
                 }
                 (*e, placed)
@@ -183,7 +220,8 @@ impl Suite<'_> {
             .or_else(|| longrepr.as_deref().and_then(last_error_line))
             .unwrap_or_else(|| format!("pytest reported `{}` without a message", outcome_word(t.outcome)));
         let (error_type, message) = split_exception(&text);
-        Failure { text, error_type, message, traceback: longrepr, stage: stage_name }
+        let causes = longrepr.as_deref().map(super::causes::causes).unwrap_or_default();
+        Failure { text, error_type, message, traceback: longrepr, stage: stage_name, causes }
     }
 
     /// Builds the run: functions and cases in the report's order (then timing-only tests in
@@ -209,11 +247,23 @@ impl Suite<'_> {
             // A timing key belongs to the last test with that file and name: the timing file
             // kept the last one when two classes share a test name.
             let mut owner: HashMap<String, usize> = HashMap::new();
-            for (i, t) in report.tests.iter().enumerate() {
+            for (i, t) in report.tests.iter().enumerate().filter(|(_, t)| t.outcome != TestOutcome::Rerun) {
                 owner.insert(format!("{}:{}", basename(t.file()), t.name()), i);
             }
-            let collided = report.tests.len() - owner.len();
+            let attempts = report.tests.iter().filter(|t| t.outcome != TestOutcome::Rerun).count();
+            let collided = attempts - owner.len();
+            // pytest-rerunfailures: failed attempts (`rerun`) precede the test's final entry.
+            let mut reruns: HashMap<&str, Rerun> = HashMap::new();
             for (i, t) in report.tests.iter().enumerate() {
+                if t.outcome == TestOutcome::Rerun {
+                    let r = reruns.entry(t.nodeid.as_str()).or_default();
+                    r.count += 1;
+                    if r.first.is_none() {
+                        r.first = Some(self.failure(t).text);
+                    }
+                    continue;
+                }
+                let rerun = reruns.remove(t.nodeid.as_str());
                 let placed = self.place_test(t);
                 let tkey = format!("{}:{}", basename(t.file()), t.name());
                 let merged = if owner.get(&tkey) == Some(&i) {
@@ -222,7 +272,7 @@ impl Suite<'_> {
                 } else {
                     Merged::default()
                 };
-                let mut r = self.result_of(t, &placed, merged, &finished_at);
+                let mut r = self.result_of(t, &placed, merged, &finished_at, rerun.as_ref());
                 r.case_key = placed.key.clone();
                 b.add(self, &placed, ImportedSpec { nodeid: Some(t.nodeid.clone()), timing_key: None }, r);
             }
@@ -301,7 +351,14 @@ impl Suite<'_> {
         RunData { uid: None, info, origin, functions: b.functions, cases: b.cases, devices, results }
     }
 
-    fn result_of(&self, t: &PytestTest, placed: &Placed, merged: Merged, finished_at: &str) -> CaseResult {
+    fn result_of(
+        &self,
+        t: &PytestTest,
+        placed: &Placed,
+        merged: Merged,
+        finished_at: &str,
+        rerun: Option<&Rerun>,
+    ) -> CaseResult {
         let wall_ms = merged.test_time_s.or_else(|| t.call.as_ref().and_then(|c| c.duration)).map_or(0.0, |s| s * 1e3);
         let skip_why = t.skipped_stage().and_then(|s| s.longrepr_text()).map(|l| skip_reason(&l));
         let failure = matches!(t.outcome, TestOutcome::Failed | TestOutcome::Error).then(|| self.failure(t));
@@ -312,7 +369,11 @@ impl Suite<'_> {
                 message: &f.message,
                 stage: f.stage,
                 harness_bugs: self.harness_bugs,
+                causes: &f.causes,
             }),
+            (None, TestOutcome::Passed) if let Some(r) = rerun => {
+                TestEnding::Flaky { reruns: r.count, first: r.first.as_deref() }
+            }
             (None, TestOutcome::Xfailed) => TestEnding::ExpectedFailure,
             (None, TestOutcome::Skipped) => TestEnding::Skipped(skip_why.as_deref()),
             (None, _) => TestEnding::Passed,
@@ -331,12 +392,20 @@ impl Suite<'_> {
     }
 }
 
+/// The failed attempts pytest-rerunfailures made before a test's final entry.
+#[derive(Default)]
+struct Rerun {
+    count: usize,
+    first: Option<String>,
+}
+
 struct Failure {
     text: String,
     error_type: Option<String>,
     message: String,
     traceback: Option<String>,
     stage: &'static str,
+    causes: Vec<String>,
 }
 
 /// Accumulates functions, cases and results in first-seen order.
@@ -353,7 +422,7 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, suite: &Suite<'_>, placed: &Placed, spec: ImportedSpec, result: CaseResult) {
-        let stem = function_stem(&placed.file);
+        let stem = placed.group.as_deref().unwrap_or_else(|| function_stem(&placed.file));
         let function = (suite.namer)(stem, &placed.file);
         if self.function_names.insert(function.name.clone()) {
             self.functions.push(function.clone());
@@ -364,7 +433,7 @@ impl Builder {
                 framework: suite.framework,
                 function: function.name,
                 case_id: placed.case_id.clone(),
-                dtype: None,
+                dtype: placed.dtype,
                 seed: 0,
                 spec: Spec::Imported(spec),
             });
@@ -408,6 +477,7 @@ fn outcome_word(o: TestOutcome) -> &'static str {
         TestOutcome::Error => "error",
         TestOutcome::Xfailed => "xfailed",
         TestOutcome::Xpassed => "xpassed",
+        TestOutcome::Rerun => "rerun",
     }
 }
 
@@ -511,6 +581,7 @@ mod tests {
             timings: std::slice::from_ref(&t),
             namer: &namer,
             harness_bugs: &[],
+            group_by: &GroupBy::File,
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let names: Vec<&str> = run.functions.iter().map(|f| f.name.as_str()).collect();
@@ -587,6 +658,7 @@ mod tests {
             timings: std::slice::from_ref(&t),
             namer: &namer,
             harness_bugs: &[],
+            group_by: &GroupBy::File,
         };
         let run = suite.convert(crate::import::blank_info(Framework::Torch, "test"), RunOrigin::default());
         let got: Vec<(&str, &str)> = run.results.iter().map(|r| (r.case_key.as_str(), r.device.as_str())).collect();

@@ -19,6 +19,14 @@ pub enum TestEnding<'a> {
     Unknown(&'a str),
     /// `failed` or `error`.
     Failed(TestFailure<'a>),
+    /// Failed, then passed when pytest-rerunfailures ran it again within the same session
+    /// (`reruns` failed attempts; `first` the first attempt's crash line).
+    Flaky {
+        /// How many attempts failed before the one that passed.
+        reruns: usize,
+        /// The first failed attempt's crash line, when it had one.
+        first: Option<&'a str>,
+    },
 }
 
 /// A failed (or errored) test, as its report tells it.
@@ -35,6 +43,10 @@ pub struct TestFailure<'a> {
     /// Phrases of `text` that mark a bug of the suite's own harness (the paper's
     /// `partial_timed()` timer bug).
     pub harness_bugs: &'a [&'a str],
+    /// The other exceptions printed with the failure (`Type: message` lines of an
+    /// `ExceptionGroup`'s members and of a chain's earlier links), in order; each is classified
+    /// by the same rules and the most specific reason wins.
+    pub causes: &'a [String],
 }
 
 /// The outcome of an imported test of `framework`:
@@ -52,37 +64,176 @@ pub fn imported(framework: Framework, ending: &TestEnding<'_>) -> Decision {
         TestEnding::Skipped(why) => Decision::with(Outcome::Skip, None, why.unwrap_or("skipped")),
         TestEnding::ExpectedFailure => Decision::with(Outcome::Skip, None, "expected to fail (xfail)"),
         TestEnding::Unknown(why) => Decision::with(Outcome::Skip, None, *why),
-        TestEnding::Failed(f) => {
-            let (outcome, reason) = failure(framework, f);
-            Decision::with(outcome, Some(reason), f.message)
-        }
+        TestEnding::Failed(f) => failed(framework, f),
+        TestEnding::Flaky { reruns, first } => Decision::with(
+            Outcome::Fail,
+            Some(Reason::HarnessError),
+            &format!("flaky: passed after {reruns} failed attempt(s); first: {}", first.unwrap_or("no message")),
+        ),
     }
 }
 
-fn failure(framework: Framework, f: &TestFailure<'_>) -> (Outcome, Reason) {
-    if f.harness_bugs.iter().any(|p| f.text.contains(p)) {
+/// A failed test: the test framework's own complaints first (Hypothesis' `Flaky`,
+/// `FlakyFailure` and unreliable timings ⇒ `harness_error` with a `flaky: ` message; its
+/// `FailedHealthCheck`, `DeadlineExceeded`, `Unsatisfiable`, pytest's fixture-lookup and
+/// collection errors ⇒ `harness_error`), then the crash line and each of `causes` by
+/// [`one`], keeping the most specific reason: a framework's own reason (`dtype_unsupported`,
+/// `not_implemented`, ...) over an assertion's (`wrong_result`, `dtype_changed`) over
+/// `harness_error` over `other`; on a tie, the first found.
+fn failed(framework: Framework, f: &TestFailure<'_>) -> Decision {
+    let flaky = |t: Option<&str>, text: &str| {
+        let last = t.map(|t| t.rsplit('.').next().unwrap_or(t));
+        matches!(last, Some("Flaky" | "FlakyFailure" | "FlakyStrategyDefinition"))
+            || text.contains("Unreliable test timings")
+    };
+    if flaky(f.error_type, f.text) {
+        return Decision::with(Outcome::Fail, Some(Reason::HarnessError), &format!("flaky: {}", f.message));
+    }
+    let mut best = one(framework, f, f.error_type, f.message, f.text);
+    for cause in f.causes {
+        let (ty, msg) = split_type(cause);
+        if flaky(ty, cause) {
+            continue;
+        }
+        let candidate = one(framework, f, ty, msg, cause);
+        if rank(candidate.1) > rank(best.1) {
+            best = candidate;
+        }
+    }
+    Decision::with(best.0, Some(best.1), f.message)
+}
+
+fn rank(r: Reason) -> u8 {
+    match r {
+        Reason::Other => 0,
+        Reason::HarnessError => 1,
+        Reason::WrongResult | Reason::DtypeChanged => 2,
+        _ => 3,
+    }
+}
+
+/// `pkg.Type: message` as type and message; a line without a dotted identifier before its
+/// colon has no type.
+fn split_type(text: &str) -> (Option<&str>, &str) {
+    if let Some((ty, msg)) = text.split_once(':') {
+        let ident = |s: &str| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if !ty.is_empty() && ty.split('.').all(ident) {
+            return (Some(ty), msg.trim_start());
+        }
+    }
+    (None, text)
+}
+
+/// Errors of the test framework itself, not of the code under test.
+fn is_framework_error(error_type: Option<&str>, message: &str) -> bool {
+    let last = error_type.map(|t| t.rsplit('.').next().unwrap_or(t));
+    matches!(
+        last,
+        Some("FailedHealthCheck" | "DeadlineExceeded" | "Unsatisfiable" | "FixtureLookupError" | "CollectError")
+    ) || (message.contains("fixture '") && message.contains("not found"))
+        || error_type.is_some_and(|t| t.starts_with("hypothesis.errors."))
+}
+
+/// One exception line's outcome and reason.
+fn one(
+    framework: Framework,
+    f: &TestFailure<'_>,
+    error_type: Option<&str>,
+    message: &str,
+    text: &str,
+) -> (Outcome, Reason) {
+    if f.harness_bugs.iter().any(|p| text.contains(p)) || is_framework_error(error_type, message) {
         return (Outcome::Fail, Reason::HarnessError);
     }
-    if f.error_type == Some("Failed") && f.message.starts_with("Timeout") {
+    if is_dtype_assertion(error_type, message) {
+        return (Outcome::Fail, Reason::DtypeChanged);
+    }
+    if is_value_assertion(error_type, message) {
+        return (Outcome::Fail, Reason::WrongResult);
+    }
+    if error_type == Some("Failed") && message.starts_with("Timeout") {
         // pytest-timeout: `Failed: Timeout >1020.0s`.
         return (Outcome::Timeout, Reason::Timeout);
     }
-    if is_mismatch(f.error_type, f.message) {
+    if is_mismatch(error_type, message) {
         return (Outcome::Fail, Reason::WrongResult);
     }
     let phase = if f.stage == "call" { "first_call" } else { f.stage };
-    let report = ErrorReport {
-        error_type: f.error_type.unwrap_or(""),
-        message: f.message,
-        phase,
-        harness: false,
-        compiled: false,
-    };
+    let report = ErrorReport { error_type: error_type.unwrap_or(""), message, phase, harness: false, compiled: false };
     let reason = match classify(framework, &report) {
         Reason::HarnessError => Reason::NotImplemented,
         r => r,
     };
     (Outcome::Fail, reason)
+}
+
+/// Names of dtypes as frameworks print them (`float16`, `torch.bfloat16`, `dtype('int64')`,
+/// `<dtype: 'float32'>`).
+const DTYPE_NAMES: [&str; 17] = [
+    "bfloat16",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "float8",
+    "half",
+];
+
+/// An assertion about dtypes ⇒ `dtype_changed`: pytest's rewritten `assert out.dtype == ...`
+/// (`assert dtype('float64') == dtype('float16')`, `assert torch.float32 == torch.bfloat16`),
+/// unittest's `'float32' != 'float16'` when both sides name dtypes, and messages that say
+/// `dtype` mismatch (`dtypes do not match`, `dtype mismatch`). Only the message's first line
+/// is read (pytest's `+  where ...` lines follow it).
+fn is_dtype_assertion(error_type: Option<&str>, message: &str) -> bool {
+    let ty = error_type.map(|t| t.rsplit('.').next().unwrap_or(t));
+    if !matches!(ty, None | Some("AssertionError")) {
+        return false;
+    }
+    let first = message.lines().next().unwrap_or("").to_ascii_lowercase();
+    if (first.contains("dtype") || first.contains("dtypes"))
+        && (first.contains("mismatch")
+            || first.contains("do not match")
+            || first.contains("==")
+            || first.contains("!="))
+    {
+        return true;
+    }
+    let body = first.strip_prefix("assert ").unwrap_or(&first);
+    let sides: Vec<&str> = body.split(" == ").flat_map(|s| s.split(" != ")).collect();
+    sides.len() == 2 && sides.iter().all(|s| names_dtype(s))
+}
+
+fn names_dtype(side: &str) -> bool {
+    let t = side.trim().trim_matches(|c: char| "'\"<>() ".contains(c));
+    let t = t.rsplit(['.', ' ', '\'', '(']).next().unwrap_or(t).trim_matches(|c: char| "'\")".contains(c));
+    DTYPE_NAMES.contains(&t)
+}
+
+/// An assertion that compared values and found them apart ⇒ `wrong_result`: pytest's rewritten
+/// `assert 3.0 == 4.0` (with or without `AssertionError:`), `assert x < y`, unittest's
+/// `3 != 4`, `allclose`/`array_equal` asserts.
+fn is_value_assertion(error_type: Option<&str>, message: &str) -> bool {
+    let ty = error_type.map(|t| t.rsplit('.').next().unwrap_or(t));
+    if !matches!(ty, None | Some("AssertionError")) {
+        return false;
+    }
+    let first = message.lines().next().unwrap_or("");
+    let compares =
+        [" == ", " != ", " < ", " > ", " <= ", " >= ", "allclose", "array_equal"].iter().any(|c| first.contains(c));
+    compares && (first.starts_with("assert ") || ty.is_some())
 }
 
 /// A test assertion that compared numbers and found them apart ⇒ `wrong_result`:
@@ -116,7 +267,14 @@ mod tests {
     use super::*;
 
     fn failed<'a>(text: &'a str, error_type: Option<&'a str>, message: &'a str) -> TestEnding<'a> {
-        TestEnding::Failed(TestFailure { text, error_type, message, stage: "call", harness_bugs: &["partial_timed()"] })
+        TestEnding::Failed(TestFailure {
+            text,
+            error_type,
+            message,
+            stage: "call",
+            harness_bugs: &["partial_timed()"],
+            causes: &[],
+        })
     }
 
     fn reason(ending: TestEnding<'_>) -> (Outcome, Option<Reason>) {
@@ -183,6 +341,7 @@ mod tests {
             message: "partial_timed() oops",
             stage: "call",
             harness_bugs: &[],
+            causes: &[],
         });
         assert_eq!(reason(no_hook), (Outcome::Fail, Some(Reason::Other)), "without the phrase, no harness bug");
     }
