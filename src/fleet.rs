@@ -232,7 +232,7 @@ pub fn existing_shard<'r>(
 
 /// The switches of `mlport run` that change a run's results without changing its plan, as
 /// (flag, value as the flag spells it) in a fixed order: `--device`, `--modes`, `--threads`,
-/// `--budget-ms`, `--target-spread`, `--timeout`, `--reference`, `--jax-x64`. `None` for a run
+/// `--budget-ms`, `--target-spread`, `--timeout`, `--quick`, `--reference`, `--jax-x64`. `None` for a run
 /// that did not record them (stored before schema 10, or imported).
 pub fn switches(info: &RunInfo) -> Option<Vec<(&'static str, String)>> {
     let s = info.switches.as_ref()?;
@@ -249,6 +249,7 @@ pub fn switches(info: &RunInfo) -> Option<Vec<(&'static str, String)>> {
         ("--budget-ms", s.budget_ms.to_string()),
         ("--target-spread", s.target_spread.to_string()),
         ("--timeout", s.timeout_s.to_string()),
+        ("--quick", if s.quick { "on" } else { "off" }.to_string()),
         ("--reference", info.reference_device.to_string()),
         ("--jax-x64", if info.jax_x64 { "on" } else { "off" }.to_string()),
     ])
@@ -439,6 +440,8 @@ mod tests {
             budget_ms: 100.0,
             target_spread: 0.05,
             timeout_s: 60.0,
+            quick: false,
+            jobs: None,
         });
         f(&mut r.info);
         r

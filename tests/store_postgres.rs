@@ -48,6 +48,8 @@ fn info(host: &str) -> RunInfo {
             budget_ms: 0.25,
             target_spread: 0.05,
             timeout_s: 60.0,
+            quick: false,
+            jobs: None,
         }),
     }
 }

@@ -469,6 +469,17 @@ pub struct RunArgs {
     /// with the run, per framework.
     #[arg(long, value_name = "N", value_parser = values::threads)]
     pub threads: Option<u32>,
+    /// Workers at once, each pinned (sched_setaffinity) to its own cores with its frameworks'
+    /// host threads set to their number; the plan runs longest case first. Default: as many as
+    /// fit, the cores this process may use ÷ --threads (1 when unset). `--jobs 1` without
+    /// --threads is the serial run, unpinned, at each framework's default threads.
+    #[arg(long, env = "MLPORT_JOBS", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Portability only: every case called once plus its first call, compared, classified and
+    /// stored, with no steady-state timing (for CI gates and first looks); reports say
+    /// timings are absent.
+    #[arg(long)]
+    pub quick: bool,
     /// Run JAX with `jax_enable_x64` on (64-bit int64/float64/complex128 arrays). Off by
     /// default, as JAX ships: an int64 or float64 case then runs at int32/float32, as a JAX
     /// user's code would. Recorded with the run; `--resume` and `repro` use the run's setting.

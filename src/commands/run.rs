@@ -23,6 +23,7 @@ use crate::model::{CaseRow, Framework, RunInfo, RunOrigin, RunSource, RunState, 
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
+use crate::runner::schedule::{self, Layout};
 use crate::runner::{self, Ending, RunConfig};
 use crate::store::{Location, Store, StoreError};
 use crate::worker::protocol::Timing;
@@ -75,7 +76,7 @@ pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue> {
 
 /// A fresh plan from the catalogue and the selection on the command line, cut to the run's
 /// shard when it has one (which may hold no function of the plan).
-fn new_start(args: &RunArgs, placement: Option<&Placement>) -> Result<Start> {
+fn new_start(args: &RunArgs, placement: Option<&Placement>, layout: &Layout) -> Result<Start> {
     let catalogue = load_catalogue(args.catalogue.as_deref())?;
     let sel = Selection {
         frameworks: values::dedup(&args.frameworks),
@@ -113,21 +114,33 @@ fn new_start(args: &RunArgs, placement: Option<&Placement>) -> Result<Start> {
         .collect();
     let mut info = new_run_info(versions, args.seed, args.reference.clone());
     info.jax_x64 = args.jax_x64;
-    info.switches = Some(switches(args));
+    info.switches = Some(switches(args, layout));
     Ok(Start::New(Box::new(NewRun { plan, info, origin })))
 }
 
-/// The switches on the command line that change results without changing the plan.
-fn switches(args: &RunArgs) -> RunSwitches {
+/// The switches on the command line that change results without changing the plan; the
+/// threads are the lanes' (`--threads`, or each lane's core count under `--jobs`).
+fn switches(args: &RunArgs, layout: &Layout) -> RunSwitches {
     let modes = values::modes(&args.modes);
     RunSwitches {
         devices: (!args.devices.is_empty()).then(|| values::targets(&args.devices, &modes)),
         modes,
-        threads: args.threads,
+        threads: layout.threads,
         budget_ms: args.budget_ms,
         target_spread: args.target_spread,
         timeout_s: args.timeout,
+        quick: args.quick,
+        jobs: args.jobs.map(|n| n as u32),
     }
+}
+
+/// The lanes of the run: `--jobs` and `--threads` on the cores this process may use
+/// ([`schedule::layout`]).
+///
+/// Errors: a usage error when they ask for more cores than there are.
+fn lanes(args: &RunArgs) -> Result<Layout> {
+    let cores = schedule::available_cores();
+    schedule::layout(&cores, args.jobs, args.threads).map_err(|e| UsageError(e).into())
 }
 
 /// Creates the new run (state `running`) with its plan: cases and float64 references in one
@@ -215,6 +228,7 @@ fn store_gone(
 pub fn run(args: RunArgs) -> Result<ExitStatus> {
     // --format html is a report of `mlport report` only: refused before any work.
     super::output::format_of(args.format)?;
+    let layout = lanes(&args)?;
     let db = args.db.db.clone();
     let folders = workspace::RunFolders::new(&db, args.outputs.outputs.as_deref());
     let modes = values::modes(&args.modes);
@@ -246,7 +260,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                         Ok(usage) => UsageError(usage.to_string()).into(),
                         Err(e) => e,
                     })?;
-            let start = new_start(&args, placement.as_ref())?;
+            let start = new_start(&args, placement.as_ref(), &layout)?;
             let mut store = workspace::open_store(&db)?;
             let runs = match &start {
                 Start::New(new) if new.origin.campaign.is_some() => {
@@ -327,8 +341,13 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         devices,
         modes,
         case_timeout: Duration::from_secs_f64(args.timeout),
-        timing: Timing { budget_ms: args.budget_ms, target_spread: args.target_spread, ..Timing::default() },
-        threads: args.threads,
+        timing: Timing {
+            budget_ms: args.budget_ms,
+            target_spread: args.target_spread,
+            steady: !args.quick,
+            ..Timing::default()
+        },
+        threads: layout.threads,
         jax_x64: info.jax_x64,
         ..RunConfig::default()
     };
@@ -352,8 +371,24 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let resume_hint = format!("`mlport run --resume {run_id} --db {db}`");
     // Read now: once the store is unreachable it can no longer be asked.
     let campaign = store.run(run_id)?.origin.campaign;
-    let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
-        .map_err(|e| store_gone(e, &db, run_id, &resume_hint, campaign))?;
+    if layout.jobs() > 1 {
+        let sets: Vec<String> = layout.sets.iter().map(|s| schedule::describe(s)).collect();
+        eprintln!(
+            "mlport: {} workers at once, pinned to cores {} ({} each)",
+            layout.jobs(),
+            sets.join(" | "),
+            plural(layout.threads.unwrap_or(1) as usize, "thread")
+        );
+    }
+    if args.quick {
+        eprintln!("mlport: --quick: portability only, no steady-state timing (timings are absent from this run)");
+    }
+    let ending = if layout.jobs() > 1 {
+        runner::execute_parallel(&mut store, run_id, &cases, &mut info, &cfg, &layout, &mut progress, interrupted)
+    } else {
+        runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
+    }
+    .map_err(|e| store_gone(e, &db, run_id, &resume_hint, campaign))?;
     progress.finish();
     drop(lock); // the run's cases are done with (reports below only read)
     let elapsed = started.elapsed();

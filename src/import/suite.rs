@@ -319,6 +319,7 @@ impl Suite<'_> {
                     block_sizes: Vec::new(),
                     compiles: None,
                     graph_breaks: None,
+                    steady_stop: None,
                     runqueue_wait_ns: None,
                     steady_wall_ns: None,
                     outputs: serde_json::Value::Null,

@@ -54,6 +54,43 @@ impl CaseRow {
     }
 }
 
+/// What ended a case's steady state (protocol 8, `steady_stop`): the timing knew enough, or
+/// ran out of time or blocks ([`crate::worker::protocol::Timing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SteadyStop {
+    /// The blocks' IQR/median, or the 95% bootstrap interval of their median over the median,
+    /// fell under `target_spread` (with `min_blocks` taken and `min_time_ms` spent).
+    Precision,
+    /// `budget_ms` was spent first.
+    Budget,
+    /// `max_blocks` were taken first.
+    MaxBlocks,
+}
+
+impl SteadyStop {
+    /// `precision`, `budget`, `max_blocks`: the stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SteadyStop::Precision => "precision",
+            SteadyStop::Budget => "budget",
+            SteadyStop::MaxBlocks => "max_blocks",
+        }
+    }
+}
+
+impl std::str::FromStr for SteadyStop {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "precision" => Ok(SteadyStop::Precision),
+            "budget" => Ok(SteadyStop::Budget),
+            "max_blocks" => Ok(SteadyStop::MaxBlocks),
+            other => Err(format!("unknown steady-state stop `{other}`")),
+        }
+    }
+}
+
 /// How one case ended on one device. Crash and timeout are outcomes, not errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -97,6 +134,10 @@ pub struct CaseResult {
     /// schema version 9.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_breaks: Option<u64>,
+    /// What ended the steady state; `None` without one (failures, `--quick`, imports, results
+    /// stored before schema 11).
+    #[serde(default)]
+    pub steady_stop: Option<SteadyStop>,
     /// Time the worker's threads waited for a CPU (runnable, not running) during the steady
     /// state, ns, summed over threads (Linux schedstat run delay). `None` for imports, kernels
     /// without schedstat, cases that failed before their steady state, and stores older than
@@ -158,6 +199,7 @@ impl CaseResult {
             first_call_ns: None,
             compiles: None,
             graph_breaks: None,
+            steady_stop: None,
             runqueue_wait_ns: None,
             steady_wall_ns: None,
             samples_ns: Vec::new(),

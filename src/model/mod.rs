@@ -14,7 +14,7 @@ mod run;
 mod spec;
 mod target;
 
-pub use case::{CaseResult, CaseRow, FunctionRow};
+pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop};
 pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};

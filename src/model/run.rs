@@ -99,6 +99,14 @@ pub struct RunSwitches {
     pub target_spread: f64,
     /// `--timeout`: seconds a case may run before it is a timeout.
     pub timeout_s: f64,
+    /// `--quick`: portability only, no steady-state timing (each case called once, plus its
+    /// first call); false for runs stored before it existed.
+    #[serde(default)]
+    pub quick: bool,
+    /// `--jobs`: workers at once, each pinned to its own cores; `None` for runs stored before
+    /// it existed (one at a time). Changes no result: not compared between shards.
+    #[serde(default)]
+    pub jobs: Option<u32>,
 }
 
 /// What a run stored before `jax_x64` was recorded ran with: JAX's 64-bit mode on.
@@ -265,9 +273,8 @@ impl std::str::FromStr for Shard {
     type Err = String;
     /// `INDEX/COUNT` with `0 <= INDEX < COUNT`, e.g. `0/4`.
     fn from_str(s: &str) -> Result<Shard, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("`{s}` is not INDEX/COUNT (e.g. `0/4`, the first of 4 shards)"))?;
+        let (i, n) =
+            s.split_once('/').ok_or_else(|| format!("`{s}` is not INDEX/COUNT (e.g. `0/4`, the first of 4 shards)"))?;
         let number = |part: &str, what: &str| {
             part.trim().parse::<u32>().map_err(|_| {
                 format!("`{part}` in `{s}` is not a shard {what}: INDEX/COUNT takes whole numbers (e.g. `0/4`)")

@@ -1,7 +1,10 @@
 //! The managed Python environment: a virtual environment under the cache folder with
 //! the frameworks pinned by `python/requirements.lock` (embedded), or the user's own
 //! interpreter (`--python`). A framework that fails to install is recorded by name and
-//! the others still run.
+//! the others still run. Packages are installed with uv when it can be had, else pip
+//! ([`installer`]).
+
+pub mod installer;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -83,7 +86,7 @@ pub fn env_dir() -> PathBuf {
     cache_dir().join("envs").join(format!("py-{}", &lock_hash()[..12]))
 }
 
-fn venv_python(dir: &Path) -> PathBuf {
+pub(crate) fn venv_python(dir: &Path) -> PathBuf {
     if cfg!(windows) { dir.join("Scripts").join("python.exe") } else { dir.join("bin").join("python") }
 }
 
@@ -237,28 +240,32 @@ fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, S
             bail!("`{base} -m venv {}` failed:\n{tail}", dir.display());
         }
     }
-    let pip = |pkgs: &[&str]| {
-        let mut c = Command::new(&python);
-        c.args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", "-c"])
-            .arg(&lock_path)
-            .args(pkgs);
-        c
-    };
+    let installer = pick_installer(&base, &pb, &log)?;
+    let pip = |pkgs: &[&str]| installer::install_command(&installer, &python, &lock_path, pkgs);
     let mut wanted: Vec<Framework> = frameworks.to_vec();
     if !wanted.contains(&Framework::Numpy) {
         wanted.insert(0, Framework::Numpy);
     }
     let all: Vec<&str> = wanted.iter().flat_map(|f| packages_for(*f).iter().copied()).collect();
-    let what = format!("pip install {} (about 3 GB of wheels on first use: 1–3 min)", all.join(" "));
+    let what = format!("{} install {} (about 3 GB of wheels on first use: 1–3 min)", installer.name(), all.join(" "));
     pb.set_message(what.clone());
-    let (ok, _) = run_logged(&mut pip(&all), &what, &pb, &log)?;
+    let (mut ok, _) = run_logged(&mut pip(&all), &what, &pb, &log)?;
+    if !ok && installer != installer::Installer::Pip {
+        // uv refused what pip may take (a resolver difference, an index quirk): pip once more.
+        let what = format!("pip install {} (uv failed; see the log)", all.join(" "));
+        pb.set_message(what.clone());
+        let pip_all = installer::install_command(&installer::Installer::Pip, &python, &lock_path, &all);
+        ok = run_logged(&mut { pip_all }, &what, &pb, &log)?.0;
+    }
     let mut failed = BTreeMap::new();
     if !ok {
         // Install framework by framework so one failure does not cost the others.
         for fw in &wanted {
             let what = format!("pip install {} (retrying alone)", packages_for(*fw).join(" "));
             pb.set_message(what.clone());
-            let (ok, tail) = run_logged(&mut pip(packages_for(*fw)), &what, &pb, &log)?;
+            let mut alone =
+                installer::install_command(&installer::Installer::Pip, &python, &lock_path, packages_for(*fw));
+            let (ok, tail) = run_logged(&mut alone, &what, &pb, &log)?;
             if !ok {
                 failed.insert(*fw, tail);
             }
@@ -272,6 +279,22 @@ fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, S
         bail!("numpy failed to install into {}; see {}", dir.display(), log.display());
     }
     Ok(failed)
+}
+
+/// The installer for this environment ([`installer::choose`] with `MLPORT_INSTALLER`), uv
+/// bootstrapped under the cache folder when needed; a fallback to pip is logged in `log`.
+///
+/// Errors: `MLPORT_INSTALLER` is not `auto`/`uv`/`pip`, or it is `uv` and uv cannot be had.
+fn pick_installer(base: &str, pb: &ProgressBar, log: &Path) -> Result<installer::Installer> {
+    let pref = installer::Preference::from_env(std::env::var("MLPORT_INSTALLER").ok().as_deref())?;
+    pb.set_message(format!("getting uv {} (pip install uv)", installer::UV_VERSION));
+    let (chosen, fell_back) = installer::choose(pref, || installer::bootstrap_uv(base, &cache_dir()))?;
+    if let Some(why) = fell_back {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        writeln!(f, "mlport: uv could not be installed, using pip: {why}")?;
+    }
+    Ok(chosen)
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ pub fn execute_case(
             r.block_sizes = reply.block_sizes;
             r.runqueue_wait_ns = reply.runqueue_wait_ns;
             r.steady_wall_ns = reply.steady_wall_ns;
+            r.steady_stop = reply.steady_stop;
             r.outputs = reply.outputs;
             r.compiles = compiles;
             r.graph_breaks = graph_breaks;

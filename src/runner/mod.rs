@@ -6,10 +6,13 @@
 
 mod case;
 mod events;
+mod lanes;
 pub mod reference;
+pub mod schedule;
 
 pub use case::execute_case;
 pub use events::{Event, EventSink, NullSink};
+pub use lanes::execute_parallel;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{CaseRow, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo, Target};
+use crate::model::{CaseResult, CaseRow, DeviceInfo, Framework, FrameworkInfo, Mode, Outcome, RunInfo, Target};
 use crate::store::Store;
 use crate::worker::protocol::{OwnIoError, Timing};
 use crate::worker::{self, Failure, Worker, WorkerSpec};
@@ -140,79 +143,18 @@ pub fn execute(
                 continue;
             }
         };
-        let h = &probe.hello;
-        info.python_version = h.python.clone();
-        info.python_executable = h.python_executable.clone();
-        let fwinfo = FrameworkInfo {
-            version: h.framework_version.clone(),
-            import_error: h.import_error.as_ref().map(|e| format!("{}: {}", e.error_type, e.message)),
-            packages: h.packages.clone(),
-            threads: h.threads,
-            settings: h.settings.clone(),
-        };
-        info.frameworks.insert(fw, fwinfo.clone());
-        store.update_run_info(run_id, info)?;
-        if let Some(err) = fwinfo.import_error {
+        let Some(targets) = framework_ready(store, run_id, info, cfg, fw, &probe.hello, sink)? else {
             probe.shutdown();
-            sink.event(&Event::FrameworkFailed { framework: fw, error: err });
             continue;
-        }
-        // Devices: those asked for (absent ones are unavailable), or all it reports.
-        let reported: Vec<(Target, String)> = h
-            .devices
-            .iter()
-            .filter(|d| d.available)
-            .filter_map(|d| {
-                d.device
-                    .parse::<Target>()
-                    .ok()
-                    .map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
-            })
-            .collect();
-        let wanted: Vec<Target> = match &cfg.devices {
-            Some(list) => list.clone(),
-            None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
         };
-        let mut infos = Vec::new();
-        for d in &wanted {
-            match reported.iter().find(|(r, _)| *r == d.base()) {
-                Some(_) if fw.lacks_mode(d.mode()).is_some() => {
-                    infos.push(DeviceInfo {
-                        framework: fw,
-                        device: d.clone(),
-                        available: false,
-                        detail: fw.lacks_mode(d.mode()).unwrap_or_default(),
-                    });
-                    sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
-                }
-                Some((_, detail)) => {
-                    infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
-                }
-                None => {
-                    infos.push(DeviceInfo {
-                        framework: fw,
-                        device: d.clone(),
-                        available: false,
-                        detail: format!("{fw} reports no {d} on this machine"),
-                    });
-                    sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
-                }
-            }
-        }
-        store.record_devices(run_id, &infos)?;
-        sink.event(&Event::FrameworkReady {
-            framework: fw,
-            version: h.framework_version.clone().unwrap_or_default(),
-            devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
-        });
         let mut probe = Some(probe);
-        if !infos.iter().any(|i| i.available && i.device == Target::cpu()) {
+        if !targets.contains(&Target::cpu()) {
             // Only compiled (or other) targets: the eager probe would sit idle, holding memory.
             if let Some(p) = probe.take() {
                 p.shutdown();
             }
         }
-        for d in infos.iter().filter(|i| i.available).map(|i| i.device.clone()) {
+        for d in targets {
             let done = store.done_keys(run_id, &d)?;
             // A case whose catalogue `modes` leave this target's mode out is not planned on it.
             let pending: Vec<&CaseRow> =
@@ -230,11 +172,93 @@ pub fn execute(
             p.shutdown();
         }
     }
+    finish(store, run_id, info, cfg)
+}
+
+/// The closing pass of a run whose frameworks were all visited: comparisons with the reference
+/// device, and the run's compiler caches removed (214 MB of Inductor's for the built-in
+/// catalogue; an interrupted run keeps them for its resumption).
+fn finish(store: &mut Store, run_id: i64, info: &RunInfo, cfg: &RunConfig) -> Result<Ending> {
     crate::agreement::check_run(store, run_id, &info.reference_device)?;
-    // The compilers' caches served this run only (214 MB of Inductor's for the built-in
-    // catalogue); an interrupted run keeps them for its resumption.
     let _ = std::fs::remove_dir_all(cfg.run_dir.join("compile-cache"));
     Ok(Ending::Finished)
+}
+
+/// Records what a framework's first worker said (`h`, its hello): versions, threads and
+/// settings in the run's info, and each target asked for (or reported) with its availability.
+/// Returns the available targets, or `None` when the framework failed to import (recorded).
+///
+/// Errors: the store's.
+fn framework_ready(
+    store: &mut Store,
+    run_id: i64,
+    info: &mut RunInfo,
+    cfg: &RunConfig,
+    fw: Framework,
+    h: &crate::worker::protocol::Hello,
+    sink: &mut dyn EventSink,
+) -> Result<Option<Vec<Target>>> {
+    info.python_version = h.python.clone();
+    info.python_executable = h.python_executable.clone();
+    let fwinfo = FrameworkInfo {
+        version: h.framework_version.clone(),
+        import_error: h.import_error.as_ref().map(|e| format!("{}: {}", e.error_type, e.message)),
+        packages: h.packages.clone(),
+        threads: h.threads,
+        settings: h.settings.clone(),
+    };
+    info.frameworks.insert(fw, fwinfo.clone());
+    store.update_run_info(run_id, info)?;
+    if let Some(err) = fwinfo.import_error {
+        sink.event(&Event::FrameworkFailed { framework: fw, error: err });
+        return Ok(None);
+    }
+    // Devices: those asked for (absent ones are unavailable), or all it reports.
+    let reported: Vec<(Target, String)> = h
+        .devices
+        .iter()
+        .filter(|d| d.available)
+        .filter_map(|d| {
+            d.device.parse::<Target>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
+        })
+        .collect();
+    let wanted: Vec<Target> = match &cfg.devices {
+        Some(list) => list.clone(),
+        None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
+    };
+    let mut infos = Vec::new();
+    for d in &wanted {
+        match reported.iter().find(|(r, _)| *r == d.base()) {
+            Some(_) if fw.lacks_mode(d.mode()).is_some() => {
+                infos.push(DeviceInfo {
+                    framework: fw,
+                    device: d.clone(),
+                    available: false,
+                    detail: fw.lacks_mode(d.mode()).unwrap_or_default(),
+                });
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+            }
+            Some((_, detail)) => {
+                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
+            }
+            None => {
+                infos.push(DeviceInfo {
+                    framework: fw,
+                    device: d.clone(),
+                    available: false,
+                    detail: format!("{fw} reports no {d} on this machine"),
+                });
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+            }
+        }
+    }
+    store.record_devices(run_id, &infos)?;
+    sink.event(&Event::FrameworkReady {
+        framework: fw,
+        version: h.framework_version.clone().unwrap_or_default(),
+        devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
+    });
+    Ok(Some(infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect()))
 }
 
 /// A worker's environment: `--threads`, `--jax-x64` for JAX, and for compiled targets a torch Inductor cache in the
@@ -281,65 +305,110 @@ fn run_device(
     let mut worker = worker;
     for case in pending {
         sink.event(&Event::CaseStarted { case });
-        // A crash is confirmed on a fresh worker before it is recorded: a worker can die
-        // just after answering (a thread the previous case left, closed descriptors), and
-        // that death belongs to no case. The second attempt's result is recorded.
-        let mut attempt = 0;
-        let mut first_crash: Option<String> = None;
-        let mut result = loop {
-            attempt += 1;
-            if worker.as_mut().is_some_and(|w| !w.is_ready()) {
-                worker = None; // died or spoke out of turn between cases: not this case's doing
+        let mut restarted =
+            || sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
+        let mut result = match attempt_case(&mut worker, spec, case, &out_dir, cfg, interrupted, &mut restarted) {
+            Attempted::Done(r) => *r,
+            Attempted::Interrupted => return Ok(Ending::Interrupted),
+            Attempted::OwnIo(error) => return Ok(Ending::OwnIoFailed { case_key: case.key.clone(), error }),
+            Attempted::Lost(why) => {
+                sink.event(&Event::WorkerLost { framework: spec.framework, device: spec.device.clone(), why });
+                return Ok(Ending::Finished);
             }
-            if worker.is_none() {
-                match worker::spawn(spec, cfg.start_timeout, interrupted) {
-                    Ok(w) => worker = Some(w),
-                    Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
-                    Err(f) => {
-                        sink.event(&Event::WorkerLost {
-                            framework: spec.framework,
-                            device: spec.device.clone(),
-                            why: describe_start_failure(&f),
-                        });
-                        return Ok(Ending::Finished);
-                    }
-                }
-            }
-            let w = worker.as_mut().expect("worker started above");
-            let (result, keep) = match execute_case(w, case, &spec.device, &out_dir, cfg, false, interrupted) {
-                Ok(done) => done,
-                Err(error) => return Ok(Ending::OwnIoFailed { case_key: case.key.clone(), error }),
-            };
-            let Some(result) = result else { return Ok(Ending::Interrupted) };
-            if !keep {
-                worker = None; // killed on timeout or crash: a fresh one for what comes next
-                sink.event(&Event::WorkerRestarted { framework: spec.framework, device: spec.device.clone() });
-            }
-            if result.outcome == Outcome::Crash && attempt == 1 && crate::outcome::retry_crash(result.reason) {
-                first_crash = result.message.clone();
-                continue;
-            }
-            break result;
         };
-        if let (Some(crash), true) = (first_crash, result.outcome != Outcome::Crash) {
-            let note = format!("the first attempt's worker died ({crash}); this is the result on a fresh worker");
-            result.stderr_tail = Some(match result.stderr_tail.take() {
-                Some(t) => format!("{note}\n{t}"),
-                None => note,
-            });
-        }
-        store.record_result(run_id, &result)?;
-        // Compared with its float64 reference at once, so that progress shows a wrong result
-        // as it happens; the comparison with the reference device comes in the closing pass.
-        if let Some(wrong) = checker.check_float64(store, run_id, case, &result)? {
-            wrong.apply(&mut result);
-        }
-        sink.event(&Event::CaseFinished { case, result: &result });
+        commit(store, run_id, case, &mut result, checker, sink)?;
     }
     if let Some(w) = worker {
         w.shutdown();
     }
     Ok(Ending::Finished)
+}
+
+/// Commits a case's result to the store, compares it with its float64 reference at once (so
+/// that progress shows a wrong result as it happens; the comparison with the reference device
+/// comes in the closing pass) and reports it.
+///
+/// Errors: the store's.
+fn commit(
+    store: &mut Store,
+    run_id: i64,
+    case: &CaseRow,
+    result: &mut CaseResult,
+    checker: &crate::agreement::Checker,
+    sink: &mut dyn EventSink,
+) -> Result<()> {
+    store.record_result(run_id, result)?;
+    if let Some(wrong) = checker.check_float64(store, run_id, case, result)? {
+        wrong.apply(result);
+    }
+    sink.event(&Event::CaseFinished { case, result });
+    Ok(())
+}
+
+/// How one case's attempt on a (possibly new) worker ended.
+pub(crate) enum Attempted {
+    /// The case's result, to record.
+    Done(Box<CaseResult>),
+    /// Ctrl-C: the case stays pending.
+    Interrupted,
+    /// mlport's own file I/O failed: the case stays pending and the run stops.
+    OwnIo(OwnIoError),
+    /// No worker could be started for it: why (the target's remaining cases stay pending).
+    Lost(String),
+}
+
+/// Runs `case` on `worker`, starting one from `spec` when there is none (or it died between
+/// cases), and leaves in `worker` the one to use next (`None` after a kill). A crash is
+/// confirmed on a fresh worker before it is recorded: a worker can die just after answering (a
+/// thread the previous case left, closed descriptors), and that death belongs to no case. The
+/// second attempt's result is the one returned. `restarted` is called for each worker killed.
+pub(crate) fn attempt_case(
+    worker: &mut Option<Worker>,
+    spec: &WorkerSpec,
+    case: &CaseRow,
+    out_dir: &std::path::Path,
+    cfg: &RunConfig,
+    interrupted: &AtomicBool,
+    restarted: &mut dyn FnMut(),
+) -> Attempted {
+    let mut attempt = 0;
+    let mut first_crash: Option<String> = None;
+    let mut result = loop {
+        attempt += 1;
+        if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+            *worker = None; // died or spoke out of turn between cases: not this case's doing
+        }
+        if worker.is_none() {
+            match worker::spawn(spec, cfg.start_timeout, interrupted) {
+                Ok(w) => *worker = Some(w),
+                Err(Failure::Interrupted) => return Attempted::Interrupted,
+                Err(f) => return Attempted::Lost(describe_start_failure(&f)),
+            }
+        }
+        let w = worker.as_mut().expect("worker started above");
+        let (result, keep) = match execute_case(w, case, &spec.device, out_dir, cfg, false, interrupted) {
+            Ok(done) => done,
+            Err(error) => return Attempted::OwnIo(error),
+        };
+        let Some(result) = result else { return Attempted::Interrupted };
+        if !keep {
+            *worker = None; // killed on timeout or crash: a fresh one for what comes next
+            restarted();
+        }
+        if result.outcome == Outcome::Crash && attempt == 1 && crate::outcome::retry_crash(result.reason) {
+            first_crash = result.message.clone();
+            continue;
+        }
+        break result;
+    };
+    if let (Some(crash), true) = (first_crash, result.outcome != Outcome::Crash) {
+        let note = format!("the first attempt's worker died ({crash}); this is the result on a fresh worker");
+        result.stderr_tail = Some(match result.stderr_tail.take() {
+            Some(t) => format!("{note}\n{t}"),
+            None => note,
+        });
+    }
+    Attempted::Done(Box::new(result))
 }
 
 /// Fills the parts of [`RunInfo`] that describe this machine.

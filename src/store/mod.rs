@@ -6,6 +6,7 @@ mod agreement;
 mod claim;
 mod conn;
 mod error;
+mod history;
 pub mod location;
 mod open;
 mod postgres;

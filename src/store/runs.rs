@@ -314,7 +314,8 @@ impl Store {
                  r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
                  r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles, \
                  r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, \
-                 EXISTS (SELECT 1 FROM comparisons m WHERE m.result_id = r.id AND m.verdict <> 'incomparable') \
+                 EXISTS (SELECT 1 FROM comparisons m WHERE m.result_id = r.id AND m.verdict <> 'incomparable'), \
+                 r.steady_stop \
                  FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
                  WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
                 params![run],
@@ -341,6 +342,7 @@ impl Store {
                         runqueue_wait_ns: row.get(30)?,
                         steady_wall_ns: row.get(31)?,
                         graph_breaks: row.get(32)?,
+                        steady_stop: parse_opt(row, 34)?,
                         samples_ns: samples.remove(&id).unwrap_or_default(),
                         block_sizes: calls.remove(&id).unwrap_or_default(),
                     };
@@ -532,11 +534,11 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
 }
 
-/// The upsert of a result (`$1..$19`), returning its id: run by both engines.
+/// The upsert of a result (`$1..$20`), returning its id: run by both engines.
 const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
      traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
-     runqueue_wait_ns, steady_wall_ns, graph_breaks) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+     runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
      ON CONFLICT (case_id, device) DO UPDATE SET \
      outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
      message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
@@ -544,20 +546,20 @@ const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outco
      first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
      outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles, \
      runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns, \
-     graph_breaks = excluded.graph_breaks \
+     graph_breaks = excluded.graph_breaks, steady_stop = excluded.steady_stop \
      RETURNING id";
 
 /// PostgreSQL: a result and its samples in one statement (so one round trip, and atomic on its
 /// own): the result's upsert, the samples beyond the new count deleted (a replaced result may
-/// have had more), and the new samples — `$21` (ns) and `$22` (calls per sample) as `BIGINT[]`,
-/// numbered from 0 — inserted or replacing those at the same index. `$20` is the sample count.
+/// have had more), and the new samples — `$22` (ns) and `$23` (calls per sample) as `BIGINT[]`,
+/// numbered from 0 — inserted or replacing those at the same index. `$21` is the sample count.
 static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH r AS ({RESULT_UPSERT}), \
-         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $20) \
+         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $21) \
          INSERT INTO samples (result_id, idx, ns, calls) \
          SELECT r.id, s.idx - 1, s.ns, s.calls FROM r, \
-         unnest($21::bigint[], $22::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
+         unnest($22::bigint[], $23::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
          ON CONFLICT (result_id, idx) DO UPDATE SET ns = excluded.ns, calls = excluded.calls"
     )
 });
@@ -594,7 +596,8 @@ fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResul
         compiles,
         runqueue_wait,
         steady_wall,
-        graph_breaks
+        graph_breaks,
+        r.steady_stop.map(|x| x.as_str())
     ]
     .to_vec();
     if tx.dialect() == Dialect::Postgres {
@@ -860,6 +863,8 @@ pub(super) mod tests {
                 budget_ms: 0.25,
                 target_spread: 0.05,
                 timeout_s: 60.0,
+                quick: false,
+                jobs: Some(2),
             }),
         }
     }

@@ -8,7 +8,7 @@ pub mod pipes;
 pub mod process;
 pub mod protocol;
 
-pub use process::{Failure, Worker, WorkerSpec, install_scripts, spawn, thread_env};
+pub use process::{CPUS_VAR, Failure, Worker, WorkerSpec, install_scripts, pinned_env, spawn, thread_env};
 
 use sha2::{Digest, Sha256};
 

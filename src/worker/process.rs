@@ -65,6 +65,30 @@ pub fn thread_env(n: u32) -> Vec<(String, String)> {
     env
 }
 
+/// The environment variable that carries a worker's cores (`0,1`): the supervisor pins itself
+/// to them before it starts the worker, which inherits them with every thread it starts.
+pub const CPUS_VAR: &str = "MLPORT_CPUS";
+
+/// The environment that pins a worker to `cores` and sets its host threads to their number
+/// ([`thread_env`]): what `mlport run --jobs` gives each lane's workers.
+pub fn pinned_env(cores: &[usize]) -> Vec<(String, String)> {
+    let mut env = thread_env(cores.len() as u32);
+    let list: Vec<String> = cores.iter().map(usize::to_string).collect();
+    env.push((CPUS_VAR.to_string(), list.join(",")));
+    env
+}
+
+/// The cores `env` pins a worker to ([`CPUS_VAR`]); `None` when it is not pinned or the value
+/// does not parse.
+fn pinned_cores(env: &[(String, String)]) -> Option<nix::sched::CpuSet> {
+    let (_, list) = env.iter().rev().find(|(k, _)| k == CPUS_VAR)?;
+    let mut set = nix::sched::CpuSet::new();
+    for c in list.split(',') {
+        set.set(c.trim().parse().ok()?).ok()?;
+    }
+    Some(set)
+}
+
 /// How a request ended when the worker did not answer normally.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
@@ -185,6 +209,11 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
             });
         }
     };
+    if let Some(set) = pinned_cores(&spec.env) {
+        // The supervisor also pins itself from the environment before it forks the worker, so
+        // that no thread of the worker can start before the pinning.
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(child.id() as i32), &set);
+    }
     let lines = pipes::read_lines(child.stdout.take().expect("piped stdout"));
     let tail = pipes::read_stderr(child.stderr.take().expect("piped stderr"));
     let mut w = Worker {

@@ -35,6 +35,19 @@ pub struct Timing {
     pub min_time_ms: f64,
     /// Stop once this many ms have passed since the warm-up began (and `min_blocks` are taken).
     pub budget_ms: f64,
+    /// False for `mlport run --quick`: after the first call the case is called once more,
+    /// untimed, and no steady state is taken (no samples). Sent only when false, so requests
+    /// of a timed run read as before.
+    #[serde(default = "steady_default", skip_serializing_if = "is_steady")]
+    pub steady: bool,
+}
+
+fn steady_default() -> bool {
+    true
+}
+
+fn is_steady(steady: &bool) -> bool {
+    *steady
 }
 
 impl Default for Timing {
@@ -50,6 +63,7 @@ impl Default for Timing {
             target_spread: 0.05,
             min_time_ms: 20.0,
             budget_ms: 100.0,
+            steady: true,
         }
     }
 }
@@ -278,6 +292,11 @@ pub struct RunReply {
     /// Wall time of the steady state over which `runqueue_wait_ns` was taken, ns (protocol 5).
     #[serde(default)]
     pub steady_wall_ns: Option<u64>,
+    /// What ended the steady state: `precision` (the blocks' spread, or the bootstrap interval
+    /// of their median, under `target_spread`), `budget` or `max_blocks` ([`Timing`]); absent
+    /// when there was none (a failure, a reference, `--quick`).
+    #[serde(default)]
+    pub steady_stop: Option<crate::model::SteadyStop>,
     /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
     /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
     /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.

@@ -159,6 +159,11 @@ def main():
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != core:
         os._exit(70)  # the core died before it could be watched
+    # `mlport run --jobs`: the lane's cores, set before the fork so the worker and every thread
+    # it starts inherit them (the core pins this process too, right after spawning it).
+    cpus = os.environ.get("MLPORT_CPUS")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     worker = os.fork()
     if worker == 0:
         try:

@@ -252,12 +252,19 @@ def run_case(adapter, req):
             phase = "steady"
             out = None  # the first call's output is saved: let its memory go before timing
             try:
+                if not timing.get("steady", True):
+                    # `mlport run --quick`: one call after the first (a second call is where a
+                    # compiled case recompiles), untimed; no steady state.
+                    adapter.synchronize(call())
+                    raise _Quick()
                 wait0, wall0 = runqueue_wait_ns(), time.perf_counter_ns()
-                result["samples_ns"], result["block_sizes"] = blocked(call, adapter, timing)
+                result["samples_ns"], result["block_sizes"], result["steady_stop"] = blocked(call, adapter, timing)
                 wait1, wall1 = runqueue_wait_ns(), time.perf_counter_ns()
                 if wait0 is not None and wait1 is not None:
                     result["runqueue_wait_ns"] = max(0, wait1 - wait0)
                     result["steady_wall_ns"] = wall1 - wall0
+            except _Quick:
+                pass
             except Exception as e:
                 raise CaseError("steady", e, harness=is_harness_error(e, case_filename))
             finally:
@@ -284,6 +291,25 @@ def run_case(adapter, req):
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, False)
         return result
+
+
+class _Quick(Exception):
+    """Ends a quick case's second call without a steady state."""
+
+
+def _median_interval_width(values, resamples=200, seed=0):
+    """Width of the 95% percentile-bootstrap interval of the median of values, over that median
+    (Efron & Tibshirani 1993, ch. 13; `resamples` resamples with a fixed seed, so the stop is
+    reproducible). NumPy, which every worker imports."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    med = float(np.median(v))
+    if med <= 0:
+        return float("inf")
+    idx = np.random.default_rng(seed).integers(0, len(v), size=(resamples, len(v)))
+    lo, hi = np.percentile(np.median(v[idx], axis=1), [2.5, 97.5])
+    return float(hi - lo) / med
 
 
 def _spread(values):
@@ -330,11 +356,15 @@ def blocked(call, adapter, timing):
     block lasts at least min_block_ms, so the timer's own cost (~100 ns against >= 1 ms) is
     negligible; then blocks of that size until IQR/median of the per-call times falls under
     target_spread with at least min_blocks taken and min_time_ms spent in blocks (so a short
-    burst of interference cannot pass for a steady state), or budget_ms (counted from the
-    warm-up) is spent with min_blocks taken, or max_blocks are taken. The garbage collector
+    burst of interference cannot pass for a steady state), or the 95% bootstrap interval of their
+    median is narrower than target_spread of it (with the same minimums: the median is known well
+    enough), or budget_ms (counted from the warm-up) is spent with min_blocks taken, or max_blocks
+    are taken. The third value says which ended it: "precision" (spread or interval), "budget" or
+    "max_blocks". The garbage collector
     is off meanwhile (as in timeit). Each block: N calls back to back,
     then ONE synchronisation on the last output (the device's queue runs in order, so this
-    waits for all N), timed with perf_counter_ns. Returns (ns per call per block, block sizes)."""
+    waits for all N), timed with perf_counter_ns. Returns (ns per call per block, block sizes,
+    why it stopped)."""
     clock = time.perf_counter_ns
     sync = adapter.synchronize
     # Python's garbage collector is off while timing, as timeit (and so torch's Timer) does:
@@ -388,16 +418,25 @@ def _blocked(call, sync, clock, timing):
         samples.append(took / number)
         if len(samples) >= 3 or clock() - start >= budget_ns:
             break
+    stop, next_check = "max_blocks", min_blocks
     while len(samples) < max_blocks:
         if len(samples) >= min_blocks:
             if clock() - start >= budget_ns:
+                stop = "budget"
                 break
             if measured >= min_time_ns and _spread(samples) < target:
+                stop = "precision"
                 break
+            # The bootstrap costs ~0.1-2 ms: checked at every block up to 20, then every tenth more.
+            if measured >= min_time_ns and len(samples) >= next_check:
+                next_check = len(samples) + max(1, len(samples) // 10)
+                if _median_interval_width(samples) < target:
+                    stop = "precision"
+                    break
         took = block(number)
         measured += took
         samples.append(took / number)
-    return [max(1, round(x)) for x in samples], [number] * len(samples)
+    return [max(1, round(x)) for x in samples], [number] * len(samples), stop
 
 
 def hello(adapter_or_error, framework, device, mode):
@@ -424,6 +463,9 @@ def hello(adapter_or_error, framework, device, mode):
         msg["packages"] = adapters.package_versions()
         msg["threads"] = a.threads()
         msg["settings"] = a.settings()
+        if os.environ.get("MLPORT_CPUS") and hasattr(os, "sched_getaffinity"):
+            # The cores the worker is pinned to (`mlport run --jobs`), as the kernel has them.
+            msg["settings"]["cpus"] = sorted(os.sched_getaffinity(0))
     return msg
 
 

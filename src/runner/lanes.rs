@@ -1,0 +1,270 @@
+//! The parallel runner (`mlport run --jobs N`): N lanes, each a thread holding one worker at a
+//! time, pinned to its own cores ([`schedule::Layout`]); this thread alone hands out work,
+//! writes the store and reports events. A lane's first jobs import the frameworks (the probe
+//! that reports a framework's devices); then each free lane takes the longest pending case of
+//! its own worker's target, else the longest of all ([`schedule::pick`]). Each case is committed
+//! as it finishes, as in the serial run; crash retries, timeouts, Ctrl-C and mlport's own I/O
+//! failures end the same way.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Result;
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use super::schedule::{self, Layout, Pending};
+use super::{
+    Attempted, Ending, Event, EventSink, RunConfig, attempt_case, commit, describe_start_failure, finish,
+    framework_ready, out_dir_name, reference, worker_env,
+};
+use crate::model::{CaseRow, Framework, FrameworkInfo, RunInfo, Target};
+use crate::store::Store;
+use crate::worker::protocol::{Hello, OwnIoError};
+use crate::worker::{self, Failure, Worker, WorkerSpec};
+
+/// Work for a lane.
+enum Job {
+    /// Start the framework's CPU worker and report its hello; keep the worker.
+    Probe(Framework),
+    /// Run the case (an index into the run's cases) on the target.
+    Run(usize, Target),
+    /// Shut the lane's worker down (its framework has no eager CPU target to run).
+    Release,
+}
+
+/// What a lane reports.
+enum Report {
+    /// A probe's hello, or why the worker did not start (`None`: interrupted).
+    Probed { lane: usize, framework: Framework, hello: Result<Box<Hello>, Option<String>> },
+    /// A worker was killed (timeout, crash) and will be restarted.
+    Restarted { framework: Framework, target: Target },
+    /// A case ended.
+    Ran { lane: usize, case: usize, target: Target, attempted: Attempted },
+}
+
+/// The worker of `framework` on `target` for a lane pinned to `cores`: the run's worker
+/// environment plus the lane's cores and thread count ([`worker::pinned_env`]).
+fn lane_spec(cfg: &RunConfig, cores: &[usize], framework: Framework, target: &Target) -> WorkerSpec {
+    let mut env = worker_env(cfg, framework, target);
+    if !cores.is_empty() {
+        env.extend(worker::pinned_env(cores));
+    }
+    WorkerSpec {
+        python: cfg.python.clone(),
+        script_dir: cfg.script_dir.clone(),
+        framework,
+        device: target.clone(),
+        env,
+    }
+}
+
+/// One lane: runs jobs until its queue closes, then shuts its worker down.
+#[allow(clippy::too_many_arguments)]
+fn lane(
+    lane: usize,
+    cores: &[usize],
+    cases: &[CaseRow],
+    cfg: &RunConfig,
+    jobs: Receiver<Job>,
+    reports: Sender<Report>,
+    interrupted: &AtomicBool,
+) {
+    // The worker held and the (framework, target) it serves.
+    let mut held: Option<(Framework, Target, Option<Worker>)> = None;
+    let release = |held: &mut Option<(Framework, Target, Option<Worker>)>| {
+        if let Some((_, _, Some(w))) = held.take() {
+            w.shutdown();
+        }
+    };
+    for job in jobs {
+        match job {
+            Job::Release => release(&mut held),
+            Job::Probe(framework) => {
+                release(&mut held);
+                let cpu = Target::cpu();
+                let hello = match worker::spawn(&lane_spec(cfg, cores, framework, &cpu), cfg.start_timeout, interrupted)
+                {
+                    Ok(w) => {
+                        let hello = Box::new(w.hello.clone());
+                        if hello.import_error.is_none() {
+                            held = Some((framework, cpu, Some(w)));
+                        } else {
+                            w.shutdown();
+                        }
+                        Ok(hello)
+                    }
+                    Err(Failure::Interrupted) => Err(None),
+                    Err(f) => Err(Some(describe_start_failure(&f))),
+                };
+                let _ = reports.send(Report::Probed { lane, framework, hello });
+            }
+            Job::Run(i, target) => {
+                let case = &cases[i];
+                if held.as_ref().is_none_or(|(f, t, _)| *f != case.framework || *t != target) {
+                    release(&mut held);
+                    held = Some((case.framework, target.clone(), None));
+                }
+                let spec = lane_spec(cfg, cores, case.framework, &target);
+                let out_dir = cfg.run_dir.join(out_dir_name(case.framework, &target));
+                let attempted = match std::fs::create_dir_all(&out_dir) {
+                    Err(e) => Attempted::OwnIo(OwnIoError::from_io(&out_dir, "create folder", &e)),
+                    Ok(()) => {
+                        let worker = &mut held.as_mut().expect("set above").2;
+                        let mut restarted = || {
+                            let _ =
+                                reports.send(Report::Restarted { framework: case.framework, target: target.clone() });
+                        };
+                        attempt_case(worker, &spec, case, &out_dir, cfg, interrupted, &mut restarted)
+                    }
+                };
+                let _ = reports.send(Report::Ran { lane, case: i, target, attempted });
+            }
+        }
+    }
+    release(&mut held);
+}
+
+/// [`super::execute`] on the lanes of `layout`: the same cases, results and endings, up to
+/// `layout.jobs()` workers at once, each pinned to its lane's cores. The float64 references
+/// are computed first, on this thread, as in the serial run.
+///
+/// Errors: the store's (the lanes finish their case in flight and stop).
+#[allow(clippy::too_many_arguments)]
+pub fn execute_parallel(
+    store: &mut Store,
+    run_id: i64,
+    cases: &[CaseRow],
+    info: &mut RunInfo,
+    cfg: &RunConfig,
+    layout: &Layout,
+    sink: &mut dyn EventSink,
+    interrupted: &AtomicBool,
+) -> Result<Ending> {
+    let references = reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)?;
+    if references != Ending::Finished {
+        return Ok(references);
+    }
+    let checker = crate::agreement::Checker::load(store, run_id)?;
+    let history = store.expected_wall_ms(run_id)?;
+    let mut frameworks: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    let mut probes: VecDeque<Framework> = frameworks.into();
+    let mut pending: Vec<Pending> = Vec::new();
+    let jobs = layout.jobs();
+    let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
+        let (report_tx, reports) = unbounded();
+        let mut queues: Vec<Sender<Job>> = Vec::new();
+        for (i, cores) in layout.sets.iter().enumerate() {
+            let (tx, rx) = unbounded();
+            queues.push(tx);
+            let report_tx = report_tx.clone();
+            scope.spawn(move || lane(i, cores, cases, cfg, rx, report_tx, interrupted));
+        }
+        drop(report_tx);
+        // What each lane holds (or will hold once its job starts), and whether it is busy.
+        let mut serves: Vec<Option<(Framework, Target)>> = vec![None; jobs];
+        let mut busy = vec![false; jobs];
+        let mut ending: Option<Ending> = None;
+        loop {
+            if ending.is_none() && !interrupted.load(Ordering::SeqCst) {
+                for l in 0..jobs {
+                    if busy[l] {
+                        continue;
+                    }
+                    let current = serves[l].as_ref().map(|(f, t)| (*f, t));
+                    let own_work =
+                        current.is_some_and(|(f, t)| pending.iter().any(|p| p.framework == f && &p.target == t));
+                    if !own_work && let Some(fw) = probes.pop_front() {
+                        sink.event(&Event::FrameworkStarting { framework: fw });
+                        serves[l] = Some((fw, Target::cpu()));
+                        busy[l] = queues[l].send(Job::Probe(fw)).is_ok();
+                        continue;
+                    }
+                    if let Some(i) = schedule::pick(&pending, current) {
+                        let p = pending.swap_remove(i);
+                        sink.event(&Event::CaseStarted { case: &cases[p.case] });
+                        serves[l] = Some((p.framework, p.target.clone()));
+                        busy[l] = queues[l].send(Job::Run(p.case, p.target)).is_ok();
+                    }
+                }
+            }
+            if !busy.iter().any(|b| *b) {
+                break;
+            }
+            let Ok(report) = reports.recv() else { break };
+            match report {
+                Report::Restarted { framework, target } => {
+                    sink.event(&Event::WorkerRestarted { framework, device: target })
+                }
+                Report::Probed { lane, framework, hello } => {
+                    busy[lane] = false;
+                    match hello {
+                        Ok(h) => match framework_ready(store, run_id, info, cfg, framework, &h, sink)? {
+                            Some(targets) => {
+                                for t in &targets {
+                                    let done = store.done_keys(run_id, t)?;
+                                    pending.extend(
+                                        cases
+                                            .iter()
+                                            .enumerate()
+                                            .filter(|(_, c)| {
+                                                c.framework == framework
+                                                    && !done.contains(&c.key)
+                                                    && c.runs_in(t.mode())
+                                            })
+                                            .map(|(i, c)| Pending {
+                                                case: i,
+                                                framework,
+                                                target: t.clone(),
+                                                expected_ms: schedule::expected_ms(&history, c, t),
+                                            }),
+                                    );
+                                }
+                                if !targets.contains(&Target::cpu()) {
+                                    // Only compiled (or other) targets: the eager probe would sit idle.
+                                    let _ = queues[lane].send(Job::Release);
+                                    serves[lane] = None;
+                                }
+                            }
+                            None => serves[lane] = None,
+                        },
+                        Err(None) => ending = Some(Ending::Interrupted),
+                        Err(Some(why)) => {
+                            let failed = FrameworkInfo { import_error: Some(why.clone()), ..Default::default() };
+                            info.frameworks.insert(framework, failed);
+                            store.update_run_info(run_id, info)?;
+                            sink.event(&Event::FrameworkFailed { framework, error: why });
+                            serves[lane] = None;
+                        }
+                    }
+                }
+                Report::Ran { lane, case, target, attempted } => {
+                    busy[lane] = false;
+                    let c = &cases[case];
+                    match attempted {
+                        Attempted::Done(mut r) => commit(store, run_id, c, &mut r, &checker, sink)?,
+                        Attempted::Interrupted => ending = Some(Ending::Interrupted),
+                        Attempted::OwnIo(error) => {
+                            ending = Some(Ending::OwnIoFailed { case_key: c.key.clone(), error });
+                        }
+                        Attempted::Lost(why) => {
+                            // As in the serial run: the target's remaining cases stay pending.
+                            sink.event(&Event::WorkerLost { framework: c.framework, device: target.clone(), why });
+                            pending.retain(|p| !(p.framework == c.framework && p.target == target));
+                            serves[lane] = None;
+                        }
+                    }
+                }
+            }
+        }
+        if ending.is_none() && interrupted.load(Ordering::SeqCst) && (!pending.is_empty() || !probes.is_empty()) {
+            ending = Some(Ending::Interrupted);
+        }
+        Ok(ending)
+    })?;
+    match ending {
+        Some(e) => Ok(e),
+        None => finish(store, run_id, info, cfg),
+    }
+}

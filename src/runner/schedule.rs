@@ -1,0 +1,252 @@
+//! How a parallel run (`mlport run --jobs N`) shares the machine: which cores each worker
+//! lane is pinned to (disjoint sets, `sched_setaffinity`), how many host threads its
+//! frameworks use (the set's size), and which pending case a free lane takes next — the
+//! longest expected one first (Graham's LPT list scheduling, "Bounds on multiprocessing timing
+//! anomalies", SIAM J. Appl. Math. 1969: within 4/3 of the optimal makespan), preferring the
+//! target its worker already serves, so a lane imports a framework once per target.
+
+use std::collections::HashMap;
+
+use crate::model::{CaseRow, Framework, Target};
+
+/// Expected wall time of a case never run before on a target, ms: the steady-state budget's
+/// default (100 ms) plus the first call, the comparison and the protocol's round trip, which the
+/// built-in catalogue's eager cases take on median on a 2-core machine (~115 ms; 455 s over 3,944
+/// cases, issue 21).
+pub const DEFAULT_EXPECTED_MS: f64 = 115.0;
+
+/// The cores this process may run on (`sched_getaffinity(0)`), ascending; all of
+/// `available_parallelism` where the call fails.
+pub fn available_cores() -> Vec<usize> {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    use nix::unistd::Pid;
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+/// The lanes of a run: one core set per worker lane, disjoint, and the host threads each
+/// lane's frameworks use. One lane without `--threads` is the serial run as before: no pinning,
+/// each framework's own thread count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Each lane's cores (ids as the kernel numbers them); empty sets mean "not pinned".
+    pub sets: Vec<Vec<usize>>,
+    /// Host compute threads per worker (`--threads`, else the set's size); `None`: unpinned,
+    /// the frameworks' defaults.
+    pub threads: Option<u32>,
+}
+
+impl Layout {
+    /// The number of lanes (workers at once).
+    pub fn jobs(&self) -> usize {
+        self.sets.len()
+    }
+}
+
+/// The lanes for `--jobs` and `--threads` on `cores` (from [`available_cores`]):
+/// - neither: as many lanes as cores, one thread each;
+/// - `--threads T` alone: `cores / T` lanes (at least one) of T cores;
+/// - `--jobs N` alone: N lanes of `cores / N` cores each (the remainder unused);
+/// - both: N lanes of T cores.
+///
+/// One lane without `--threads` is not pinned (the frameworks' defaults, as `mlport` did before
+/// `--jobs`); one lane with `--threads T` is pinned to the first T cores.
+///
+/// Errors: `--jobs 0`, or more cores asked for (N × T) than the process may use.
+pub fn layout(cores: &[usize], jobs: Option<usize>, threads: Option<u32>) -> Result<Layout, String> {
+    let n_cores = cores.len().max(1);
+    let jobs = match (jobs, threads) {
+        (Some(0), _) => return Err("--jobs must be at least 1".into()),
+        (Some(n), _) => n,
+        (None, Some(t)) => (n_cores / t.max(1) as usize).max(1),
+        (None, None) => n_cores,
+    };
+    if jobs == 1 && threads.is_none() {
+        return Ok(Layout { sets: vec![Vec::new()], threads: None });
+    }
+    let size = match threads {
+        Some(t) => t as usize,
+        None => n_cores / jobs,
+    };
+    if size == 0 || jobs * size > cores.len() {
+        return Err(format!(
+            "--jobs {jobs} with {} per worker needs {} cores; this process may use {} ({}): lower --jobs or --threads",
+            if threads.is_some() { format!("--threads {size}") } else { "one thread".into() },
+            jobs * size.max(1),
+            cores.len(),
+            describe(cores),
+        ));
+    }
+    let sets = (0..jobs).map(|j| cores[j * size..(j + 1) * size].to_vec()).collect();
+    Ok(Layout { sets, threads: Some(size as u32) })
+}
+
+/// `0-3,6` for a core list.
+pub fn describe(cores: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { cores[i].to_string() } else { format!("{}-{}", cores[i], cores[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// A case waiting for a lane: which worker it needs and how long it is expected to take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    /// Index of the case in the run's case list.
+    pub case: usize,
+    /// The framework whose worker runs it.
+    pub framework: Framework,
+    /// The target it runs on.
+    pub target: Target,
+    /// Expected wall time, ms ([`expected_ms`]).
+    pub expected_ms: f64,
+}
+
+/// The expected wall time of `case` on `target`, ms: its mean over earlier runs in the
+/// store (`history`, from [`crate::store::Store::expected_wall_ms`]), else
+/// [`DEFAULT_EXPECTED_MS`].
+pub fn expected_ms(history: &HashMap<(String, String), f64>, case: &CaseRow, target: &Target) -> f64 {
+    history.get(&(case.key.clone(), target.as_str().to_string())).copied().unwrap_or(DEFAULT_EXPECTED_MS)
+}
+
+/// The pending case a free lane takes next: the longest expected case of the target its worker
+/// serves (`current`), else the longest of all. Ties go to the earlier case (plan order).
+/// `None` when nothing is pending.
+pub fn pick(pending: &[Pending], current: Option<(Framework, &Target)>) -> Option<usize> {
+    let longest = |same: bool| {
+        pending
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !same || current.is_some_and(|(f, t)| p.framework == f && &p.target == t))
+            .max_by(|(_, a), (_, b)| a.expected_ms.total_cmp(&b.expected_ms).then(b.case.cmp(&a.case)))
+            .map(|(i, _)| i)
+    };
+    longest(true).or_else(|| longest(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_one_lane_per_core_at_one_thread() {
+        let l = layout(&[0, 1, 2, 3], None, None).unwrap();
+        assert_eq!(l.sets, vec![vec![0], vec![1], vec![2], vec![3]]);
+        assert_eq!((l.jobs(), l.threads), (4, Some(1)));
+        // --threads 2 on 16 cores: 8 lanes of two cores.
+        let cores: Vec<usize> = (0..16).collect();
+        let l = layout(&cores, None, Some(2)).unwrap();
+        assert_eq!((l.jobs(), l.threads), (8, Some(2)));
+        assert_eq!(l.sets[7], vec![14, 15]);
+        // More threads than cores: one lane.
+        assert_eq!(layout(&[0, 1], None, Some(4)).unwrap_err().contains("needs 4 cores"), true);
+    }
+
+    #[test]
+    fn core_sets_are_disjoint_and_follow_the_process_affinity() {
+        // A process allowed cores 2,3,5,7 only (taskset): the lanes use those.
+        let l = layout(&[2, 3, 5, 7], Some(2), None).unwrap();
+        assert_eq!(l.sets, vec![vec![2, 3], vec![5, 7]]);
+        assert_eq!(l.threads, Some(2));
+        let cores: Vec<usize> = (0..16).collect();
+        for jobs in 1..=16 {
+            let l = layout(&cores, Some(jobs), None).unwrap();
+            let mut all: Vec<usize> = l.sets.iter().flatten().copied().collect();
+            let n = all.len();
+            all.sort();
+            all.dedup();
+            assert_eq!(all.len(), n, "overlapping sets for --jobs {jobs}: {:?}", l.sets);
+            if jobs > 1 {
+                assert!(l.sets.iter().all(|s| s.len() == 16 / jobs), "{jobs}: {:?}", l.sets);
+            }
+        }
+    }
+
+    #[test]
+    fn one_lane_without_threads_is_the_serial_run_unpinned() {
+        let l = layout(&[0, 1], Some(1), None).unwrap();
+        assert_eq!((l.jobs(), l.threads, l.sets), (1, None, vec![Vec::<usize>::new()]));
+        let l = layout(&[0, 1], Some(1), Some(1)).unwrap();
+        assert_eq!((l.threads, l.sets), (Some(1), vec![vec![0]]));
+    }
+
+    #[test]
+    fn impossible_layouts_are_refused() {
+        assert!(layout(&[0, 1], Some(0), None).unwrap_err().contains("at least 1"));
+        let e = layout(&[0, 1], Some(3), None).unwrap_err();
+        assert!(e.contains("--jobs 3") && e.contains("needs 3 cores") && e.contains("may use 2 (0-1)"), "{e}");
+        assert!(layout(&[0, 1, 2, 3], Some(2), Some(3)).unwrap_err().contains("needs 6 cores"));
+    }
+
+    #[test]
+    fn core_lists_read_as_ranges() {
+        assert_eq!(describe(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(describe(&[]), "");
+    }
+
+    fn p(case: usize, fw: Framework, target: &str, ms: f64) -> Pending {
+        Pending { case, framework: fw, target: target.parse().unwrap(), expected_ms: ms }
+    }
+
+    #[test]
+    fn a_free_lane_takes_the_longest_case_of_its_own_worker_first() {
+        let pending = vec![
+            p(0, Framework::Torch, "cpu", 50.0),
+            p(1, Framework::Jax, "cpu", 900.0),
+            p(2, Framework::Torch, "cpu", 300.0),
+            p(3, Framework::Torch, "cpu/compiled", 5000.0),
+        ];
+        // A new lane: the longest of all.
+        assert_eq!(pick(&pending, None), Some(3));
+        // A torch-cpu lane: its own target's longest, not JAX's longer case.
+        let cpu = Target::cpu();
+        assert_eq!(pick(&pending, Some((Framework::Torch, &cpu))), Some(2));
+        // A numpy lane with no numpy case left: the longest of all.
+        assert_eq!(pick(&pending, Some((Framework::Numpy, &cpu))), Some(3));
+        assert_eq!(pick(&[], None), None);
+        // Ties: plan order.
+        let tied = vec![p(4, Framework::Jax, "cpu", 10.0), p(2, Framework::Jax, "cpu", 10.0)];
+        assert_eq!(pick(&tied, None), Some(1));
+    }
+
+    #[test]
+    fn longest_first_balances_two_lanes() {
+        // LPT on two lanes: 7,5,4,3,3,2 → lanes {7,3,2}=12 and {5,4,3}=12 (plan order would give 15/9 with a
+        // static split in halves).
+        let mut pending: Vec<Pending> =
+            [3.0, 7.0, 2.0, 5.0, 3.0, 4.0].iter().enumerate().map(|(i, ms)| p(i, Framework::Jax, "cpu", *ms)).collect();
+        let mut load = [0.0f64; 2];
+        while let Some(i) = pick(&pending, Some((Framework::Jax, &Target::cpu()))) {
+            let lane = if load[0] <= load[1] { 0 } else { 1 };
+            load[lane] += pending.remove(i).expected_ms;
+        }
+        assert_eq!(load, [12.0, 12.0]);
+    }
+
+    #[test]
+    fn history_gives_expected_times_and_the_default_fills_in() {
+        let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
+        let case = CaseRow {
+            key: "torch/torch.add/default/float32".into(),
+            framework: Framework::Torch,
+            function: "torch.add".into(),
+            case_id: "default".into(),
+            dtype: Some(crate::model::Dtype::Float32),
+            seed: 0,
+            spec,
+        };
+        let mut h = HashMap::new();
+        h.insert(("torch/torch.add/default/float32".to_string(), "cpu".to_string()), 42.0);
+        assert_eq!(expected_ms(&h, &case, &Target::cpu()), 42.0);
+        assert_eq!(expected_ms(&h, &case, &"cpu/compiled".parse().unwrap()), DEFAULT_EXPECTED_MS);
+    }
+}
