@@ -20,34 +20,8 @@ use mlport::stats::{StatsConfig, Summary, median_ci};
 use mlport::store::Store;
 
 mod common;
-use common::{load, python};
+use common::{LATENCY_CATALOGUE as CATALOGUE, load, python};
 
-const CATALOGUE: &str = r#"
-format = 1
-framework = "torch"
-version = "bench"
-
-[[function]]
-name = "torch.add"
-  [[function.case]]
-  id = "add_1e3"
-  inputs = [{ shape = [1000] }, { shape = [1000] }]
-  [[function.case]]
-  id = "add_1e6"
-  inputs = [{ shape = [1000000] }, { shape = [1000000] }]
-
-[[function]]
-name = "torch.matmul"
-  [[function.case]]
-  id = "matmul_256"
-  inputs = [{ shape = [256, 256] }, { shape = [256, 256] }]
-
-[[function]]
-name = "torch.argsort"
-  [[function.case]]
-  id = "argsort_1e5"
-  inputs = [{ shape = [100000] }]
-"#;
 
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
@@ -67,7 +41,7 @@ struct Mlport {
 fn run_mlport(dir: &Path, threads: u32, budget_ms: f64, spread: f64) -> Vec<(String, Mlport)> {
     let db = dir.join(format!("t{threads}-{}.db", rand_suffix()));
     let out = Command::new(env!("CARGO_BIN_EXE_mlport"))
-        .args(["run", "--framework", "torch", "--device", "cpu", "--threads", &threads.to_string()])
+        .args(["run", "--framework", "torch", "--device", "cpu", "--jobs", "1", "--threads", &threads.to_string()])
         .args(["--budget-ms", &budget_ms.to_string(), "--target-spread", &spread.to_string(), "--catalogue"])
         .arg(dir.join("torch.toml"))
         .arg("--python")

@@ -458,7 +458,7 @@ mod tests {
             e.contains("campaign `c` (machine `box`) ran with other switches: run 1 (shard 0/4) ran with --budget-ms 100, this shard with --budget-ms 5;"),
             "{e}"
         );
-        assert!(e.contains("must agree on --device, --modes, --threads, --budget-ms, --target-spread, --timeout, --reference, --jax-x64"), "{e}");
+        assert!(e.contains("must agree on --device, --modes, --threads, --budget-ms, --target-spread, --timeout, --quick, --reference, --jax-x64"), "{e}");
         let e = check(&new(&|i| {
             i.jax_x64 = true;
             i.switches.as_mut().unwrap().threads = Some(2);

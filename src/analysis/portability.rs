@@ -614,6 +614,7 @@ pub(crate) mod tests {
                 block_sizes: Vec::new(),
                 compiles: None,
                 graph_breaks: None,
+                steady_stop: None,
                 runqueue_wait_ns: None,
                 steady_wall_ns: None,
                 outputs: json!(null),

@@ -33,7 +33,25 @@ pub fn print_portability(store: &Store, run_id: i64, format: FormatArg, function
 
 fn print_with(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {
     let rep = build_portability(store, run_id, opts)?;
-    emit(&if functions { render::render_with_functions(&rep, format) } else { render::render(&rep, format) })
+    emit(&if functions { render::render_with_functions(&rep, format) } else { render::render(&rep, format) })?;
+    timing_note(store, run_id)
+}
+
+/// On stderr: that a `--quick` run has no timings, or what ended its steady states
+/// ([`crate::analysis::stops`]).
+fn timing_note(store: &Store, run_id: i64) -> Result<()> {
+    let quick = store.run(run_id)?.info.switches.is_some_and(|s| s.quick);
+    if quick {
+        eprintln!(
+            "mlport: run {run_id} ran with --quick: timings are absent (no steady state was timed); time it with a \
+             run without --quick for slowdowns"
+        );
+    } else if let Some(note) =
+        crate::analysis::stops::Stops::count(store.results(run_id)?.iter().map(|r| &r.result)).note()
+    {
+        eprintln!("mlport: run {run_id}: {note}");
+    }
+    Ok(())
 }
 
 /// The report `mlport report`'s flags ask for.

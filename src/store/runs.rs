@@ -926,6 +926,7 @@ pub(super) mod tests {
             block_sizes: vec![1, 2, 3, 4],
             compiles: Some(2),
             graph_breaks: Some(1),
+            steady_stop: Some(crate::model::SteadyStop::Budget),
             runqueue_wait_ns: Some(1_500_000),
             steady_wall_ns: Some(101_000_000),
             outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
@@ -1534,7 +1535,7 @@ pub(super) mod tests {
                  ALTER TABLE runs DROP COLUMN campaign; ALTER TABLE runs DROP COLUMN shard_index; \
                  ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN plan_digest; \
                  ALTER TABLE runs DROP COLUMN jax_x64; ALTER TABLE results DROP COLUMN graph_breaks; \
-                 ALTER TABLE runs DROP COLUMN switches; \
+                 ALTER TABLE runs DROP COLUMN switches; ALTER TABLE results DROP COLUMN steady_stop; \
                  DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
@@ -1550,6 +1551,7 @@ pub(super) mod tests {
         assert_eq!(got.compiles, None, "old results were not compiled");
         assert!(store.run(run).unwrap().info.jax_x64, "before version 8 JAX's workers always turned 64-bit mode on");
         assert_eq!(store.run(run).unwrap().info.switches, None, "not recorded before version 10");
+        assert_eq!(got.steady_stop, None, "not recorded before version 11");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");
         r.block_sizes = vec![64, 64, 64, 64];
@@ -1581,7 +1583,7 @@ pub(super) mod tests {
             .sqlite()
             .execute_batch(
                 "ALTER TABLE results DROP COLUMN graph_breaks; ALTER TABLE runs DROP COLUMN switches; \
-                 DELETE FROM schema_version WHERE version >= 9;",
+                 ALTER TABLE results DROP COLUMN steady_stop; DELETE FROM schema_version WHERE version >= 9;",
             )
             .unwrap();
         drop(store);
