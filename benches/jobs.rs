@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use mlport::model::{Framework, Target};
 use mlport::runner::schedule::{self, Pending};
-use mlport::stats::{StatsConfig, median, quantile};
+use mlport::stats::{median, quantile};
 use mlport::store::Store;
 
 mod common;
@@ -131,6 +131,9 @@ fn plan_args(name: &str) -> Vec<String> {
     v
 }
 
+/// Per op, mlport's medians and Timer's over the rounds.
+type PerOp = BTreeMap<String, (Vec<f64>, Vec<f64>)>;
+
 /// A busy neighbour on `cpu`: a memory-bound torch loop (`x.add_(1)` over 16 Mi float32, 64 MB).
 fn neighbour(cpu: &str) -> Child {
     let code = "import torch\ntorch.set_num_threads(1)\nx = torch.zeros(1 << 24)\nwhile True:\n    x.add_(1.0)\n";
@@ -174,10 +177,8 @@ fn latency_round(dir: &Path, round: usize) -> HashMap<String, (f64, f64)> {
 fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let rounds: usize = std::env::var("MLPORT_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(if reduced() { 3 } else { 5 });
+    let rounds: usize =
+        std::env::var("MLPORT_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(if reduced() { 3 } else { 5 });
     let cores = schedule::available_cores();
     println!(
         "issue 21 bench{}: {} cores available ({}); load average at start: {}",
@@ -189,7 +190,11 @@ fn main() {
 
     // 1. --jobs 1 vs the default.
     let serial_db = dir.join("serial.db");
-    let w1 = mlport(&[plan_args("serial"), vec!["--jobs".into(), "1".into(), "--threads".into(), "1".into()]].concat(), &serial_db, None);
+    let w1 = mlport(
+        &[plan_args("serial"), vec!["--jobs".into(), "1".into(), "--threads".into(), "1".into()]].concat(),
+        &serial_db,
+        None,
+    );
     let load1 = load();
     let par_db = dir.join("parallel.db");
     let wd = mlport(&plan_args("parallel"), &par_db, None);
@@ -199,7 +204,11 @@ fn main() {
     println!("\n1. catalogue, eager, {} cases:", serial.len());
     println!("   --jobs 1 --threads 1: {w1:>7.1} s   (load after: {load1})");
     println!("   default (--jobs {}):   {wd:>7.1} s   (load after: {loadd})", cores.len());
-    println!("   default / --jobs 1:   {:>7.2}     target ≤ 0.55: {}", wd / w1, if wd / w1 <= 0.55 { "met" } else { "NOT met" });
+    println!(
+        "   default / --jobs 1:   {:>7.2}     target ≤ 0.55: {}",
+        wd / w1,
+        if wd / w1 <= 0.55 { "met" } else { "NOT met" }
+    );
 
     // 2. Expected scaling on paper.
     let cases: Vec<(Framework, f64)> = serial.iter().map(|(_, _, r)| (r.framework, r.wall_ms)).collect();
@@ -234,27 +243,28 @@ fn main() {
     let repeat_db = dir.join("repeat.db");
     let wr = mlport(
         &[
-            vec!["run".into(), "--device".into(), "cpu".into(), "--jobs".into(), "1".into(), "--threads".into(), "1".into()],
+            vec![
+                "run".into(),
+                "--device".into(),
+                "cpu".into(),
+                "--jobs".into(),
+                "1".into(),
+                "--threads".into(),
+                "1".into(),
+            ],
             vec!["--function".into(), functions.join(",")],
         ]
         .concat(),
         &repeat_db,
         None,
     );
-    let repeat: HashMap<(String, Target), Row> =
-        results(&repeat_db).into_iter().map(|(k, d, r)| ((k, d), r)).collect();
+    let repeat: HashMap<(String, Target), Row> = results(&repeat_db).into_iter().map(|(k, d, r)| ((k, d), r)).collect();
     let ratios: Vec<f64> = chosen.iter().map(|(_, _, s, p)| p / s).collect();
-    let floor: Vec<f64> = chosen
-        .iter()
-        .filter_map(|(k, d, s, _)| Some(repeat.get(&(k.clone(), d.clone()))?.median_ns? / s))
-        .collect();
+    let floor: Vec<f64> =
+        chosen.iter().filter_map(|(k, d, s, _)| Some(repeat.get(&(k.clone(), d.clone()))?.median_ns? / s)).collect();
     let (rm, ri) = med_iqr(&ratios);
     let (fm, fi) = med_iqr(&floor);
-    println!(
-        "\n3. timing quality over {} timed cases (repeat run {wr:.1} s; load after: {}):",
-        chosen.len(),
-        load()
-    );
+    println!("\n3. timing quality over {} timed cases (repeat run {wr:.1} s; load after: {}):", chosen.len(), load());
     println!(
         "   parallel / serial:          median {:+.1}%  IQR {:.1}%   target: median within ±3%: {}",
         100.0 * (rm - 1.0),
@@ -271,11 +281,11 @@ fn main() {
 
     // 4. The Timer comparison, quiet and with a busy neighbour on the other core.
     std::fs::write(dir.join("torch.toml"), LATENCY_CATALOGUE).unwrap();
-    let mut sides: Vec<BTreeMap<String, (Vec<f64>, Vec<f64>)>> = Vec::new();
+    let mut sides: Vec<PerOp> = Vec::new();
     let mut loads = Vec::new();
     for busy in [false, true] {
         let mut n = if busy && cores.len() >= 2 { Some(neighbour(&cores[1].to_string())) } else { None };
-        let mut per_op: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        let mut per_op: PerOp = BTreeMap::new();
         for round in 0..rounds {
             for (op, (m, t)) in latency_round(dir, round + if busy { 100 } else { 0 }) {
                 let e = per_op.entry(op).or_default();
@@ -299,7 +309,6 @@ fn main() {
         "   {:<12} {:>14} {:>22} {:>24}",
         "op", "mlport/Timer", "with neighbour (core 1)", "mlport neighbour/quiet"
     );
-    let _ = StatsConfig::default();
     for (op, (m0, t0)) in &sides[0] {
         let (m1, t1) = &sides[1][op];
         let r0 = median(&m0.iter().zip(t0).map(|(m, t)| m / t).collect::<Vec<_>>());

@@ -22,7 +22,6 @@ use mlport::store::Store;
 mod common;
 use common::{LATENCY_CATALOGUE as CATALOGUE, load, python};
 
-
 fn rand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }

@@ -148,7 +148,7 @@ mod tests {
         assert_eq!((l.jobs(), l.threads), (8, Some(2)));
         assert_eq!(l.sets[7], vec![14, 15]);
         // More threads than cores: one lane.
-        assert_eq!(layout(&[0, 1], None, Some(4)).unwrap_err().contains("needs 4 cores"), true);
+        assert!(layout(&[0, 1], None, Some(4)).unwrap_err().contains("needs 4 cores"));
     }
 
     #[test]
