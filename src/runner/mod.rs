@@ -28,6 +28,10 @@ pub struct RunConfig {
     /// The interpreter that runs workers: the managed environment's or `--python`'s
     /// (default `python3`).
     pub python: PathBuf,
+    /// The interpreter of torch's workers on `xla:N` targets: the `torch-xla` stack's
+    /// environment (or `--python`'s interpreter); `None` when it could not be set up, and
+    /// those targets are then unavailable.
+    pub xla_python: Option<PathBuf>,
     /// Folder with the worker's Python sources.
     pub script_dir: PathBuf,
     /// The run folder: output .npy files go under it.
@@ -58,6 +62,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             python: PathBuf::from("python3"),
+            xla_python: None,
             script_dir: PathBuf::new(),
             run_dir: PathBuf::new(),
             devices: None,
@@ -122,7 +127,7 @@ pub fn execute(
     for fw in frameworks {
         let fw_cases: Vec<&CaseRow> = cases.iter().filter(|c| c.framework == fw).collect();
         let spec = |device: &Target| WorkerSpec {
-            python: cfg.python.clone(),
+            python: worker_python(cfg, fw, device),
             script_dir: cfg.script_dir.clone(),
             framework: fw,
             device: device.clone(),
@@ -158,21 +163,18 @@ pub fn execute(
             continue;
         }
         // Devices: those asked for (absent ones are unavailable), or all it reports.
-        let reported: Vec<(Target, String)> = h
-            .devices
-            .iter()
-            .filter(|d| d.available)
-            .filter_map(|d| {
-                d.device
-                    .parse::<Target>()
-                    .ok()
-                    .map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
-            })
-            .collect();
+        let mut reported = reported_devices(h);
         let wanted: Vec<Target> = match &cfg.devices {
             Some(list) => list.clone(),
             None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
         };
+        if let Some(xla) = wanted.iter().find(|d| d.is_xla() && fw == Framework::Torch) {
+            match xla_devices(&spec(&xla.base()), cfg, interrupted) {
+                Ok(found) => reported.extend(found),
+                Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
+                Err(_) => {} // its targets are reported unavailable below
+            }
+        }
         let mut infos = Vec::new();
         for d in &wanted {
             match reported.iter().find(|(r, _)| *r == d.base()) {
@@ -189,12 +191,15 @@ pub fn execute(
                     infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
                 }
                 None => {
-                    infos.push(DeviceInfo {
-                        framework: fw,
-                        device: d.clone(),
-                        available: false,
-                        detail: format!("{fw} reports no {d} on this machine"),
-                    });
+                    let detail = match (d.is_xla(), fw, &cfg.xla_python) {
+                        (true, Framework::Torch, None) => {
+                            "the torch-xla stack's environment could not be set up".into()
+                        }
+                        (true, Framework::Torch, Some(_)) => format!("torch_xla reports no {d} on this machine"),
+                        (true, _, _) => format!("{d} is PyTorch/XLA's device: torch only"),
+                        _ => format!("{fw} reports no {d} on this machine"),
+                    };
+                    infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
                     sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
                 }
             }
@@ -237,6 +242,41 @@ pub fn execute(
     Ok(Ending::Finished)
 }
 
+/// The devices a hello reports available, with `native detail` for the record.
+fn reported_devices(h: &worker::protocol::Hello) -> Vec<(Target, String)> {
+    h.devices
+        .iter()
+        .filter(|d| d.available)
+        .filter_map(|d| {
+            d.device.parse::<Target>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
+        })
+        .collect()
+}
+
+/// The `xla:N` devices a torch worker in the torch-xla environment reports (started on
+/// `spec`'s interpreter, then shut down), each described with the stack's torch version and
+/// interpreter, which the run records with the device.
+fn xla_devices(spec: &WorkerSpec, cfg: &RunConfig, interrupted: &AtomicBool) -> Result<Vec<(Target, String)>, Failure> {
+    let probe = WorkerSpec { device: Target::cpu(), ..spec.clone() };
+    let w = worker::spawn(&probe, cfg.start_timeout, interrupted)?;
+    let h = w.hello.clone();
+    w.shutdown();
+    let torch = h.framework_version.clone().unwrap_or_else(|| "not importable".into());
+    Ok(reported_devices(&h)
+        .into_iter()
+        .filter(|(d, _)| d.is_xla())
+        .map(|(d, detail)| (d, format!("{detail}; torch {torch}; python {}", h.python_executable)))
+        .collect())
+}
+
+/// The interpreter of `fw`'s worker on `target`: the torch-xla stack's for torch on `xla:N`.
+fn worker_python(cfg: &RunConfig, fw: Framework, target: &Target) -> PathBuf {
+    match (&cfg.xla_python, fw, target.is_xla()) {
+        (Some(p), Framework::Torch, true) => p.clone(),
+        _ => cfg.python.clone(),
+    }
+}
+
 /// A worker's environment: `--threads`, `--jax-x64` for JAX, and for compiled targets a torch Inductor cache in the
 /// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
 /// cold and first calls are comparable between runs; graphs met again within a run come from
@@ -245,6 +285,10 @@ fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, S
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
     if fw == Framework::Jax && cfg.jax_x64 {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    }
+    if fw == Framework::Torch && matches!(target.kind(), "xla" | "tpu") && std::env::var_os("PJRT_DEVICE").is_none() {
+        // PyTorch/XLA's runtime: its CPU client for xla:N, a TPU VM's chips for tpu:N.
+        env.push(("PJRT_DEVICE".into(), if target.is_xla() { "CPU" } else { "TPU" }.into()));
     }
     if fw == Framework::Torch && target.mode().is_compiled() {
         let dir = cfg.run_dir.join("compile-cache").join("torch");
