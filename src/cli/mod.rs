@@ -587,6 +587,11 @@ pub struct ReportArgs {
     /// the float64 reference (NumPy on the same inputs) and which do not, with their latencies.
     #[arg(long, conflicts_with_all = ["slowdown", "functions"])]
     pub frameworks: bool,
+    /// The paper, then and now: the paper's PyTorch TPU v3 statuses (the run `mlport import
+    /// paper` labels `paper/torch/tpu_vm/tpu`, in the same store) beside torch's statuses on
+    /// `xla:0` (or `tpu:0`) in --run's run (default: the latest run with torch on xla:0).
+    #[arg(long, conflicts_with_all = ["slowdown", "modes", "dtypes", "frameworks", "campaign"])]
+    pub paper_compare: bool,
     /// With --dtypes or --frameworks: only these functions or canonical ops (comma-separated,
     /// e.g. `cumsum,torch.sum`).
     #[arg(long = "only", value_delimiter = ',', value_name = "NAME|OP")]

@@ -78,6 +78,11 @@ impl Target {
         Target("cpu".into())
     }
 
+    /// The first TPU core, eager (the paper's TPU runs).
+    pub fn tpu0() -> Target {
+        Target("tpu:0".into())
+    }
+
     /// The canonical spelling (`cuda:0`, never `cuda`; `cpu/compiled`, never `cpu/eager`), as
     /// stored and shown.
     pub fn as_str(&self) -> &str {

@@ -401,7 +401,7 @@ class TorchAdapter(Adapter):
             return None
         self.xla = (torch_xla, xm, met)
         devs = xm.get_xla_supported_devices()
-        return torch.device(devs[self.index]) if self.index < len(devs) else None
+        return self.torch.device(devs[self.index]) if self.index < len(devs) else None
 
     def threads(self):
         return self.torch.get_num_threads()
