@@ -8,7 +8,8 @@
 //! - `torch.nonzero` runs through torch_xla's CPU fallback: `silent_fallback`, naming `aten::nonzero`;
 //! - `torch.Tensor.numpy` fails on xla:0 only: device-attributable, counted;
 //! - `torch.reshape` to an impossible shape fails on both: not attributable, not counted;
-//! - `cuda:0`, asked for on a machine without it, is unavailable, never a failure.
+//! - `cuda:0`, asked for on a machine without it, is unavailable, never a failure;
+//! - `report --paper-compare` sets the paper's TPU v3 statuses (imported) beside these.
 
 mod common;
 
@@ -119,9 +120,9 @@ fn failures_count_against_xla_only_where_the_cpu_passed() {
     assert_eq!((reshape["failed"].as_u64(), reshape["not_attributable"].as_u64()), (Some(0), Some(1)));
     assert_eq!(reshape["status"], Value::Null, "no counted case: the function was not run on xla:0");
     assert_eq!(function(xla, "torch.nonzero")["reasons"]["silent_fallback"].as_u64(), Some(1));
-    // sin, Tensor.numpy and nonzero were run; 1 success, 2 complete failures.
-    assert_eq!(xla["functions_run"].as_u64(), Some(3));
-    assert_eq!((xla["success"]["count"].as_u64(), xla["complete_failure"]["count"].as_u64()), (Some(1), Some(2)));
+    // sin, sum, Tensor.numpy and nonzero were run; 2 successes, 2 complete failures.
+    assert_eq!(xla["functions_run"].as_u64(), Some(4));
+    assert_eq!((xla["success"]["count"].as_u64(), xla["complete_failure"]["count"].as_u64()), (Some(2), Some(2)));
 }
 
 #[test]
@@ -142,4 +143,29 @@ fn first_calls_and_steady_state_compare_between_cpu_and_xla() {
         );
         assert!(out.contains("torch.sin"), "{measure}: {out}");
     }
+}
+
+#[test]
+fn the_paper_then_and_now_beside_this_run() {
+    // A copy of the run's store, with the paper's data imported beside it.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("then-and-now.db");
+    std::fs::copy(store(), &db).unwrap();
+    mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    let out = common::stdout(mlport().args(["report", "--paper-compare", "--format", "json", "--db"]).arg(&db));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.paper_compare"), Some(1)));
+    assert_eq!(doc["today_device"], "xla:0");
+    // The paper's PyTorch TPU v3 run: 64 functions, 15 partial + 14 complete failures (the
+    // import's own portability table counts them the same way: tests/paper.rs).
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 64);
+    assert_eq!(doc["failed_then"].as_u64(), Some(29));
+    let sum = rows.iter().find(|r| r["function"] == "torch.sum").unwrap();
+    assert_eq!(sum["now"]["status"], "success");
+    assert!(matches!(sum["change"].as_str(), Some("still_passes" | "fixed")), "{sum}");
+    // The fixture holds no other function of the paper's: the rest are not compared.
+    let compared = rows.iter().filter(|r| r["change"] != "not_compared").count();
+    assert_eq!(compared, 1);
+    assert_eq!(doc["not_compared"].as_u64(), Some(29 - u64::from(sum["change"] == "fixed")));
 }
