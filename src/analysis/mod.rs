@@ -2,7 +2,8 @@
 //! framework on each target by the paper's definitions ([`portability`]), the slowdown
 //! between two targets ([`slowdown`]), eager against compiled execution ([`modes`]), the
 //! dtype matrix ([`dtypes`]), the cross-framework agreement table ([`frameworks`]) and what
-//! changed between two runs ([`diff`]); a campaign's runs of many shards and machines read as
+//! changed between two runs ([`diff`]); the paper's TPU v3 statuses beside today's `xla:0`
+//! ([`paper_compare`]); a campaign's runs of many shards and machines read as
 //! one, per machine ([`campaign`]).
 //! [`crate::render`] turns each result into text.
 
@@ -13,6 +14,7 @@ pub mod dtypes;
 pub mod excerpt;
 pub mod frameworks;
 pub mod modes;
+pub mod paper_compare;
 pub mod portability;
 pub mod slowdown;
 pub mod stops;

@@ -38,7 +38,7 @@ pub enum Command {
     /// List the runs in a store.
     Runs(RunsArgs),
     /// Create (or check) the managed Python environment and print its versions.
-    Env(PythonArg),
+    Env(EnvArgs),
     /// Import results measured elsewhere: a pytest-json-report, or the paper's raw data.
     #[command(subcommand)]
     Import(ImportCommand),
@@ -259,7 +259,7 @@ pub struct ImportPytestJsonArgs {
     /// The framework the suite tests: numpy, torch, jax or tensorflow.
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
-    /// The device the suite ran on: cpu, cuda:N, tpu:N, mps or xpu:N.
+    /// The device the suite ran on: cpu, cuda:N, tpu:N, xla:N, mps or xpu:N.
     #[arg(long, value_name = "DEVICE")]
     pub device: Target,
     /// Timing files of the session(s), `{"file.py:test": {"operations": [s...], "test_time": s}}`.
@@ -375,6 +375,21 @@ pub struct PythonArg {
     /// Use this Python interpreter (your own CUDA/ROCm/TPU stack) instead of the managed environment.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
+    /// The accelerator the managed environment is installed for: cpu or cuda (default: cuda
+    /// where `nvidia-smi -L` lists a GPU, else cpu; docs/stacks.md).
+    #[arg(long, value_name = "KIND")]
+    pub accelerator: Option<crate::pyenv::Accelerator>,
+}
+
+/// `mlport env`.
+#[derive(Args, Debug)]
+pub struct EnvArgs {
+    #[command(flatten)]
+    pub python: PythonArg,
+    /// Set up (and probe) this stack's managed environment instead of the main one: main,
+    /// cuda, or torch-xla (PyTorch/XLA with the torch it pins, used for xla:N; docs/stacks.md).
+    #[arg(long, value_name = "STACK")]
+    pub stack: Option<crate::pyenv::Stack>,
 }
 
 /// Output formats for reports.
@@ -432,7 +447,7 @@ pub struct RunArgs {
     /// Frameworks to run (default: all in the catalogue).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
-    /// Devices to run on: cpu, cuda:N, tpu:N, mps, xpu:N (default: every device found); a
+    /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a
     /// device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
     #[arg(short, long = "device", value_delimiter = ',', value_name = "DEVICE")]
     pub devices: Vec<TargetArg>,
@@ -583,6 +598,11 @@ pub struct ReportArgs {
     /// the float64 reference (NumPy on the same inputs) and which do not, with their latencies.
     #[arg(long, conflicts_with_all = ["slowdown", "functions"])]
     pub frameworks: bool,
+    /// The paper, then and now: the paper's PyTorch TPU v3 statuses (the run `mlport import
+    /// paper` labels `paper/torch/tpu_vm/tpu`, in the same store) beside torch's statuses on
+    /// `xla:0` (or `tpu:0`) in --run's run (default: the latest run with torch on xla:0).
+    #[arg(long, conflicts_with_all = ["slowdown", "modes", "dtypes", "frameworks", "campaign"])]
+    pub paper_compare: bool,
     /// With --dtypes or --frameworks: only these functions or canonical ops (comma-separated,
     /// e.g. `cumsum,torch.sum`).
     #[arg(long = "only", value_delimiter = ',', value_name = "NAME|OP")]

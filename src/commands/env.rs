@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::ExitStatus;
 use super::output::emit;
-use crate::cli::PythonArg;
+use crate::cli::{EnvArgs, PythonArg};
 use crate::model::{Framework, Target};
 use crate::pyenv::{self, FrameworkProbe, PythonEnv};
 use crate::render;
@@ -21,7 +21,28 @@ use crate::{worker, workspace};
 pub fn python_env(arg: &PythonArg, frameworks: &[Framework]) -> Result<PythonEnv> {
     match &arg.python {
         Some(p) => pyenv::user_python(p),
-        None => pyenv::ensure_managed(frameworks),
+        None => pyenv::ensure_stack(pyenv::stack::choose(arg.accelerator, pyenv::stack::nvidia_gpu), frameworks),
+    }
+}
+
+/// The interpreter of torch on `xla:N`: `--python`'s, else the torch-xla stack's managed
+/// environment (created on first use). `None`, said on stderr, when it cannot be set up: the
+/// run then reports those targets unavailable.
+pub fn xla_python(arg: &PythonArg) -> Option<std::path::PathBuf> {
+    if let Some(p) = &arg.python {
+        return Some(p.clone());
+    }
+    let choice = pyenv::Choice { stack: pyenv::Stack::TorchXla, why: "an xla:N device was asked for".into() };
+    match pyenv::ensure_stack(choice, &[Framework::Torch]) {
+        Ok(env) if !env.install_failures.contains_key(&Framework::Torch) => Some(env.python),
+        Ok(env) => {
+            eprintln!("mlport: torch-xla could not be installed in {}; xla:N is unavailable", env.python.display());
+            None
+        }
+        Err(e) => {
+            eprintln!("mlport: the torch-xla stack's environment could not be set up ({e:#}); xla:N is unavailable");
+            None
+        }
     }
 }
 
@@ -74,11 +95,19 @@ pub fn probe(env: &PythonEnv, frameworks: &[Framework]) -> Result<(Vec<Framework
     Ok((probes, packages))
 }
 
-/// `mlport env`.
-pub fn env(args: PythonArg) -> Result<ExitStatus> {
-    let env = python_env(&args, &Framework::ALL)?;
+/// `mlport env`: the main environment, or with `--stack` that stack's (`torch-xla`: torch
+/// and NumPy only).
+pub fn env(args: EnvArgs) -> Result<ExitStatus> {
+    let (env, frameworks): (PythonEnv, Vec<Framework>) = match (args.stack, &args.python.python) {
+        (Some(stack), None) => {
+            let why = format!("--stack {stack}");
+            let frameworks = stack.frameworks().to_vec();
+            (pyenv::ensure_stack(pyenv::Choice { stack, why }, &frameworks)?, frameworks)
+        }
+        _ => (python_env(&args.python, &Framework::ALL)?, Framework::ALL.to_vec()),
+    };
     emit(&render::env::python_line(&env))?;
-    let (probes, packages) = probe(&env, &Framework::ALL)?;
+    let (probes, packages) = probe(&env, &frameworks)?;
     emit(&render::env::probe_table(&probes))?;
     emit(&render::env::packages_line(&packages))?;
     Ok(ExitStatus::Ok)

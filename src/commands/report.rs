@@ -11,7 +11,7 @@ use super::output::{emit, format_of};
 use super::select::{self, resolve_run};
 use crate::analysis::{self, ReportOptions};
 use crate::cli::{FormatArg, MeasureArg, ReportArgs, SlowdownSpec};
-use crate::model::{ComparisonRow, DeviceInfo, ReferenceRow, ResultRow, RunSummary};
+use crate::model::{ComparisonRow, DeviceInfo, Framework, ReferenceRow, ResultRow, RunSummary};
 use crate::render::{self, Format};
 use crate::store::Store;
 use crate::workspace;
@@ -65,6 +65,8 @@ enum Which<'a> {
     Portability,
     /// `--campaign` without a view that reads one machine: every machine's portability.
     Campaign,
+    /// `--paper-compare`: the paper's TPU v3 statuses beside today's xla:0.
+    PaperCompare,
 }
 
 /// The runs one report reads: one run, or one machine's runs of a campaign (disjoint shards of
@@ -140,7 +142,9 @@ impl<'a> Which<'a> {
     /// Decides the report, refusing flags that do not go together (clap refuses the rest).
     fn of(args: &'a ReportArgs) -> Result<Which<'a>> {
         let all = args.run.as_deref() == Some("all");
-        Ok(if let Some(spec) = &args.slowdown {
+        Ok(if args.paper_compare {
+            Which::PaperCompare
+        } else if let Some(spec) = &args.slowdown {
             Which::Slowdown(spec)
         } else if args.modes {
             Which::Modes
@@ -191,6 +195,7 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
             render::overview::render(&reports, format)
         }
         Which::Dtypes | Which::Frameworks => matrix(&store, &args, format)?,
+        Which::PaperCompare => paper_compare(&store, &args, &opts, format)?,
         Which::Portability => {
             let run = resolve_run(&store, args.run.as_deref())?;
             print_with(&store, run.id, format, &opts, args.functions)?;
@@ -199,6 +204,58 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     };
     emit(&out)?;
     Ok(ExitStatus::Ok)
+}
+
+/// `--paper-compare`: the paper's PyTorch TPU v3 run beside --run's torch on `xla:0` (the
+/// latest run that has torch results on an `xla:N` or `tpu:N` device when --run is not given).
+///
+/// Errors: the paper's run is not in the store (`mlport import paper` first); no run has
+/// torch on an XLA device.
+fn paper_compare(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Format) -> Result<String> {
+    use analysis::paper_compare::{self as pc, PAPER_TPU_V3_LABEL};
+    let Some(paper) = store.run_by_label(PAPER_TPU_V3_LABEL)? else {
+        bail!(
+            "--paper-compare needs the paper's PyTorch TPU v3 run (label `{PAPER_TPU_V3_LABEL}`) in {}: run `mlport \
+             import paper PAPER-DATA-DIR --db {}` first",
+            args.db.db,
+            args.db.db
+        );
+    };
+    let is_xla = |t: &analysis::TargetSummary| {
+        t.framework == Framework::Torch && !t.device.mode().is_compiled() && matches!(t.device.kind(), "xla" | "tpu")
+    };
+    let today = match one_run(args) {
+        Some(spec) => resolve_run(store, Some(spec))?,
+        None => {
+            let mut found = None;
+            for r in store.runs()?.into_iter().rev().filter(|r| r.id != paper.id && !r.origin.source.is_test_suite()) {
+                if build_portability(store, r.id, opts)?.targets.iter().any(is_xla) {
+                    found = Some(r);
+                    break;
+                }
+            }
+            found.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no run in {} has torch on xla:0: run `mlport run --framework torch --device cpu,xla:0` first",
+                    args.db.db
+                )
+            })?
+        }
+    };
+    let then_rep = build_portability(store, paper.id, opts)?;
+    let then = then_rep.targets.iter().find(|t| t.framework == Framework::Torch && t.device == pc::paper_device());
+    let now_rep = build_portability(store, today.id, opts)?;
+    let now = now_rep.targets.iter().find(|t| is_xla(t));
+    let (Some(then), Some(now)) = (then, now) else {
+        bail!("run {} has no torch results on xla:N or tpu:N to compare with the paper's TPU v3", today.id);
+    };
+    let devices = store.devices(today.id)?;
+    let detail = devices
+        .iter()
+        .find(|d| d.device == now.device && d.framework == Framework::Torch)
+        .map(|d| d.detail.clone())
+        .unwrap_or_default();
+    Ok(render::paper_compare::render(&pc::build(paper.id, then, today.id, now, &detail), format))
 }
 
 /// `--format html -o FILE`: the page of one run (`--run`), or of one machine's runs of a
@@ -222,6 +279,7 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
             match other {
                 Which::Modes => "--modes",
                 Which::Overview => "--run all",
+                Which::PaperCompare => "--paper-compare",
                 _ => "--frameworks",
             }
         ),

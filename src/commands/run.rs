@@ -309,6 +309,17 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     for fw in env.install_failures.keys() {
         eprintln!("mlport: {fw} could not be installed in the managed environment; it is reported as not usable");
     }
+    // torch on xla:N runs in the torch-xla stack's own environment, created on first use.
+    let asked: Option<&Vec<Target>> = match &start {
+        Start::Resume(r) => r.devices.as_ref(),
+        Start::New(_) => devices.as_ref(),
+    };
+    let xla_python =
+        if asked.is_some_and(|d| d.iter().any(Target::is_xla)) && start.frameworks().contains(&Framework::Torch) {
+            env::xla_python(&args.python)
+        } else {
+            None
+        };
     let script_dir = workspace::worker_dir()?;
 
     // The run's lock is held while its cases execute.
@@ -336,6 +347,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         };
     let cfg = RunConfig {
         python: env.python.clone(),
+        xla_python,
         script_dir,
         run_dir: folders.run_dir(run_id),
         devices,

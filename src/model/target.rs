@@ -60,7 +60,7 @@ impl FromStr for Mode {
     }
 }
 
-/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `mps` or `xpu:N`) and an
+/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `xla:N`, `mps` or `xpu:N`) and an
 /// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
 /// `cuda:0`); the compiled modes are written `cpu/compiled` and `cpu/compiled_fullgraph`. `cpu/eager` parses to `cpu`, so a
 /// target has one spelling. Everything keyed by device (the store, reports, slowdowns,
@@ -76,6 +76,11 @@ impl Target {
     /// The host CPU, eager: the default reference device.
     pub fn cpu() -> Target {
         Target("cpu".into())
+    }
+
+    /// The first TPU core, eager (the paper's TPU runs).
+    pub fn tpu0() -> Target {
+        Target("tpu:0".into())
     }
 
     /// The canonical spelling (`cuda:0`, never `cuda`; `cpu/compiled`, never `cpu/eager`), as
@@ -114,15 +119,30 @@ impl Target {
         if self.mode().is_compiled() { self.base() } else { reference.clone() }
     }
 
+    /// The device kind without index or mode: `cuda` for `cuda:1/compiled`, `xla` for `xla:0`.
+    pub fn kind(&self) -> &str {
+        let base = self.0.split(MODE_SEPARATOR).next().unwrap_or(&self.0);
+        base.split(':').next().unwrap_or(base)
+    }
+
+    /// Whether the device is PyTorch/XLA's `xla:N` (`PJRT_DEVICE=CPU` on a host without a TPU):
+    /// it runs in the `torch-xla` stack's environment ([`crate::pyenv::stack`]).
+    pub fn is_xla(&self) -> bool {
+        self.kind() == "xla"
+    }
+
     fn parse_base(s: &str) -> Result<Target, String> {
-        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, mps or xpu:N)");
+        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, xla:N, mps or xpu:N)");
         match s {
             "cpu" | "mps" => return Ok(Target(s.to_string())),
-            "cuda" | "tpu" | "xpu" => return Ok(Target(format!("{s}:0"))),
+            "cuda" | "tpu" | "xla" | "xpu" => return Ok(Target(format!("{s}:0"))),
             _ => {}
         }
         let (kind, index) = s.split_once(':').ok_or_else(bad)?;
-        if !matches!(kind, "cuda" | "tpu" | "xpu") || index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        if !matches!(kind, "cuda" | "tpu" | "xla" | "xpu")
+            || index.is_empty()
+            || !index.bytes().all(|b| b.is_ascii_digit())
+        {
             return Err(bad());
         }
         let n: u32 = index.parse().map_err(|_| bad())?;
@@ -173,7 +193,11 @@ mod tests {
         assert_eq!("cuda".parse::<Target>().unwrap().as_str(), "cuda:0");
         assert_eq!("cuda:01".parse::<Target>().unwrap().as_str(), "cuda:1");
         assert_eq!("tpu:3".parse::<Target>().unwrap().as_str(), "tpu:3");
-        for bad in ["gpu", "cuda:", "cuda:x", "CPU", "mps:1", "", "cpu:0"] {
+        assert_eq!("xla".parse::<Target>().unwrap().as_str(), "xla:0");
+        let x: Target = "xla:0/compiled".parse().unwrap();
+        assert_eq!((x.kind(), x.is_xla(), x.base().as_str()), ("xla", true, "xla:0"));
+        assert!(!Target::cpu().is_xla());
+        for bad in ["gpu", "cuda:", "cuda:x", "CPU", "mps:1", "", "cpu:0", "xla:", "XLA:0"] {
             assert!(bad.parse::<Target>().is_err(), "{bad} should be rejected");
         }
     }

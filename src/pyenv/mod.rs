@@ -19,28 +19,20 @@ use sha2::{Digest, Sha256};
 
 use crate::model::Framework;
 
-/// The lock file: a pip constraints file pinning every package.
+pub mod stack;
+
+pub use stack::{Accelerator, Choice, Stack};
+
+/// The main stack's lock file: a pip constraints file pinning every package.
 pub const LOCK: &str = include_str!("../../python/requirements.lock");
 
 /// Marker written once an environment is complete: lock hash and install outcome.
 const MARKER: &str = "mlport-env.json";
 
-/// Top-level packages installed for each framework (the lock pins them and their deps).
-/// NumPy, always installed, brings the tools `mlport pytest` runs suites with: pytest and
-/// pytest-json-report.
+/// Top-level packages the main stack installs for each framework (the lock pins them and
+/// their deps); see [`Stack::packages`] for the others.
 pub fn packages_for(fw: Framework) -> &'static [&'static str] {
-    match fw {
-        Framework::Numpy => &["numpy", "scipy", "pytest", "pytest-json-report"],
-        Framework::Torch => &["torch"],
-        Framework::Jax => &["jax", "jaxlib"],
-        Framework::Tensorflow => {
-            if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
-                &["tensorflow"]
-            } else {
-                &["tensorflow-cpu"]
-            }
-        }
-    }
+    Stack::Main.packages(fw)
 }
 
 /// The interpreter mlport runs workers with, and what it knows about it.
@@ -53,6 +45,8 @@ pub struct PythonEnv {
     pub managed: bool,
     /// Frameworks whose install failed, with the tail of pip's output.
     pub install_failures: BTreeMap<Framework, String>,
+    /// The managed environment's stack and why it was chosen; `None` for `--python`.
+    pub stack: Option<Choice>,
 }
 
 /// What an environment holds: the lock it follows, the frameworks installed into it and
@@ -77,13 +71,18 @@ pub fn cache_dir() -> PathBuf {
     dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("mlport")
 }
 
-fn lock_hash() -> String {
-    hex::encode(Sha256::digest(LOCK.as_bytes()))
+fn lock_hash(stack: Stack) -> String {
+    hex::encode(Sha256::digest(stack.lock().as_bytes()))
 }
 
-/// The managed environment's folder for this lock file.
+/// The main stack's environment folder for its lock file.
 pub fn env_dir() -> PathBuf {
-    cache_dir().join("envs").join(format!("py-{}", &lock_hash()[..12]))
+    stack_dir(Stack::Main)
+}
+
+/// A stack's environment folder: `<cache>/envs/<prefix>-<first 12 hex of the lock's SHA-256>`.
+pub fn stack_dir(stack: Stack) -> PathBuf {
+    cache_dir().join("envs").join(format!("{}-{}", stack.dir_prefix(), &lock_hash(stack)[..12]))
 }
 
 pub(crate) fn venv_python(dir: &Path) -> PathBuf {
@@ -104,13 +103,25 @@ pub fn user_python(path: &Path) -> Result<PythonEnv> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(PythonEnv { python: path.to_path_buf(), managed: false, install_failures: BTreeMap::new() })
+    Ok(PythonEnv { python: path.to_path_buf(), managed: false, install_failures: BTreeMap::new(), stack: None })
 }
 
-/// The managed environment, created (with a spinner on stderr) if missing or stale.
+/// The managed environment, created (with a spinner on stderr) if missing or stale, of the
+/// stack this machine gets ([`stack::choose`]: CUDA where `nvidia-smi` lists a GPU, else main).
 /// The venv is made by `$MLPORT_BASE_PYTHON`, else `python3`.
 pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
-    let dir = env_dir();
+    ensure_stack(stack::choose(None, stack::nvidia_gpu), frameworks)
+}
+
+/// The managed environment of `choice.stack` with `frameworks` (those the stack holds)
+/// installed, created or completed as [`ensure_managed`] does.
+///
+/// Errors: the cache folder cannot be created or locked, the base Python is missing or too
+/// old, `venv` fails, or NumPy fails to install (the stack's install log is named).
+pub fn ensure_stack(choice: Choice, frameworks: &[Framework]) -> Result<PythonEnv> {
+    let stack = choice.stack;
+    let frameworks: Vec<Framework> = frameworks.iter().copied().filter(|f| stack.frameworks().contains(f)).collect();
+    let dir = stack_dir(stack);
     // One creator at a time: a second mlport waits here, then finds the marker.
     let parent = dir.parent().unwrap_or(&dir).to_path_buf();
     std::fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -119,12 +130,12 @@ pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
     lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let python = venv_python(&dir);
     let marker_path = dir.join(MARKER);
-    let marker = read_marker(&marker_path).filter(|m| m.lock_sha256 == lock_hash() && python.exists());
-    let mut marker = marker.unwrap_or_else(|| Marker { lock_sha256: lock_hash(), ..Marker::default() });
+    let marker = read_marker(&marker_path).filter(|m| m.lock_sha256 == lock_hash(stack) && python.exists());
+    let mut marker = marker.unwrap_or_else(|| Marker { lock_sha256: lock_hash(stack), ..Marker::default() });
     // Frameworks asked for that are not installed yet (or failed before: retried).
     let missing: Vec<Framework> = frameworks.iter().copied().filter(|f| !marker.installed.contains(f)).collect();
     if !missing.is_empty() {
-        let failed = install(&dir, &missing)?;
+        let failed = install(&dir, stack, &missing)?;
         for fw in missing {
             match failed.get(&fw) {
                 Some(tail) => {
@@ -144,7 +155,7 @@ pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
         std::fs::write(&marker_path, serde_json::to_string_pretty(&marker)?)
             .with_context(|| format!("cannot write {}", marker_path.display()))?;
     }
-    Ok(PythonEnv { python, managed: true, install_failures: marker.failed })
+    Ok(PythonEnv { python, managed: true, install_failures: marker.failed, stack: Some(choice) })
 }
 
 fn spinner(msg: &str) -> ProgressBar {
@@ -218,14 +229,19 @@ fn check_base_python(base: &str) -> Result<()> {
 
 /// Creates the venv if needed and installs `frameworks` (NumPy always) into it; returns
 /// the frameworks whose install failed, with the tail of pip's output.
-fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, String>> {
+fn install(dir: &Path, stack: Stack, frameworks: &[Framework]) -> Result<BTreeMap<Framework, String>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let base = std::env::var("MLPORT_BASE_PYTHON").unwrap_or_else(|_| "python3".into());
     let log = dir.join("install.log");
     let lock_path = dir.join("requirements.lock");
-    std::fs::write(&lock_path, LOCK)?;
+    std::fs::write(&lock_path, stack.lock())?;
     check_base_python(&base)?;
-    eprintln!("mlport: setting up the Python environment in {} (log: {})", dir.display(), log.display());
+    eprintln!(
+        "mlport: setting up the Python environment of the {stack} stack ({}) in {} (log: {})",
+        stack.lock_path(),
+        dir.display(),
+        log.display()
+    );
     let pb = spinner("creating virtual environment");
     let python = venv_python(dir);
     if !python.exists() {
@@ -246,7 +262,7 @@ fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, S
     if !wanted.contains(&Framework::Numpy) {
         wanted.insert(0, Framework::Numpy);
     }
-    let all: Vec<&str> = wanted.iter().flat_map(|f| packages_for(*f).iter().copied()).collect();
+    let all: Vec<&str> = wanted.iter().flat_map(|f| stack.packages(*f).iter().copied()).collect();
     let what = format!("{} install {} (about 3 GB of wheels on first use: 1–3 min)", installer.name(), all.join(" "));
     pb.set_message(what.clone());
     let (mut ok, _) = run_logged(&mut pip(&all), &what, &pb, &log)?;
@@ -261,10 +277,10 @@ fn install(dir: &Path, frameworks: &[Framework]) -> Result<BTreeMap<Framework, S
     if !ok {
         // Install framework by framework so one failure does not cost the others.
         for fw in &wanted {
-            let what = format!("pip install {} (retrying alone)", packages_for(*fw).join(" "));
+            let what = format!("pip install {} (retrying alone)", stack.packages(*fw).join(" "));
             pb.set_message(what.clone());
             let mut alone =
-                installer::install_command(&installer::Installer::Pip, &python, &lock_path, packages_for(*fw));
+                installer::install_command(&installer::Installer::Pip, &python, &lock_path, stack.packages(*fw));
             let (ok, tail) = run_logged(&mut alone, &what, &pb, &log)?;
             if !ok {
                 failed.insert(*fw, tail);

@@ -7,8 +7,13 @@ use super::grid::Grid;
 use crate::pyenv::{FrameworkProbe, PythonEnv};
 
 /// `python: PATH (managed)`, newline-terminated.
+/// With the managed environment's stack and why it was chosen on a second line.
 pub fn python_line(env: &PythonEnv) -> String {
-    format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" })
+    let mut s = format!("python: {}{}\n", env.python.display(), if env.managed { " (managed)" } else { "" });
+    if let Some(c) = &env.stack {
+        s.push_str(&format!("stack: {} ({}): {}\n", c.stack, c.stack.lock_path(), c.why));
+    }
+    s
 }
 
 /// One row per probed framework: version or `not usable: ...`, devices, interpreter.

@@ -15,7 +15,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use super::schedule::{self, Layout, Pending};
 use super::{
     Attempted, Ending, Event, EventSink, RunConfig, attempt_case, commit, describe_start_failure, finish,
-    framework_ready, out_dir_name, reference, worker_env,
+    framework_ready, out_dir_name, reference, worker_env, worker_python, xla_reported,
 };
 use crate::model::{CaseRow, Framework, FrameworkInfo, RunInfo, Target};
 use crate::store::Store;
@@ -50,7 +50,7 @@ fn lane_spec(cfg: &RunConfig, cores: &[usize], framework: Framework, target: &Ta
         env.extend(worker::pinned_env(cores));
     }
     WorkerSpec {
-        python: cfg.python.clone(),
+        python: worker_python(cfg, framework, target),
         script_dir: cfg.script_dir.clone(),
         framework,
         device: target.clone(),
@@ -200,7 +200,17 @@ pub fn execute_parallel(
                 Report::Probed { lane, framework, hello } => {
                     busy[lane] = false;
                     match hello {
-                        Ok(h) => match framework_ready(store, run_id, info, cfg, framework, &h, sink)? {
+                        Ok(h) => match framework_ready(
+                            store,
+                            run_id,
+                            info,
+                            cfg,
+                            framework,
+                            &h,
+                            // On Ctrl-C or a failed start, no xla:N (the run ends or reports them unavailable).
+                            &xla_reported(cfg, framework, interrupted).unwrap_or_default(),
+                            sink,
+                        )? {
                             Some(targets) => {
                                 for t in &targets {
                                     let done = store.done_keys(run_id, t)?;

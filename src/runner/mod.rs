@@ -31,6 +31,10 @@ pub struct RunConfig {
     /// The interpreter that runs workers: the managed environment's or `--python`'s
     /// (default `python3`).
     pub python: PathBuf,
+    /// The interpreter of torch's workers on `xla:N` targets: the `torch-xla` stack's
+    /// environment (or `--python`'s interpreter); `None` when it could not be set up, and
+    /// those targets are then unavailable.
+    pub xla_python: Option<PathBuf>,
     /// Folder with the worker's Python sources.
     pub script_dir: PathBuf,
     /// The run folder: output .npy files go under it.
@@ -61,6 +65,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             python: PathBuf::from("python3"),
+            xla_python: None,
             script_dir: PathBuf::new(),
             run_dir: PathBuf::new(),
             devices: None,
@@ -125,7 +130,7 @@ pub fn execute(
     for fw in frameworks {
         let fw_cases: Vec<&CaseRow> = cases.iter().filter(|c| c.framework == fw).collect();
         let spec = |device: &Target| WorkerSpec {
-            python: cfg.python.clone(),
+            python: worker_python(cfg, fw, device),
             script_dir: cfg.script_dir.clone(),
             framework: fw,
             device: device.clone(),
@@ -143,7 +148,15 @@ pub fn execute(
                 continue;
             }
         };
-        let Some(targets) = framework_ready(store, run_id, info, cfg, fw, &probe.hello, sink)? else {
+        let xla = match xla_reported(cfg, fw, interrupted) {
+            Ok(found) => found,
+            Err(Failure::Interrupted) => {
+                probe.shutdown();
+                return Ok(Ending::Interrupted);
+            }
+            Err(_) => Vec::new(), // its targets are reported unavailable
+        };
+        let Some(targets) = framework_ready(store, run_id, info, cfg, fw, &probe.hello, &xla, sink)? else {
             probe.shutdown();
             continue;
         };
@@ -186,6 +199,7 @@ fn finish(store: &mut Store, run_id: i64, info: &RunInfo, cfg: &RunConfig) -> Re
 
 /// Records what a framework's first worker said (`h`, its hello): versions, threads and
 /// settings in the run's info, and each target asked for (or reported) with its availability.
+/// `xla` adds the `xla:N` devices the torch-xla stack's worker reported ([`xla_reported`]).
 /// Returns the available targets, or `None` when the framework failed to import (recorded).
 ///
 /// Errors: the store's.
@@ -196,6 +210,7 @@ fn framework_ready(
     cfg: &RunConfig,
     fw: Framework,
     h: &crate::worker::protocol::Hello,
+    xla: &[(Target, String)],
     sink: &mut dyn EventSink,
 ) -> Result<Option<Vec<Target>>> {
     info.python_version = h.python.clone();
@@ -214,14 +229,8 @@ fn framework_ready(
         return Ok(None);
     }
     // Devices: those asked for (absent ones are unavailable), or all it reports.
-    let reported: Vec<(Target, String)> = h
-        .devices
-        .iter()
-        .filter(|d| d.available)
-        .filter_map(|d| {
-            d.device.parse::<Target>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
-        })
-        .collect();
+    let mut reported = reported_devices(h);
+    reported.extend(xla.iter().cloned());
     let wanted: Vec<Target> = match &cfg.devices {
         Some(list) => list.clone(),
         None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
@@ -242,12 +251,13 @@ fn framework_ready(
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
             }
             None => {
-                infos.push(DeviceInfo {
-                    framework: fw,
-                    device: d.clone(),
-                    available: false,
-                    detail: format!("{fw} reports no {d} on this machine"),
-                });
+                let detail = match (d.is_xla(), fw, &cfg.xla_python) {
+                    (true, Framework::Torch, None) => "the torch-xla stack's environment could not be set up".into(),
+                    (true, Framework::Torch, Some(_)) => format!("torch_xla reports no {d} on this machine"),
+                    (true, _, _) => format!("{d} is PyTorch/XLA's device: torch only"),
+                    _ => format!("{fw} reports no {d} on this machine"),
+                };
+                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
                 sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
             }
         }
@@ -261,6 +271,63 @@ fn framework_ready(
     Ok(Some(infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect()))
 }
 
+/// The devices a hello reports available, with `native detail` for the record.
+fn reported_devices(h: &worker::protocol::Hello) -> Vec<(Target, String)> {
+    h.devices
+        .iter()
+        .filter(|d| d.available)
+        .filter_map(|d| {
+            d.device.parse::<Target>().ok().map(|dev| (dev, format!("{} {}", d.native, d.detail).trim().to_string()))
+        })
+        .collect()
+}
+
+/// The `xla:N` devices a torch worker in the torch-xla environment reports (started on
+/// `spec`'s interpreter, then shut down), each described with the stack's torch version and
+/// interpreter, which the run records with the device.
+fn xla_devices(spec: &WorkerSpec, cfg: &RunConfig, interrupted: &AtomicBool) -> Result<Vec<(Target, String)>, Failure> {
+    let probe = WorkerSpec { device: Target::cpu(), ..spec.clone() };
+    let w = worker::spawn(&probe, cfg.start_timeout, interrupted)?;
+    let h = w.hello.clone();
+    w.shutdown();
+    let torch = h.framework_version.clone().unwrap_or_else(|| "not importable".into());
+    Ok(reported_devices(&h)
+        .into_iter()
+        .filter(|(d, _)| d.is_xla())
+        .map(|(d, detail)| (d, format!("{detail}; torch {torch}; python {}", h.python_executable)))
+        .collect())
+}
+
+/// The `xla:N` devices of the torch-xla stack when `fw` is torch and the run asks for one
+/// (empty otherwise): its worker started once ([`xla_devices`]) to report them.
+///
+/// Errors: the worker did not start ([`Failure`]; `Interrupted` on Ctrl-C).
+fn xla_reported(cfg: &RunConfig, fw: Framework, interrupted: &AtomicBool) -> Result<Vec<(Target, String)>, Failure> {
+    let asked = cfg.devices.as_ref().and_then(|l| l.iter().find(|d| d.is_xla()));
+    match asked {
+        Some(xla) if fw == Framework::Torch => {
+            let base = xla.base();
+            let spec = WorkerSpec {
+                python: worker_python(cfg, fw, &base),
+                script_dir: cfg.script_dir.clone(),
+                framework: fw,
+                device: base.clone(),
+                env: worker_env(cfg, fw, &base),
+            };
+            xla_devices(&spec, cfg, interrupted)
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The interpreter of `fw`'s worker on `target`: the torch-xla stack's for torch on `xla:N`.
+fn worker_python(cfg: &RunConfig, fw: Framework, target: &Target) -> PathBuf {
+    match (&cfg.xla_python, fw, target.is_xla()) {
+        (Some(p), Framework::Torch, true) => p.clone(),
+        _ => cfg.python.clone(),
+    }
+}
+
 /// A worker's environment: `--threads`, `--jax-x64` for JAX, and for compiled targets a torch Inductor cache in the
 /// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
 /// cold and first calls are comparable between runs; graphs met again within a run come from
@@ -269,6 +336,10 @@ fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, S
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
     if fw == Framework::Jax && cfg.jax_x64 {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    }
+    if fw == Framework::Torch && matches!(target.kind(), "xla" | "tpu") && std::env::var_os("PJRT_DEVICE").is_none() {
+        // PyTorch/XLA's runtime: its CPU client for xla:N, a TPU VM's chips for tpu:N.
+        env.push(("PJRT_DEVICE".into(), if target.is_xla() { "CPU" } else { "TPU" }.into()));
     }
     if fw == Framework::Torch && target.mode().is_compiled() {
         let dir = cfg.run_dir.join("compile-cache").join("torch");

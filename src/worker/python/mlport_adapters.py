@@ -2,15 +2,24 @@
 moving NumPy inputs onto the device, synchronising after a call, detecting silent
 host fallback, and turning outputs back into NumPy arrays (.npy files).
 
-Device names are mlport's canonical ones: cpu, cuda:N, tpu:N, mps, xpu:N.
+Device names are mlport's canonical ones: cpu, cuda:N, tpu:N, xla:N, mps, xpu:N.
+`xla:N` is PyTorch/XLA on its CPU PJRT client (PJRT_DEVICE=CPU, set by the core): torch ops
+are traced into an XLA graph that XLA compiles for the host, the lowering TPUs use; on a TPU
+VM (PJRT_DEVICE=TPU) the same adapter reports the device as tpu:N.
 Synchronisation per adapter (after every timed call):
   numpy       none needed (synchronous host code)
-  torch       torch.cuda/xpu.synchronize(device) or torch.mps.synchronize(); nothing on cpu
+  torch       torch.cuda/xpu.synchronize(device) or torch.mps.synchronize(); nothing on cpu;
+              xla:N/tpu:N: torch_xla.sync() (xm.mark_step: cut the traced graph, compile it
+              or take it from the cache, launch it) then xm.wait_device_ops() (wait until
+              the device has finished every launched graph)
   jax         block_until_ready() on every array leaf of the output
   tensorflow  tf.test.experimental.sync_devices() off the host; eager CPU ops are synchronous
 Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS CPU
 fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
-outputs' devices are checked against the target after the first call.
+outputs' devices are checked against the target after the first call. On xla:N/tpu:N the
+torch adapter also reads torch_xla's metrics after the first call: each `aten::NAME` counter
+counts calls of an operator PyTorch/XLA has no lowering for and ran on the host CPU
+(`torch_xla.debug.metrics`, counters cleared just before the call).
 Framework defaults as shipped: JAX runs with jax_enable_x64 OFF, as JAX users have it,
 unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64, or a JAX float64 self-reference):
 an int64/float64 case then gets int32/float32 arrays, as a JAX user's code would. Every
@@ -63,7 +72,7 @@ _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
 MODES = ("eager", "compiled", "compiled_fullgraph")
-DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xpu):(\d+))$")
+DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
 MAX_SAVED_BYTES = 64 * 1024 * 1024
@@ -72,7 +81,7 @@ MAX_SAVED_BYTES = 64 * 1024 * 1024
 def parse_device(device):
     m = DEVICE_RE.match(device)
     if not m:
-        raise ValueError(f"not a canonical device name: {device!r} (cpu, cuda:N, tpu:N, mps, xpu:N)")
+        raise ValueError(f"not a canonical device name: {device!r} (cpu, cuda:N, tpu:N, xla:N, mps, xpu:N)")
     if m.group(2):
         return m.group(2), int(m.group(3))
     return m.group(1), 0
@@ -105,7 +114,8 @@ def package_versions():
     from importlib import metadata
 
     out = {}
-    for name in ("numpy", "scipy", "torch", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras", "ml_dtypes"):
+    for name in ("numpy", "scipy", "torch", "torch-xla", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras",
+                 "ml_dtypes"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -256,6 +266,9 @@ class Adapter:
     def synchronize(self, out):
         pass
 
+    def watch_fallback(self):
+        """Called just before a case's first call: start counting host fallbacks (torch_xla)."""
+
     def fallback_check(self, out):
         return None
 
@@ -364,13 +377,9 @@ class TorchAdapter(Adapter):
                 torch.set_num_interop_threads(THREADS)
             except RuntimeError:
                 pass
-        if self.kind == "tpu":
-            try:
-                import torch_xla.core.xla_model as xm  # noqa: F401
-
-                self.native_device = torch.device("xla", self.index)
-            except ImportError:
-                self.native_device = None
+        self.xla = None
+        if self.kind in ("tpu", "xla"):
+            self.native_device = self._xla_device()
         elif self.kind in ("cuda", "xpu"):
             self.native_device = torch.device(self.kind, self.index)
         else:
@@ -378,11 +387,30 @@ class TorchAdapter(Adapter):
         if self.compiled and self.native_device is not None:
             self.warm_compiler()
 
+    def _xla_device(self):
+        """torch_xla's device for xla:N (its CPU or GPU PJRT client) or tpu:N (a TPU VM's);
+        None when torch_xla is missing or its device has the other kind."""
+        try:
+            import torch_xla
+            import torch_xla.core.xla_model as xm
+            import torch_xla.debug.metrics as met
+            import torch_xla.runtime as xr
+        except ImportError:
+            return None
+        if (xr.device_type() == "TPU") != (self.kind == "tpu"):
+            return None
+        self.xla = (torch_xla, xm, met)
+        devs = xm.get_xla_supported_devices()
+        return self.torch.device(devs[self.index]) if self.index < len(devs) else None
+
     def threads(self):
         return self.torch.get_num_threads()
 
     def settings(self):
         out = {"PYTORCH_ENABLE_MPS_FALLBACK": os.environ.get("PYTORCH_ENABLE_MPS_FALLBACK")}
+        if self.xla is not None:
+            out["PJRT_DEVICE"] = os.environ.get("PJRT_DEVICE")
+            out["torch_xla fallback counters checked"] = True
         if self.compiled:
             out["torch._dynamo.reset per case"] = True
             out["torch.compile fullgraph"] = self.mode == "compiled_fullgraph"
@@ -424,9 +452,14 @@ class TorchAdapter(Adapter):
             for i in range(t.xpu.device_count()):
                 out.append({"device": f"xpu:{i}", "available": True, "native": f"xpu:{i}", "detail": ""})
         try:
+            import torch_xla
             import torch_xla.core.xla_model as xm
+            import torch_xla.runtime as xr
 
-            out.append({"device": "tpu:0", "available": True, "native": str(xm.xla_device()), "detail": "torch_xla"})
+            canon = "tpu" if xr.device_type() == "TPU" else "xla"
+            detail = f"torch_xla {torch_xla.__version__}, PJRT_DEVICE={xr.device_type()}"
+            for i, d in enumerate(xm.get_xla_supported_devices()):
+                out.append({"device": f"{canon}:{i}", "available": True, "native": str(d), "detail": detail})
         except Exception:
             pass
         return out
@@ -458,15 +491,27 @@ class TorchAdapter(Adapter):
             self.torch.mps.synchronize()
         elif k == "xpu":
             self.torch.xpu.synchronize(self.native_device)
-        elif k == "tpu":
-            import torch_xla.core.xla_model as xm
-
-            xm.mark_step()
+        elif self.xla is not None:
+            torch_xla, xm, _ = self.xla
+            sync = getattr(torch_xla, "sync", None) or xm.mark_step  # torch_xla.sync() since 2.6
+            sync()
             xm.wait_device_ops()
+
+    def watch_fallback(self):
+        if self.xla is not None:
+            self.xla[2].clear_counters()
 
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
+        if self.xla is not None:
+            # torch_xla counts each operator it ran through its CPU fallback as `aten::NAME`
+            # (torch_xla/csrc/aten_cpu_fallback.cpp); cleared just before the first call.
+            met = self.xla[2]
+            fell = sorted(n for n in met.counter_names() if n.startswith("aten::"))
+            if fell:
+                calls = ", ".join(f"{n} ({met.counter_value(n)}x)" for n in fell)
+                return f"ran on the host through PyTorch/XLA's CPU fallback: {calls}"
         want = self.native_device.type
         for leaf in leaves(out):
             if isinstance(leaf, self.torch.Tensor) and leaf.device.type != want:

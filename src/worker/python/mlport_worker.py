@@ -207,6 +207,7 @@ def run_case(adapter, req):
                 # The whole timed callable is compiled; compilation happens at its first call.
                 call = adapter.compile(call, ctx.compiles)
             phase = "first_call"
+            adapter.watch_fallback()
             try:
                 t0 = time.perf_counter_ns()
                 out = call()

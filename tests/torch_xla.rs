@@ -1,0 +1,171 @@
+//! The second device, for real: torch on `cpu` and on PyTorch/XLA's `xla:0` (`PJRT_DEVICE=CPU`,
+//! the `torch-xla` stack's own managed environment, created on first use by `mlport run`), from
+//! one `mlport run --device cpu,xla:0,cuda:0` of tests/fixtures/xla. Every real-torch_xla test is
+//! in this one binary, so CI creates the torch-xla environment (~4.2 GB of wheels) once and runs
+//! them once.
+//!
+//! - `torch.sin` lowers to XLA and agrees with the CPU;
+//! - `torch.nonzero` runs through torch_xla's CPU fallback: `silent_fallback`, naming `aten::nonzero`;
+//! - `torch.Tensor.numpy` fails on xla:0 only: device-attributable, counted;
+//! - `torch.reshape` to an impossible shape fails on both: not attributable, not counted;
+//! - `cuda:0`, asked for on a machine without it, is unavailable, never a failure;
+//! - `report --paper-compare` sets the paper's TPU v3 statuses (imported) beside these.
+
+mod common;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use common::mlport;
+use mlport::model::{Outcome, Reason, ResultRow};
+use mlport::store::Store;
+use serde_json::Value;
+
+/// The fixture's run, made once for every test of this binary.
+fn store() -> &'static Path {
+    static DB: OnceLock<(tempfile::TempDir, std::path::PathBuf)> = OnceLock::new();
+    &DB.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("xla.db");
+        // No --python: the main stack runs cpu, the torch-xla stack runs xla:0.
+        mlport()
+            .args(["run", "--framework", "torch", "--device", "cpu,xla:0,cuda:0", "--budget-ms", "20", "--catalogue"])
+            .arg(common::fixture("xla"))
+            .arg("--db")
+            .arg(&db)
+            .timeout(std::time::Duration::from_secs(3600))
+            .assert()
+            .success();
+        (tmp, db)
+    })
+    .1
+}
+
+fn rows() -> Vec<ResultRow> {
+    let store = Store::open(store()).unwrap();
+    let run = store.latest_run().unwrap().unwrap().id;
+    store.results(run).unwrap()
+}
+
+fn result<'a>(rows: &'a [ResultRow], function: &str, target: &str) -> &'a ResultRow {
+    rows.iter()
+        .find(|r| r.function.name == function && r.result.device.as_str() == target)
+        .unwrap_or_else(|| panic!("no result of {function} on {target}"))
+}
+
+fn report_json() -> Value {
+    let out = common::stdout(mlport().args(["report", "--format", "json", "--db"]).arg(store()));
+    serde_json::from_str(&out).unwrap()
+}
+
+fn function<'a>(target: &'a Value, name: &str) -> &'a Value {
+    target["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("{name}"))
+}
+
+#[test]
+fn a_function_xla_lowers_runs_on_the_device_and_agrees() {
+    let rows = rows();
+    let r = result(&rows, "torch.sin", "xla:0");
+    assert_eq!(r.result.outcome, Outcome::Pass, "{:?}", r.result.message);
+    assert!(r.result.first_call_ns.is_some() && !r.result.samples_ns.is_empty());
+    let store = Store::open(store()).unwrap();
+    let run = store.latest_run().unwrap().unwrap().id;
+    let verdicts: Vec<(String, String)> = store
+        .comparisons(run)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.case_key == r.case.key && c.device.as_str() == "xla:0")
+        .map(|c| (c.against.to_string(), c.verdict.as_str().to_string()))
+        .collect();
+    assert!(verdicts.contains(&("float64".into(), "agree".into())), "{verdicts:?}");
+    // The run records which torch ran xla:0: the torch-xla stack's, not the main one's.
+    let devices = store.devices(run).unwrap();
+    let xla = devices.iter().find(|d| d.device.as_str() == "xla:0").unwrap();
+    assert!(xla.available);
+    assert!(xla.detail.contains("torch_xla 2.9.0") && xla.detail.contains("torch 2.9.0"), "{}", xla.detail);
+    assert!(xla.detail.contains("torch-xla-"), "the stack's interpreter: {}", xla.detail);
+}
+
+#[test]
+fn an_operator_without_a_lowering_is_a_silent_fallback_naming_it() {
+    let rows = rows();
+    let r = result(&rows, "torch.nonzero", "xla:0");
+    assert_eq!((r.result.outcome, r.result.reason), (Outcome::Fail, Some(Reason::SilentFallback)));
+    let message = r.result.message.as_deref().unwrap();
+    assert!(message.contains("CPU fallback: aten::nonzero ("), "{message}");
+    // The same call on the CPU is no fallback.
+    assert_eq!(result(&rows, "torch.nonzero", "cpu").result.outcome, Outcome::Pass);
+    // And a lowered function records none (the counters are per case).
+    assert_eq!(result(&rows, "torch.sin", "xla:0").result.reason, None);
+}
+
+#[test]
+fn failures_count_against_xla_only_where_the_cpu_passed() {
+    let rows = rows();
+    // Fails on xla:0, passes on cpu: the device's failure.
+    assert_eq!(result(&rows, "torch.Tensor.numpy", "cpu").result.outcome, Outcome::Pass);
+    let on_xla = result(&rows, "torch.Tensor.numpy", "xla:0");
+    assert_eq!(on_xla.result.outcome, Outcome::Fail);
+    assert!(on_xla.result.message.as_deref().unwrap().contains("xla:0 device type tensor"), "{:?}", on_xla.result);
+    // Fails on both: not the device's.
+    for t in ["cpu", "xla:0"] {
+        assert_eq!(result(&rows, "torch.reshape", t).result.outcome, Outcome::Fail, "{t}");
+    }
+    let report = report_json();
+    let xla = common::target(&report, "torch", "xla:0");
+    let numpy = function(xla, "torch.Tensor.numpy");
+    assert_eq!((numpy["failed"].as_u64(), numpy["not_attributable"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(numpy["status"], "complete_failure");
+    let reshape = function(xla, "torch.reshape");
+    assert_eq!((reshape["failed"].as_u64(), reshape["not_attributable"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(reshape["status"], Value::Null, "no counted case: the function was not run on xla:0");
+    assert_eq!(function(xla, "torch.nonzero")["reasons"]["silent_fallback"].as_u64(), Some(1));
+    // sin, sum, Tensor.numpy and nonzero were run; 2 successes, 2 complete failures.
+    assert_eq!(xla["functions_run"].as_u64(), Some(4));
+    assert_eq!((xla["success"]["count"].as_u64(), xla["complete_failure"]["count"].as_u64()), (Some(2), Some(2)));
+}
+
+#[test]
+fn a_device_asked_for_but_absent_is_unavailable_not_failed() {
+    let rows = rows();
+    assert!(rows.iter().all(|r| r.result.device.as_str() != "cuda:0"));
+    let report = report_json();
+    let unavailable = report["unavailable"].as_array().unwrap();
+    assert!(unavailable.iter().any(|u| u["framework"] == "torch" && u["device"] == "cuda:0"), "{unavailable:?}");
+    assert!(report["targets"].as_array().unwrap().iter().all(|t| t["device"] != "cuda:0"));
+}
+
+#[test]
+fn first_calls_and_steady_state_compare_between_cpu_and_xla() {
+    for measure in ["steady", "first-call"] {
+        let out = common::stdout(
+            mlport().args(["report", "--slowdown", "cpu..xla:0", "--measure", measure, "--db"]).arg(store()),
+        );
+        assert!(out.contains("torch.sin"), "{measure}: {out}");
+    }
+}
+
+#[test]
+fn the_paper_then_and_now_beside_this_run() {
+    // A copy of the run's store, with the paper's data imported beside it.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("then-and-now.db");
+    std::fs::copy(store(), &db).unwrap();
+    mlport().args(["import", "paper"]).arg(common::paper_dir()).arg("--db").arg(&db).assert().success();
+    let out = common::stdout(mlport().args(["report", "--paper-compare", "--format", "json", "--db"]).arg(&db));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.paper_compare"), Some(1)));
+    assert_eq!(doc["today_device"], "xla:0");
+    // The paper's PyTorch TPU v3 run: 64 functions, 15 partial + 14 complete failures (the
+    // import's own portability table counts them the same way: tests/paper.rs).
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 64);
+    assert_eq!(doc["failed_then"].as_u64(), Some(29));
+    let sum = rows.iter().find(|r| r["function"] == "torch.sum").unwrap();
+    assert_eq!(sum["now"]["status"], "success");
+    assert!(matches!(sum["change"].as_str(), Some("still_passes" | "fixed")), "{sum}");
+    // The fixture holds no other function of the paper's: the rest are not compared.
+    let compared = rows.iter().filter(|r| r["change"] != "not_compared").count();
+    assert_eq!(compared, 1);
+    assert_eq!(doc["not_compared"].as_u64(), Some(29 - u64::from(sum["change"] == "fixed")));
+}
