@@ -316,6 +316,7 @@ impl Suite<'_> {
                     wall_ms: merged.test_time_s.map_or(0.0, |s| s * 1e3),
                     first_call_ns: merged.first_call_ns,
                     samples_ns: merged.samples_ns,
+                    session_first_calls_ns: merged.session_first_calls_ns,
                     block_sizes: Vec::new(),
                     compiles: None,
                     graph_breaks: None,
@@ -381,6 +382,7 @@ impl Suite<'_> {
         let mut r = outcome::imported(self.framework, &ending).into_result(&placed.key, self.role_device(placed.role));
         r.first_call_ns = merged.first_call_ns;
         r.samples_ns = merged.samples_ns;
+        r.session_first_calls_ns = merged.session_first_calls_ns;
         r.wall_ms = wall_ms;
         r.finished_at = finished_at.to_string();
         if let Some(f) = failure {

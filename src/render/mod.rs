@@ -22,6 +22,7 @@ pub mod json;
 pub mod markdown;
 pub mod modes;
 pub mod overview;
+pub mod paper;
 pub mod portability;
 pub mod runs;
 pub mod scan;

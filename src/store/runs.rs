@@ -313,7 +313,7 @@ impl Store {
                  c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec, \
                  r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
                  r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles, \
-                 r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, \
+                 r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, r.session_first_calls, \
                  EXISTS (SELECT 1 FROM comparisons m WHERE m.result_id = r.id AND m.verdict <> 'incomparable') \
                  FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
                  WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
@@ -341,10 +341,14 @@ impl Store {
                         runqueue_wait_ns: row.get(30)?,
                         steady_wall_ns: row.get(31)?,
                         graph_breaks: row.get(32)?,
+                        session_first_calls_ns: match row.get::<Option<String>>(33)? {
+                            Some(t) => serde_json::from_str(&t).map_err(|e| row.error(33, e))?,
+                            None => Vec::new(),
+                        },
                         samples_ns: samples.remove(&id).unwrap_or_default(),
                         block_sizes: calls.remove(&id).unwrap_or_default(),
                     };
-                    Ok(ResultRow { id, function, case, result, compared: row.get(33)? })
+                    Ok(ResultRow { id, function, case, result, compared: row.get(34)? })
                 },
             )
             .or_store(ctx)
@@ -532,11 +536,11 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
 }
 
-/// The upsert of a result (`$1..$19`), returning its id: run by both engines.
+/// The upsert of a result (`$1..$20`), returning its id: run by both engines.
 const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
      traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
-     runqueue_wait_ns, steady_wall_ns, graph_breaks) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+     runqueue_wait_ns, steady_wall_ns, graph_breaks, session_first_calls) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
      ON CONFLICT (case_id, device) DO UPDATE SET \
      outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
      message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
@@ -544,20 +548,20 @@ const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outco
      first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
      outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles, \
      runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns, \
-     graph_breaks = excluded.graph_breaks \
+     graph_breaks = excluded.graph_breaks, session_first_calls = excluded.session_first_calls \
      RETURNING id";
 
 /// PostgreSQL: a result and its samples in one statement (so one round trip, and atomic on its
 /// own): the result's upsert, the samples beyond the new count deleted (a replaced result may
-/// have had more), and the new samples — `$21` (ns) and `$22` (calls per sample) as `BIGINT[]`,
-/// numbered from 0 — inserted or replacing those at the same index. `$20` is the sample count.
+/// have had more), and the new samples — `$22` (ns) and `$23` (calls per sample) as `BIGINT[]`,
+/// numbered from 0 — inserted or replacing those at the same index. `$21` is the sample count.
 static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH r AS ({RESULT_UPSERT}), \
-         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $20) \
+         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $21) \
          INSERT INTO samples (result_id, idx, ns, calls) \
          SELECT r.id, s.idx - 1, s.ns, s.calls FROM r, \
-         unnest($21::bigint[], $22::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
+         unnest($22::bigint[], $23::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
          ON CONFLICT (result_id, idx) DO UPDATE SET ns = excluded.ns, calls = excluded.calls"
     )
 });
@@ -575,6 +579,9 @@ fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResul
     let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
     let calls = |idx: usize| r.block_sizes.get(idx).map(|&n| n as i64);
     let outputs = ctx.json(&r.outputs, "outputs")?;
+    r.session_first_calls_ns.iter().try_for_each(|&ns| ctx.int(ns, "session first call").map(|_| ()))?;
+    let session_first_calls = (!r.session_first_calls_ns.is_empty())
+        .then(|| serde_json::to_string(&r.session_first_calls_ns).expect("a list of integers serialises"));
     let mut values = params![
         run,
         case,
@@ -594,7 +601,8 @@ fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResul
         compiles,
         runqueue_wait,
         steady_wall,
-        graph_breaks
+        graph_breaks,
+        session_first_calls
     ]
     .to_vec();
     if tx.dialect() == Dialect::Postgres {
@@ -918,6 +926,7 @@ pub(super) mod tests {
             stderr_tail: Some("warning: x\nwarning: y".into()),
             first_call_ns: Some(1_234_567_890),
             samples_ns: vec![30, 10, 20, i64::MAX as u64],
+            session_first_calls_ns: vec![1_234_567_890, 7],
             block_sizes: vec![1, 2, 3, 4],
             compiles: Some(2),
             graph_breaks: Some(1),
