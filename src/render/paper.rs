@@ -350,6 +350,64 @@ fn bars(p: &PaperFigures) -> String {
 mod tests {
     use super::*;
 
+    use crate::analysis::paper::{LatencyRow, StatusRow};
+    use crate::model::Framework;
+    use crate::stats::StatsConfig;
+
+    /// Synthetic figures (test double of the analysis result, not the paper's numbers).
+    fn figures() -> PaperFigures {
+        let stats = StatsConfig::default();
+        let c = |functions, success, partial, complete_failure| StatusCounts {
+            functions,
+            success,
+            partial,
+            complete_failure,
+        };
+        PaperFigures {
+            status: vec![
+                StatusRow {
+                    framework: Framework::Torch,
+                    device: "tpu:0".parse().unwrap(),
+                    machine: "tpu_vm".into(),
+                    run: 2,
+                    label: "paper/torch/tpu_vm/tpu".into(),
+                    authors: c(64, 35, 15, 14),
+                    mlport: c(64, 35, 15, 14),
+                },
+                StatusRow {
+                    framework: Framework::Jax,
+                    device: "cuda:0".parse().unwrap(),
+                    machine: "t4_vm".into(),
+                    run: 9,
+                    label: "paper/jax/t4_vm/gpu".into(),
+                    authors: c(64, 60, 0, 4),
+                    mlport: c(61, 60, 0, 1),
+                },
+            ],
+            latency: vec![LatencyRow {
+                framework: Framework::Torch,
+                gpu: "paper/torch/t4_vm/gpu".into(),
+                tpu: "paper/torch/tpu_vm/tpu".into(),
+                authors: Distribution::of(&[80.0, 120.5, 0.5, 12.25], 3, &stats),
+                mlport: Distribution::of(&[60.0, 90.0, 0.8], 2, &stats),
+                unstable: 1,
+                authors_not_compared: 2,
+                mlport_not_compared: 3,
+            }],
+            threshold: 10.0,
+            why: vec!["Why `they` differ.".into()],
+        }
+    }
+
+    #[test]
+    fn snapshots() {
+        let p = figures();
+        insta::assert_snapshot!("paper_table", render(&p, Format::Table));
+        insta::assert_snapshot!("paper_markdown", render(&p, Format::Markdown));
+        insta::assert_snapshot!("paper_csv", render(&p, Format::Csv));
+        insta::assert_snapshot!("paper_html", html(&p));
+    }
+
     #[test]
     fn four_significant_digits() {
         assert_eq!(sig4(82.486853), "82.49");
