@@ -1538,7 +1538,7 @@ pub(super) mod tests {
                  ALTER TABLE runs DROP COLUMN campaign; ALTER TABLE runs DROP COLUMN shard_index; \
                  ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN plan_digest; \
                  ALTER TABLE runs DROP COLUMN jax_x64; ALTER TABLE results DROP COLUMN graph_breaks; \
-                 ALTER TABLE runs DROP COLUMN switches; \
+                 ALTER TABLE runs DROP COLUMN switches; ALTER TABLE results DROP COLUMN session_first_calls; \
                  DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
@@ -1554,6 +1554,7 @@ pub(super) mod tests {
         assert_eq!(got.compiles, None, "old results were not compiled");
         assert!(store.run(run).unwrap().info.jax_x64, "before version 8 JAX's workers always turned 64-bit mode on");
         assert_eq!(store.run(run).unwrap().info.switches, None, "not recorded before version 10");
+        assert!(got.session_first_calls_ns.is_empty(), "not recorded before version 11");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");
         r.block_sizes = vec![64, 64, 64, 64];
@@ -1585,6 +1586,7 @@ pub(super) mod tests {
             .sqlite()
             .execute_batch(
                 "ALTER TABLE results DROP COLUMN graph_breaks; ALTER TABLE runs DROP COLUMN switches; \
+                 ALTER TABLE results DROP COLUMN session_first_calls; \
                  DELETE FROM schema_version WHERE version >= 9;",
             )
             .unwrap();
