@@ -14,6 +14,7 @@ pub mod dtypes;
 pub mod excerpt;
 pub mod frameworks;
 pub mod modes;
+pub mod paper;
 pub mod paper_compare;
 pub mod portability;
 pub mod slowdown;
@@ -24,4 +25,4 @@ pub use portability::{
     Attribution, CaseFailure, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader,
     TargetSummary, build, percent_of, rule_text, rule_text_for,
 };
-pub use slowdown::{Measure, SlowdownOptions, SlowdownReport};
+pub use slowdown::{Measure, Rule, SlowdownOptions, SlowdownReport};

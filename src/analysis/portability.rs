@@ -611,6 +611,7 @@ pub(crate) mod tests {
                 stderr_tail: None,
                 first_call_ns: None,
                 samples_ns: samples.to_vec(),
+                session_first_calls_ns: Vec::new(),
                 block_sizes: Vec::new(),
                 compiles: None,
                 graph_breaks: None,

@@ -37,6 +37,27 @@ pub enum Measure {
     /// Each case's first timed call (compilation, autotuning and caches included); for
     /// suites whose tests time a function once, the only timing there is.
     FirstCall,
+    /// Every timed call, each session's first included (the authors' method of "The Grand
+    /// Illusion"): an import's session first calls and samples; a live case's first call and
+    /// its steady-state samples (ns per call of each timed block).
+    AllCalls,
+}
+
+/// Which method computes the slowdown (`report --rule`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// mlport's: the chosen [`Measure`] (steady state by default) of every timed case, per
+    /// function the median ratio with a bootstrap interval, unstable cases flagged.
+    #[default]
+    Mlport,
+    /// The authors' of "The Grand Illusion" (their plotting code, as the data's README and
+    /// issue 19 describe it): every timed call, first calls included ([`Measure::AllCalls`]),
+    /// of the cases that passed on each side (a side with no recorded outcome at all, a
+    /// timings-only import, takes the other side's: JAX's one report serves both devices);
+    /// cases timed on both sides kept; per function the mean of all its timed calls on each
+    /// side and their ratio (`mean_ratio`, summarised in `by_mean`).
+    Paper,
 }
 
 /// How to compare. Defaults: steady state, intolerable above 10×, every framework on
@@ -57,6 +78,8 @@ pub struct SlowdownOptions {
     pub b_framework: Option<Framework>,
     /// Bootstrap and stability settings; callers seed it with the stored run seed.
     pub stats: StatsConfig,
+    /// The method; [`Rule::Paper`] compares [`Measure::AllCalls`] whatever `measure` says.
+    pub rule: Rule,
 }
 
 impl Default for SlowdownOptions {
@@ -68,6 +91,7 @@ impl Default for SlowdownOptions {
             a_framework: None,
             b_framework: None,
             stats: StatsConfig::default(),
+            rule: Rule::Mlport,
         }
     }
 }
@@ -76,6 +100,11 @@ impl SlowdownOptions {
     /// True when A and B are two different frameworks (functions matched by op).
     pub fn across_frameworks(&self) -> bool {
         matches!((self.a_framework, self.b_framework), (Some(a), Some(b)) if a != b)
+    }
+
+    /// The measure compared: `measure`, or every timed call under [`Rule::Paper`].
+    pub fn effective_measure(&self) -> Measure {
+        if self.rule == Rule::Paper { Measure::AllCalls } else { self.measure }
     }
 
     /// The threshold for a function (its own, else the run's).
@@ -262,11 +291,15 @@ fn collect(
     by_op: bool,
     measure: Measure,
     stats: &StatsConfig,
+    passed_only: bool,
 ) -> (Vec<FunctionKey>, Collected) {
     let mut order = Vec::new();
     let mut timed = Collected::new();
     for row in results.iter().filter(|r| &r.result.device == device) {
         if framework.is_some_and(|f| f != row.function.framework) {
+            continue;
+        }
+        if passed_only && row.result.outcome != Outcome::Pass {
             continue;
         }
         let key = if by_op {
@@ -287,6 +320,7 @@ fn collect(
                 }
             }
             Measure::FirstCall => row.result.first_call_ns.map(|ns| vec![ns as f64]).unwrap_or_default(),
+            Measure::AllCalls => all_calls(&row.result),
         };
         let entry = timed.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
@@ -306,6 +340,27 @@ fn collect(
     (order, timed)
 }
 
+/// Every timed call of a result, ns: each session's first call (an import's; a live case's one
+/// first call) and then the samples.
+fn all_calls(r: &crate::model::CaseResult) -> Vec<f64> {
+    let firsts: Vec<u64> = if r.session_first_calls_ns.is_empty() {
+        r.first_call_ns.into_iter().collect()
+    } else {
+        r.session_first_calls_ns.clone()
+    };
+    firsts.iter().chain(&r.samples_ns).map(|&ns| ns as f64).collect()
+}
+
+/// Whether a side recorded any outcome on `device` (of `framework`): a timings-only import
+/// (every result skipped, outcome unknown) did not.
+fn has_outcomes(results: &[ResultRow], device: &Target, framework: Option<Framework>) -> bool {
+    results.iter().any(|r| {
+        &r.result.device == device
+            && framework.is_none_or(|f| f == r.function.framework)
+            && r.result.outcome != Outcome::Skip
+    })
+}
+
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -319,8 +374,14 @@ pub fn slowdown(
     options: &SlowdownOptions,
 ) -> SlowdownReport {
     let by_op = options.across_frameworks();
-    let (a_order, a_timed) = collect(a_rows, a, options.a_framework, by_op, options.measure, &options.stats);
-    let (b_order, b_timed) = collect(b_rows, b, options.b_framework, by_op, options.measure, &options.stats);
+    let measure = options.effective_measure();
+    let paper = options.rule == Rule::Paper;
+    // Under the authors' rule only passing cases count; a side without outcomes keeps every
+    // timed case and the other side's passing ones decide (the intersection below).
+    let a_passed = paper && has_outcomes(a_rows, a, options.a_framework);
+    let b_passed = paper && has_outcomes(b_rows, b, options.b_framework);
+    let (a_order, a_timed) = collect(a_rows, a, options.a_framework, by_op, measure, &options.stats, a_passed);
+    let (b_order, b_timed) = collect(b_rows, b, options.b_framework, by_op, measure, &options.stats, b_passed);
     let mut functions = Vec::new();
     let mut not_compared = Vec::new();
     let mut order = a_order.clone();
@@ -352,7 +413,7 @@ pub fn slowdown(
                 vb.extend_from_slice(xb);
                 ga.push(xa);
                 gb.push(xb);
-                if options.measure == Measure::Steady {
+                if measure == Measure::Steady {
                     unstable |= [xa, xb].iter().any(|x| Summary::of(x, &options.stats).is_some_and(|s| s.unstable));
                     unstable |= ca.contains(case) || cb.contains(case);
                 }
@@ -371,19 +432,23 @@ pub fn slowdown(
         }
         let (a_mean_ns, b_mean_ns) = (mean(&va), mean(&vb));
         let (a_median_ns, b_median_ns) = (stats::median(&va), stats::median(&vb));
-        if a_mean_ns <= 0.0 || a_median_ns <= 0.0 || b_mean_ns <= 0.0 || b_median_ns <= 0.0 {
+        let zero_median = !paper && (a_median_ns <= 0.0 || b_median_ns <= 0.0);
+        if a_mean_ns <= 0.0 || b_mean_ns <= 0.0 || zero_median {
             not_compared.push(miss("a zero time: no ratio"));
             continue;
         }
         // One value per case (first calls, test times): the cases are the sample.
         let (pa, pb) = (va.as_slice(), vb.as_slice());
-        if options.measure != Measure::Steady {
+        if !matches!(measure, Measure::Steady | Measure::AllCalls) {
             ga = vec![pa];
             gb = vec![pb];
         }
         let seeded = StatsConfig { seed: SplitMix64::stream(options.stats.seed, &key).next_u64(), ..options.stats };
-        let median_ratio = b_median_ns / a_median_ns;
-        let median_ratio_ci = stats::ratio_of_medians(&ga, &gb, &seeded)
+        let median_ratio = if a_median_ns > 0.0 { b_median_ns / a_median_ns } else { f64::INFINITY };
+        // The authors' method has no intervals: no bootstrap (the costliest part) under it.
+        let median_ratio_ci = (!paper)
+            .then(|| stats::ratio_of_medians(&ga, &gb, &seeded))
+            .flatten()
             .unwrap_or_else(|| Estimate::exact(median_ratio, options.stats.level));
         let threshold = options.threshold_for(&name);
         functions.push(FunctionSlowdown {
@@ -400,7 +465,7 @@ pub fn slowdown(
             median_ratio_ci,
             unstable,
             threshold,
-            intolerable: median_ratio > threshold,
+            intolerable: if paper { b_mean_ns / a_mean_ns } else { median_ratio } > threshold,
         });
     }
     let mut frameworks: Vec<Framework> = functions.iter().map(|f| f.framework).collect();
@@ -432,8 +497,36 @@ pub fn slowdown(
     }
 }
 
+impl SlowdownReport {
+    /// The distribution the rule reports first: the median ratios' (mlport), the mean
+    /// ratios' under [`Rule::Paper`].
+    pub fn headline<'a>(&self, fw: &'a FrameworkSlowdown) -> &'a Distribution {
+        if self.options.rule == Rule::Paper { &fw.by_mean } else { &fw.by_median }
+    }
+
+    /// A function's ratio under the rule: its median ratio (mlport) or mean ratio (paper).
+    pub fn ratio_of(&self, f: &FunctionSlowdown) -> f64 {
+        if self.options.rule == Rule::Paper { f.mean_ratio } else { f.median_ratio }
+    }
+}
+
 /// How the comparison was computed, in words.
 pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
+    if options.rule == Rule::Paper {
+        return format!(
+            "The authors' method (\"The Grand Illusion\", --rule paper): slowdown of B = {} relative to A = {}. \
+             Every timed call (each session's first call included) of every case that passed on its side (a side \
+             with no recorded outcome, a timings-only import, takes the other side's); cases timed on both sides \
+             kept; per function the mean of all its timed calls on B divided by the mean on A (the mean ratio; \
+             above 1 is slower on B). Over functions: the median and geometric mean of the mean ratios, the share \
+             faster on B (below 1) and the share more than {}× slower. No intervals or stability flags: the \
+             authors' method has none (the median ratios and their bootstrap intervals are shown beside it).{}",
+            b.describe(),
+            a.describe(),
+            fmt_threshold(options.threshold),
+            if options.across_frameworks() { " Frameworks are matched by the catalogue's canonical op." } else { "" }
+        );
+    }
     let what = match options.measure {
         Measure::Steady => {
             "steady-state samples (ns per call: per timed block in mlport's own runs, per timed call in imports; \
@@ -444,6 +537,7 @@ pub fn rule_text(a: &Side, b: &Side, options: &SlowdownOptions) -> String {
         Measure::FirstCall => {
             "first timed calls (one per case: compilation, autotuning and cache warm-up included, not steady state)"
         }
+        Measure::AllCalls => "timed calls, each session's first call included",
     };
     format!(
         "Slowdown of B = {} relative to A = {}: per function, over the cases timed on both, the mean (and the \

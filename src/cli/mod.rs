@@ -429,6 +429,15 @@ pub enum MeasureArg {
     FirstCall,
 }
 
+/// The method of `report --slowdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RuleArg {
+    /// mlport's: --measure samples, median ratios, bootstrap intervals, unstable flags.
+    Mlport,
+    /// The paper's authors': every timed call of passing tests, ratio of means.
+    Paper,
+}
+
 /// Arguments of `mlport run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -561,12 +570,23 @@ pub struct ReportArgs {
     /// label; default --run's, else the other side's, else the latest): two devices
     /// (`cpu..tpu:0`), two runs (`cpu@torch-2.4..cpu@torch-2.5`,
     /// `cuda:0@paper/torch/t4_vm/gpu..tpu:0@paper/torch/tpu_vm/tpu`) or two frameworks
-    /// (`torch/cpu..jax/cpu`, functions matched by op).
+    /// (`torch/cpu..jax/cpu`, functions matched by op). Repeatable with --format table or html
+    /// (one section each).
     #[arg(long, value_name = "A..B")]
-    pub slowdown: Option<SlowdownSpec>,
+    pub slowdown: Vec<SlowdownSpec>,
     /// What --slowdown compares.
     #[arg(long, value_enum, default_value = "steady")]
     pub measure: MeasureArg,
+    /// The method of --slowdown: mlport's (the --measure samples, median ratios with bootstrap
+    /// intervals, unstable flags) or the paper's authors' (every timed call of the tests that
+    /// passed, first calls included, per function the ratio of means).
+    #[arg(long, value_enum, default_value = "mlport")]
+    pub rule: RuleArg,
+    /// The figures of "The Grand Illusion" from its raw data (after `mlport import paper`):
+    /// success / partial / complete failure per framework × device and the GPU (T4) → TPU v3
+    /// latency per framework, each by the authors' method and by mlport's, side by side.
+    #[arg(long, conflicts_with_all = ["slowdown", "modes", "dtypes", "frameworks", "functions", "run", "campaign"])]
+    pub paper: bool,
     /// With --slowdown: a function more than this many times slower on B is intolerable.
     #[arg(long, default_value = "10", value_parser = values::positive, value_name = "RATIO")]
     pub threshold: f64,

@@ -10,7 +10,7 @@ use super::ExitStatus;
 use super::output::{emit, format_of};
 use super::select::{self, resolve_run};
 use crate::analysis::{self, ReportOptions};
-use crate::cli::{FormatArg, MeasureArg, ReportArgs, SlowdownSpec};
+use crate::cli::{FormatArg, MeasureArg, ReportArgs, RuleArg, SlowdownSpec};
 use crate::model::{ComparisonRow, DeviceInfo, Framework, ReferenceRow, ResultRow, RunSummary};
 use crate::render::{self, Format};
 use crate::store::Store;
@@ -57,7 +57,8 @@ fn timing_note(store: &Store, run_id: i64) -> Result<()> {
 /// The report `mlport report`'s flags ask for.
 #[derive(Debug, PartialEq)]
 enum Which<'a> {
-    Slowdown(&'a SlowdownSpec),
+    Slowdown(&'a [SlowdownSpec]),
+    Paper,
     Modes,
     Overview,
     Dtypes,
@@ -144,8 +145,10 @@ impl<'a> Which<'a> {
         let all = args.run.as_deref() == Some("all");
         Ok(if args.paper_compare {
             Which::PaperCompare
-        } else if let Some(spec) = &args.slowdown {
-            Which::Slowdown(spec)
+        } else if !args.slowdown.is_empty() {
+            Which::Slowdown(&args.slowdown)
+        } else if args.paper {
+            Which::Paper
         } else if args.modes {
             Which::Modes
         } else if all {
@@ -181,7 +184,8 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     }
     let format = format_of(args.format)?;
     let out = match Which::of(&args)? {
-        Which::Slowdown(spec) => slowdown(&store, &args, spec, format)?,
+        Which::Slowdown(specs) => slowdown(&store, &args, specs, format)?,
+        Which::Paper => render::paper::render(&paper(&store, &args)?, format),
         Which::Modes => {
             let run = Picked::of(&store, &args, one_run(&args), None)?;
             let rep =
@@ -272,37 +276,76 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
     };
     let which = Which::of(args)?;
     match which {
-        // The page always holds the dtype matrix, so `--dtypes` asks for nothing more.
-        Which::Portability | Which::Campaign | Which::Slowdown(_) | Which::Dtypes => {}
-        other => bail!(
-            "--format html shows one run's portability, dtype matrix, failing cases and one --slowdown; {} is not in the page yet (use table, markdown, json or csv)",
-            match other {
-                Which::Modes => "--modes",
-                Which::Overview => "--run all",
-                Which::PaperCompare => "--paper-compare",
-                _ => "--frameworks",
-            }
+        // The page always holds the dtype matrix, the cross-framework table and the modes
+        // (when the run has them), so those flags ask for nothing more.
+        Which::Portability
+        | Which::Campaign
+        | Which::Slowdown(_)
+        | Which::Dtypes
+        | Which::Frameworks
+        | Which::Modes => {}
+        Which::Paper => {
+            let page = render::paper::html(&paper(store, args)?);
+            std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            eprintln!("mlport: wrote {} (the paper's figures)", path.display());
+            return Ok(ExitStatus::Ok);
+        }
+        Which::PaperCompare => bail!(
+            "--format html does not show --paper-compare (use table, markdown, json or csv)"
+        ),
+        Which::Overview => bail!(
+            "--format html shows one run (or one machine of a campaign); --run all is not in the page (use table, markdown, json or csv)"
         ),
     }
     let picked = Picked::of(store, args, one_run(args), None)?;
     let results = picked.results(store)?;
     let mut rep = analysis::build(&picked.summary, &picked.devices(store)?, &results, opts);
     rep.run.notes.extend(analysis::coverage::missing_references_note(&picked.references(store)?));
-    let dtypes = analysis::dtypes::build(
-        picked.summary.id,
-        picked.summary.origin.source,
-        &results,
-        &picked.comparisons(store)?,
-        &|_| true,
-    );
-    let sd = match which {
-        Which::Slowdown(spec) => Some(slowdown_report(store, args, spec)?),
-        _ => None,
+    let comparisons = picked.comparisons(store)?;
+    let dtypes =
+        analysis::dtypes::build(picked.summary.id, picked.summary.origin.source, &results, &comparisons, &|_| true);
+    let frameworks =
+        analysis::frameworks::build(picked.summary.id, &results, &comparisons, &picked.references(store)?, &|_| true);
+    let modes = analysis::modes::build(&picked.summary, &picked.devices(store)?, &results, args.stats_seed);
+    let sds: Vec<analysis::SlowdownReport> = match which {
+        Which::Slowdown(specs) => specs.iter().map(|s| slowdown_report(store, args, s)).collect::<Result<_>>()?,
+        _ => Vec::new(),
     };
-    let page = render::html::render(&rep, &dtypes, sd.as_ref())?;
+    let page = render::html::render(&render::html::Page {
+        report: &rep,
+        dtypes: &dtypes,
+        slowdowns: &sds,
+        frameworks: &frameworks,
+        modes: &modes,
+    })?;
     std::fs::write(path, page).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     eprintln!("mlport: wrote {} ({})", path.display(), picked.describe(args));
     Ok(ExitStatus::Ok)
+}
+
+/// `--paper`: the paper's figures from every imported paper run of the store, both methods.
+fn paper(store: &Store, args: &ReportArgs) -> Result<analysis::paper::PaperFigures> {
+    let opts = ReportOptions::default();
+    let mut loaded = Vec::new();
+    for r in store.runs()?.into_iter().filter(|r| r.origin.source == crate::model::RunSource::ImportPaper) {
+        let results = store.results(r.id)?;
+        let portability = analysis::build(&r, &store.devices(r.id)?, &results, &opts);
+        loaded.push((r, portability, results));
+    }
+    if loaded.is_empty() {
+        bail!("--paper: the store holds no imported paper data (run `mlport import paper ../shared/paper-data` first)");
+    }
+    if !loaded.iter().any(|(_, _, rows)| rows.iter().any(|r| !r.result.session_first_calls_ns.is_empty())) {
+        bail!(
+            "--paper: the paper data in this store was imported by an older mlport that kept only the first \
+             session's first calls; import it again (`mlport import paper ../shared/paper-data` into a new store)"
+        );
+    }
+    let runs: Vec<analysis::paper::PaperRun<'_>> = loaded
+        .iter()
+        .map(|(summary, portability, results)| analysis::paper::PaperRun { summary, portability, results })
+        .collect();
+    Ok(analysis::paper::build(&runs, args.stats_seed))
 }
 
 /// `--campaign NAME`: every machine's portability, each against its own reference device;
@@ -331,8 +374,19 @@ fn campaign(store: &Store, args: &ReportArgs, opts: &ReportOptions, format: Form
 /// else the latest. With `--campaign` a side's @NAME is a machine of the campaign (default
 /// --machine's, else the other side's, else the only one), and the rule line says the sides
 /// are on different machines.
-fn slowdown(store: &Store, args: &ReportArgs, spec: &SlowdownSpec, format: Format) -> Result<String> {
-    let sd = slowdown_report(store, args, spec)?;
+fn slowdown(store: &Store, args: &ReportArgs, specs: &[SlowdownSpec], format: Format) -> Result<String> {
+    if specs.len() > 1 {
+        if format != Format::Table {
+            bail!(
+                "--slowdown given {} times: only --format table or html holds several (one at a time for csv or json)",
+                specs.len()
+            );
+        }
+        let parts: Vec<String> =
+            specs.iter().map(|s| slowdown(store, args, std::slice::from_ref(s), format)).collect::<Result<_>>()?;
+        return Ok(parts.join("\n"));
+    }
+    let sd = slowdown_report(store, args, &specs[0])?;
     Ok(match format {
         Format::Table => render::slowdown::render_table(&sd),
         Format::Csv => render::slowdown::render_csv(&sd),
@@ -379,6 +433,10 @@ fn slowdown_report(store: &Store, args: &ReportArgs, spec: &SlowdownSpec) -> Res
             a_framework: a.framework,
             b_framework: b.framework,
             stats: crate::stats::StatsConfig { seed: args.stats_seed.unwrap_or(ra.info.seed), ..Default::default() },
+            rule: match args.rule {
+                RuleArg::Mlport => analysis::Rule::Mlport,
+                RuleArg::Paper => analysis::Rule::Paper,
+            },
         },
     );
     let mut sd = sd;

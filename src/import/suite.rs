@@ -155,13 +155,15 @@ impl Suite<'_> {
     }
 
     /// Places tests known only by timing key (no class): a `_cpu` test is the reference copy
-    /// when the same file has its device twin; a device-token test is normalised.
+    /// when the same file has its device twin, and that device twin is normalised; a test
+    /// without a twin keeps its name (JAX's `test_xla_computation` is no device copy).
     fn place_keys<'e>(&self, entries: &[&'e TimingEntry]) -> Vec<(&'e TimingEntry, Placed)> {
-        let twins: HashSet<(&str, String)> = match self.tokens() {
-            Some((_, token)) => {
-                entries.iter().filter_map(|e| normalise_name(e.test(), &token).map(|n| (e.file(), n))).collect()
-            }
-            None => HashSet::new(),
+        let normalised = |token: &str| -> HashSet<(&str, String)> {
+            entries.iter().filter_map(|e| normalise_name(e.test(), token).map(|n| (e.file(), n))).collect()
+        };
+        let (twins, cpu_twins) = match self.tokens() {
+            Some((_, token)) => (normalised(&token), normalised("cpu")),
+            None => (HashSet::new(), HashSet::new()),
         };
         entries
             .iter()
@@ -185,7 +187,9 @@ impl Suite<'_> {
                             group: None,
                             dtype: None,
                         };
-                    } else if let Some(norm) = normalise_name(name, &token) {
+                    } else if let Some(norm) =
+                        normalise_name(name, &token).filter(|n| cpu_twins.contains(&(e.file(), n.clone())))
+                    {
                         placed = Placed {
                             key: format!("{file}::{norm}"),
                             case_id: norm,
@@ -316,6 +320,7 @@ impl Suite<'_> {
                     wall_ms: merged.test_time_s.map_or(0.0, |s| s * 1e3),
                     first_call_ns: merged.first_call_ns,
                     samples_ns: merged.samples_ns,
+                    session_first_calls_ns: merged.session_first_calls_ns,
                     block_sizes: Vec::new(),
                     compiles: None,
                     graph_breaks: None,
@@ -382,6 +387,7 @@ impl Suite<'_> {
         let mut r = outcome::imported(self.framework, &ending).into_result(&placed.key, self.role_device(placed.role));
         r.first_call_ns = merged.first_call_ns;
         r.samples_ns = merged.samples_ns;
+        r.session_first_calls_ns = merged.session_first_calls_ns;
         r.wall_ms = wall_ms;
         r.finished_at = finished_at.to_string();
         if let Some(f) = failure {

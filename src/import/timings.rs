@@ -111,6 +111,9 @@ pub struct Merged {
     pub first_call_ns: Option<u64>,
     /// Every session's timed calls after its first, ns, session after session.
     pub samples_ns: Vec<u64>,
+    /// The first timed call of each session that timed any, ns, in session order (the first
+    /// of them is `first_call_ns`): with `samples_ns`, every timed call.
+    pub session_first_calls_ns: Vec<u64>,
     /// Mean `test_time` over the sessions, s.
     pub test_time_s: Option<f64>,
     /// Timed calls per session, in session order.
@@ -124,6 +127,7 @@ pub fn merge(entries: &[&TimingEntry]) -> Merged {
         m.operations.push(e.operations.len());
         if let Some((first, rest)) = e.operations.split_first() {
             m.first_call_ns.get_or_insert(ns(*first));
+            m.session_first_calls_ns.push(ns(*first));
             m.samples_ns.extend(rest.iter().map(|s| ns(*s)));
         }
     }
@@ -159,6 +163,7 @@ mod tests {
         let m = merge(&[&a, &b, &c]);
         assert_eq!(m.first_call_ns, Some(9_000_000));
         assert_eq!(m.samples_ns, vec![1_000, 2_000, 3_000]);
+        assert_eq!(m.session_first_calls_ns, vec![9_000_000, 8_000_000]);
         assert_eq!(m.test_time_s, Some(2.0));
         assert_eq!(m.operations, vec![3, 0, 2]);
         assert_eq!(merge(&[]), Merged::default());

@@ -119,6 +119,13 @@ pub struct CaseResult {
     /// Steady-state samples, ns per call, in the order taken (one per timed block for live
     /// runs; one per timed call for imports).
     pub samples_ns: Vec<u64>,
+    /// Imports of repeated sessions (the paper's timing files): the first timed call of each
+    /// session that timed any, ns, in session order (`first_call_ns` is the first of them;
+    /// the others are in no sample). With `samples_ns` they are every timed call, which the
+    /// authors' method of "The Grand Illusion" averages. Empty for live runs and stores older
+    /// than schema version 12.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_first_calls_ns: Vec<u64>,
     /// Calls per sample, parallel to `samples_ns`; empty means one call each (imports and
     /// stores older than schema version 3).
     #[serde(default)]
@@ -203,6 +210,7 @@ impl CaseResult {
             runqueue_wait_ns: None,
             steady_wall_ns: None,
             samples_ns: Vec::new(),
+            session_first_calls_ns: Vec::new(),
             block_sizes: Vec::new(),
             outputs: serde_json::Value::Null,
             wall_ms: 0.0,

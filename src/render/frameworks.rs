@@ -123,7 +123,8 @@ fn cell(entries: &[Entry]) -> String {
         .join("\n")
 }
 
-fn grid(t: &FrameworkTable) -> Grid {
+/// The cross-framework table as a grid (also the HTML page's section).
+pub fn grid(t: &FrameworkTable) -> Grid {
     let mut columns: Vec<String> = ["op", "case", "dtype", "device", "float64 reference"].map(String::from).to_vec();
     columns.extend(t.frameworks.iter().map(|f| f.to_string()));
     let mut g = Grid::new(columns);

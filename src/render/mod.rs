@@ -22,6 +22,7 @@ pub mod json;
 pub mod markdown;
 pub mod modes;
 pub mod overview;
+pub mod paper;
 pub mod paper_compare;
 pub mod portability;
 pub mod runs;

@@ -74,7 +74,8 @@ fn cells(r: &ModeRow) -> Vec<String> {
     ]
 }
 
-fn grid(rep: &ModesReport) -> Grid {
+/// The eager-vs-compiled summary as a grid (also the HTML page's section).
+pub fn grid(rep: &ModesReport) -> Grid {
     let mut g = Grid::new(COLUMNS).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13]);
     for r in &rep.rows {
         g.push(cells(r));

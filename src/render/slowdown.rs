@@ -13,7 +13,7 @@ use super::histogram::log2_rows;
 use super::json::versioned;
 use super::units::{interval, latency, ratio};
 use crate::analysis::slowdown::{
-    Distribution, FrameworkSlowdown, FunctionSlowdown, Measure, NotCompared, Side, SlowdownReport, fmt_threshold,
+    Distribution, FrameworkSlowdown, FunctionSlowdown, Measure, NotCompared, Rule, Side, SlowdownReport, fmt_threshold,
 };
 use crate::stats::{Estimate, StatsConfig};
 
@@ -38,7 +38,7 @@ pub fn summary_lines(r: &SlowdownReport) -> Vec<String> {
     r.frameworks
         .iter()
         .filter_map(|fw| {
-            let d = &fw.by_median;
+            let d = r.headline(fw);
             let g = d.geometric_mean_ci?;
             let fw_b = r.b.framework.unwrap_or(fw.framework);
             let fw_a = r.a.framework.unwrap_or(fw.framework);
@@ -76,7 +76,7 @@ pub fn summary_lines(r: &SlowdownReport) -> Vec<String> {
 /// A text histogram of the median ratios on a log scale: one row per factor of 2, a bar of
 /// `#` per function (scaled to at most 40), the threshold marked between rows.
 pub fn render_histogram(r: &SlowdownReport) -> String {
-    let ratios: Vec<f64> = r.functions.iter().map(|f| f.median_ratio).collect();
+    let ratios: Vec<f64> = r.functions.iter().map(|f| r.ratio_of(f)).collect();
     let limit = r.options.threshold;
     let rows = log2_rows(&ratios, Some((limit, &format!("beyond {}×", fmt_threshold(limit)))));
     if rows.is_empty() {
@@ -308,6 +308,7 @@ pub fn render_json(r: &SlowdownReport) -> String {
         a: &'a Side,
         b: &'a Side,
         measure: Measure,
+        method: Rule,
         threshold: f64,
         stats: &'a StatsConfig,
         summary: Vec<String>,
@@ -319,7 +320,8 @@ pub fn render_json(r: &SlowdownReport) -> String {
     let body = Body {
         a: &r.a,
         b: &r.b,
-        measure: r.options.measure,
+        measure: r.options.effective_measure(),
+        method: r.options.rule,
         threshold: r.options.threshold,
         stats: &r.options.stats,
         summary: summary_lines(r),

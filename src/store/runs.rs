@@ -313,7 +313,7 @@ impl Store {
                  c.key, f.framework, f.name, c.case_id, c.dtype, c.seed, c.spec, \
                  r.id, r.device, r.outcome, r.reason, r.error_type, r.message, r.traceback, r.phase, r.signal, \
                  r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles, \
-                 r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, \
+                 r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, r.session_first_calls, \
                  EXISTS (SELECT 1 FROM comparisons m WHERE m.result_id = r.id AND m.verdict <> 'incomparable'), \
                  r.steady_stop \
                  FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
@@ -342,11 +342,15 @@ impl Store {
                         runqueue_wait_ns: row.get(30)?,
                         steady_wall_ns: row.get(31)?,
                         graph_breaks: row.get(32)?,
-                        steady_stop: parse_opt(row, 34)?,
+                        steady_stop: parse_opt(row, 35)?,
+                        session_first_calls_ns: match row.get::<Option<String>>(33)? {
+                            Some(t) => serde_json::from_str(&t).map_err(|e| row.error(33, e))?,
+                            None => Vec::new(),
+                        },
                         samples_ns: samples.remove(&id).unwrap_or_default(),
                         block_sizes: calls.remove(&id).unwrap_or_default(),
                     };
-                    Ok(ResultRow { id, function, case, result, compared: row.get(33)? })
+                    Ok(ResultRow { id, function, case, result, compared: row.get(34)? })
                 },
             )
             .or_store(ctx)
@@ -534,11 +538,11 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
 }
 
-/// The upsert of a result (`$1..$20`), returning its id: run by both engines.
+/// The upsert of a result (`$1..$21`), returning its id: run by both engines.
 const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
      traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
-     runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
+     runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop, session_first_calls) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
      ON CONFLICT (case_id, device) DO UPDATE SET \
      outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
      message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
@@ -546,20 +550,21 @@ const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outco
      first_call_ns = excluded.first_call_ns, wall_ms = excluded.wall_ms, \
      outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles, \
      runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns, \
-     graph_breaks = excluded.graph_breaks, steady_stop = excluded.steady_stop \
+     graph_breaks = excluded.graph_breaks, steady_stop = excluded.steady_stop, \
+     session_first_calls = excluded.session_first_calls \
      RETURNING id";
 
 /// PostgreSQL: a result and its samples in one statement (so one round trip, and atomic on its
 /// own): the result's upsert, the samples beyond the new count deleted (a replaced result may
-/// have had more), and the new samples — `$22` (ns) and `$23` (calls per sample) as `BIGINT[]`,
-/// numbered from 0 — inserted or replacing those at the same index. `$21` is the sample count.
+/// have had more), and the new samples — `$23` (ns) and `$24` (calls per sample) as `BIGINT[]`,
+/// numbered from 0 — inserted or replacing those at the same index. `$22` is the sample count.
 static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH r AS ({RESULT_UPSERT}), \
-         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $21) \
+         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $22) \
          INSERT INTO samples (result_id, idx, ns, calls) \
          SELECT r.id, s.idx - 1, s.ns, s.calls FROM r, \
-         unnest($22::bigint[], $23::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
+         unnest($23::bigint[], $24::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
          ON CONFLICT (result_id, idx) DO UPDATE SET ns = excluded.ns, calls = excluded.calls"
     )
 });
@@ -577,6 +582,9 @@ fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResul
     let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
     let calls = |idx: usize| r.block_sizes.get(idx).map(|&n| n as i64);
     let outputs = ctx.json(&r.outputs, "outputs")?;
+    r.session_first_calls_ns.iter().try_for_each(|&ns| ctx.int(ns, "session first call").map(|_| ()))?;
+    let session_first_calls = (!r.session_first_calls_ns.is_empty())
+        .then(|| serde_json::to_string(&r.session_first_calls_ns).expect("a list of integers serialises"));
     let mut values = params![
         run,
         case,
@@ -597,7 +605,8 @@ fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResul
         runqueue_wait,
         steady_wall,
         graph_breaks,
-        r.steady_stop.map(|x| x.as_str())
+        r.steady_stop.map(|x| x.as_str()),
+        session_first_calls
     ]
     .to_vec();
     if tx.dialect() == Dialect::Postgres {
@@ -923,6 +932,7 @@ pub(super) mod tests {
             stderr_tail: Some("warning: x\nwarning: y".into()),
             first_call_ns: Some(1_234_567_890),
             samples_ns: vec![30, 10, 20, i64::MAX as u64],
+            session_first_calls_ns: vec![1_234_567_890, 7],
             block_sizes: vec![1, 2, 3, 4],
             compiles: Some(2),
             graph_breaks: Some(1),
@@ -1536,6 +1546,7 @@ pub(super) mod tests {
                  ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN plan_digest; \
                  ALTER TABLE runs DROP COLUMN jax_x64; ALTER TABLE results DROP COLUMN graph_breaks; \
                  ALTER TABLE runs DROP COLUMN switches; ALTER TABLE results DROP COLUMN steady_stop; \
+                 ALTER TABLE results DROP COLUMN session_first_calls; \
                  DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
@@ -1552,6 +1563,7 @@ pub(super) mod tests {
         assert!(store.run(run).unwrap().info.jax_x64, "before version 8 JAX's workers always turned 64-bit mode on");
         assert_eq!(store.run(run).unwrap().info.switches, None, "not recorded before version 10");
         assert_eq!(got.steady_stop, None, "not recorded before version 11");
+        assert!(got.session_first_calls_ns.is_empty(), "not recorded before version 12");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");
         r.block_sizes = vec![64, 64, 64, 64];
@@ -1583,7 +1595,8 @@ pub(super) mod tests {
             .sqlite()
             .execute_batch(
                 "ALTER TABLE results DROP COLUMN graph_breaks; ALTER TABLE runs DROP COLUMN switches; \
-                 ALTER TABLE results DROP COLUMN steady_stop; DELETE FROM schema_version WHERE version >= 9;",
+                 ALTER TABLE results DROP COLUMN steady_stop; ALTER TABLE results DROP COLUMN session_first_calls; \
+                 DELETE FROM schema_version WHERE version >= 9;",
             )
             .unwrap();
         drop(store);

@@ -62,6 +62,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 9, name: "torch compiled modes: graph breaks, compiled_fullgraph", sql: V9 },
     Migration { version: 10, name: "run switches that change results", sql: V10 },
     Migration { version: 11, name: "timing that stops when it knows enough: why each steady state ended", sql: V11 },
+    Migration { version: 12, name: "imported sessions: each session's first timed call", sql: V12 },
 ];
 
 /// A new run's globally unique id: 128 bits from the operating system's random source
@@ -316,6 +317,14 @@ ALTER TABLE runs ADD COLUMN switches TEXT;
 /// `mlport run --quick`, imports) and for older results.
 const V11: &str = "
 ALTER TABLE results ADD COLUMN steady_stop TEXT;
+";
+
+/// Version 12: imports of repeated timing sessions keep each session's first timed call
+/// (`session_first_calls`: JSON list of ns, in session order; NULL for live runs, imports of
+/// one session and older results), so that every timed call is in the store — the authors'
+/// method of "The Grand Illusion" averages them all (`mlport report --paper`).
+const V12: &str = "
+ALTER TABLE results ADD COLUMN session_first_calls TEXT;
 ";
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ use serde::Serialize;
 use crate::analysis::PortabilityReport;
 use crate::analysis::SlowdownReport;
 use crate::analysis::dtypes::DtypeMatrix;
+use crate::analysis::frameworks::FrameworkTable;
+use crate::analysis::modes::ModesReport;
 use crate::analysis::portability::TargetSummary;
 
 /// The versioned name of the page's layout, written into a `<meta name="generator">`.
@@ -128,17 +130,27 @@ fn failures(report: &PortabilityReport) -> Vec<Failure> {
     out
 }
 
-/// The HTML page of `report` with the dtype matrix `dtypes` of the same results as a heatmap,
-/// and, when given, a slowdown's distribution (histogram and empirical CDF, log scale), ending
-/// with a newline.
+/// What one page shows: analysis results of the same run (or machine of a campaign), each
+/// also what `report` renders in the other formats.
+pub struct Page<'a> {
+    /// The run's portability.
+    pub report: &'a PortabilityReport,
+    /// Its dtype matrix (a heatmap).
+    pub dtypes: &'a DtypeMatrix,
+    /// One section per `--slowdown A..B` (histogram and empirical CDF, log scale).
+    pub slowdowns: &'a [SlowdownReport],
+    /// The cross-framework agreement table (a section when it has rows).
+    pub frameworks: &'a FrameworkTable,
+    /// Eager vs compiled (a section when the run has compiled targets).
+    pub modes: &'a ModesReport,
+}
+
+/// The HTML page of a [`Page`], ending with a newline.
 ///
 /// Errors: none in practice (the template is compiled in and tested); a template error is
 /// returned as text so it names the template and line.
-pub fn render(
-    report: &PortabilityReport,
-    dtypes: &DtypeMatrix,
-    slowdown: Option<&SlowdownReport>,
-) -> anyhow::Result<String> {
+pub fn render(page: &Page<'_>) -> anyhow::Result<String> {
+    let (report, dtypes) = (page.report, page.dtypes);
     let mut env = Environment::new();
     env.add_template("page.html", TEMPLATE)?;
     let r = &report.run;
@@ -178,16 +190,30 @@ pub fn render(
         bars_alt => bars::alt(&report.targets),
         heatmap_svg => heatmap::svg(dtypes),
         heatmap_alt => heatmap::alt(dtypes),
-        slowdown => slowdown.map(|sd| context! {
+        slowdowns => page.slowdowns.iter().enumerate().map(|(i, sd)| context! {
+            id => if i == 0 { "slowdown".to_string() } else { format!("slowdown-{}", i + 1) },
             a => sd.a.describe(),
             b => sd.b.describe(),
             rule => &sd.rule,
+            method => if sd.options.rule == crate::analysis::Rule::Paper {
+                "the authors' method: per function the mean of every timed call on B over the same on A"
+            } else {
+                "per function, B's median time over A's"
+            },
             histogram => slowdown::histogram(sd),
             cdf => slowdown::cdf(sd),
             caption => slowdown::caption(sd),
             compared => sd.functions.len(),
             threshold => sd.options.threshold,
-        }),
+        }).collect::<Vec<_>>(),
+        frameworks_table => (!page.frameworks.rows.is_empty())
+            .then(|| super::paper::grid_html(&super::frameworks::grid(page.frameworks), "frameworks-table")),
+        frameworks_count => page.frameworks.rows.len(),
+        frameworks_notes => super::frameworks::summary_lines(page.frameworks),
+        modes_table => (!page.modes.rows.is_empty())
+            .then(|| super::paper::grid_html(&super::modes::grid(page.modes), "modes-table")),
+        modes_count => page.modes.rows.len(),
+        modes_rule => &page.modes.rule,
     })?;
     Ok(page + "\n")
 }
@@ -196,6 +222,15 @@ pub fn render(
 mod tests {
     use super::*;
     use crate::analysis::portability::tests::report;
+
+    /// No cross-framework rows and no compiled targets: those sections are left out.
+    fn empty_sections() -> (FrameworkTable, ModesReport) {
+        let run = crate::analysis::portability::tests::run_summary();
+        (
+            crate::analysis::frameworks::build(run.id, &[], &[], &[], &|_| true),
+            crate::analysis::modes::build(&run, &[], &[], None),
+        )
+    }
 
     #[test]
     fn html_snapshot() {
@@ -206,7 +241,8 @@ mod tests {
             &[],
             &|_| true,
         );
-        let html = render(&report(), &m, None).unwrap();
+        let (f, mo) = empty_sections();
+        let html = render(&Page { report: &report(), dtypes: &m, slowdowns: &[], frameworks: &f, modes: &mo }).unwrap();
         assert!(html.contains("Dtype matrix of"), "{html}");
         assert!(html.contains("default-src 'none'"), "{html}");
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "nothing fetched: {html}");
@@ -218,7 +254,8 @@ mod tests {
         let rep =
             crate::analysis::build(&crate::analysis::portability::tests::run_summary(), &[], &[], &Default::default());
         let m = crate::analysis::dtypes::build(0, crate::model::RunSource::Live, &[], &[], &|_| true);
-        let html = render(&rep, &m, None).unwrap();
+        let (f, mo) = empty_sections();
+        let html = render(&Page { report: &rep, dtypes: &m, slowdowns: &[], frameworks: &f, modes: &mo }).unwrap();
         assert!(html.contains("No results to report.") && html.contains("No dtype results."), "{html}");
     }
 }

@@ -58,7 +58,7 @@ fn frame(
 
 /// The histogram's SVG: functions per bin of the ratio (log scale).
 pub fn histogram(sd: &SlowdownReport) -> String {
-    let ratios: Vec<f64> = sd.functions.iter().map(|f| f.median_ratio).filter(|r| *r > 0.0).collect();
+    let ratios: Vec<f64> = sd.functions.iter().map(|f| sd.ratio_of(f)).filter(|r| *r > 0.0).collect();
     let (lo, hi) = decades(&ratios, sd.options.threshold);
     let bins = ((hi - lo) * BINS_PER_DECADE) as usize;
     let mut counts = vec![0usize; bins.max(1)];
@@ -85,7 +85,7 @@ pub fn histogram(sd: &SlowdownReport) -> String {
 
 /// The empirical CDF's SVG: the share of functions with a ratio at most x (log scale).
 pub fn cdf(sd: &SlowdownReport) -> String {
-    let mut ratios: Vec<f64> = sd.functions.iter().map(|f| f.median_ratio).filter(|r| *r > 0.0).collect();
+    let mut ratios: Vec<f64> = sd.functions.iter().map(|f| sd.ratio_of(f)).filter(|r| *r > 0.0).collect();
     ratios.sort_by(f64::total_cmp);
     let (lo, hi) = decades(&ratios, sd.options.threshold);
     let mut out = String::new();
@@ -113,7 +113,7 @@ pub fn caption(sd: &SlowdownReport) -> Vec<String> {
     sd.frameworks
         .iter()
         .map(|f| {
-            let d = &f.by_median;
+            let d = sd.headline(f);
             let ci = d
                 .geometric_mean_ci
                 .as_ref()
