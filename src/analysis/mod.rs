@@ -15,6 +15,7 @@ pub mod frameworks;
 pub mod modes;
 pub mod portability;
 pub mod slowdown;
+pub mod suite;
 
 pub use excerpt::excerpt;
 pub use portability::{

@@ -295,6 +295,16 @@ pub struct ImportPaperArgs {
     pub format: FormatArg,
 }
 
+/// What `mlport pytest --fail-on` fails on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum SuiteFailOn {
+    /// Any counted failing test (harness errors, flaky tests and skips never count).
+    Failure,
+    /// A test that passed in the previous run of the same framework and device and fails now.
+    NewFailure,
+}
+
 /// Arguments of `mlport pytest`.
 #[derive(Debug, Args)]
 pub struct PytestArgs {
@@ -321,9 +331,20 @@ pub struct PytestArgs {
     /// name without its parametrization).
     #[arg(long, value_name = "HOW", default_value = "auto")]
     pub group_by: crate::import::group::GroupBy,
-    /// Stop the whole suite after this many seconds (its process group is killed; nothing is imported).
+    /// Stop the whole suite after this many seconds: its process group is killed, the test then
+    /// running is recorded as `timeout` and the finished tests are kept.
     #[arg(long, value_name = "SECS", value_parser = values::positive)]
     pub timeout: Option<f64>,
+    /// Continue an earlier `mlport pytest` run (an id or label; default the latest run) of the
+    /// same suite, framework and device: the tests it has results for are deselected, the rest
+    /// run and are added to it.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "latest")]
+    pub resume: Option<String>,
+    /// Exit with code 3 when the run has any of these: `failure` (a counted failing test),
+    /// `new_failure` (a test that passed in the previous `mlport pytest` run of the same
+    /// framework and device and fails now). For CI.
+    #[arg(long, value_delimiter = ',', value_name = "WHAT")]
+    pub fail_on: Vec<SuiteFailOn>,
     /// Format of the report printed at the end.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
