@@ -14,7 +14,8 @@ const ROUNDS: usize = 3;
 fn report() -> String {
     let mut tests = String::new();
     for i in 0..TESTS {
-        let nodeid = format!("tests/test_f{}.py::TestOps::test_op{}[float{}-{i}]", i % 100, i % 500, [16, 32, 64][i % 3]);
+        let nodeid =
+            format!("tests/test_f{}.py::TestOps::test_op{}[float{}-{i}]", i % 100, i % 500, [16, 32, 64][i % 3]);
         if i > 0 {
             tests.push(',');
         }
@@ -27,7 +28,11 @@ fn report() -> String {
             .unwrap();
         } else if i % 97 == 0 {
             write!(tests, r#"{{"nodeid": "{nodeid}", "outcome": "rerun", "call": {{"duration": 0.01, "outcome": "failed", "crash": {{"message": "AssertionError: assert 1 == 2"}}}}}},"#).unwrap();
-            write!(tests, r#"{{"nodeid": "{nodeid}", "outcome": "passed", "call": {{"duration": 0.01, "outcome": "passed"}}}}"#).unwrap();
+            write!(
+                tests,
+                r#"{{"nodeid": "{nodeid}", "outcome": "passed", "call": {{"duration": 0.01, "outcome": "passed"}}}}"#
+            )
+            .unwrap();
         } else {
             write!(tests, r#"{{"nodeid": "{nodeid}", "outcome": "passed", "setup": {{"duration": 0.0, "outcome": "passed"}}, "call": {{"duration": 0.01, "outcome": "passed"}}}}"#).unwrap();
         }

@@ -65,7 +65,11 @@ fn tests_are_grouped_by_metadata_by_test_and_by_regex() {
     let db = tmp.path().join("g.db");
     pytest("grouping", &db, &[]).assert().success();
     let names: Vec<String> = functions(&db, 1).into_iter().map(|(_, f)| f).collect();
-    assert_eq!(names, ["numpy.sin", "numpy.sin", "numpy.cos", "exp_grad"], "auto: metadata (json_metadata, record_property), else test");
+    assert_eq!(
+        names,
+        ["numpy.sin", "numpy.sin", "numpy.cos", "exp_grad"],
+        "auto: metadata (json_metadata, record_property), else test"
+    );
     pytest("grouping", &db, &["--group-by", "test"]).assert().success();
     let names: Vec<String> = functions(&db, 2).into_iter().map(|(_, f)| f).collect();
     assert_eq!(names, ["sin_values", "sin_values", "cos_grad", "exp_grad"]);
@@ -111,10 +115,9 @@ fn an_exception_group_and_hypothesis_complaints_get_real_reasons() {
 fn a_test_that_aborts_the_interpreter_is_a_crash_and_resume_runs_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
-    pytest("crash", &db, &[])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains("pytest died (SIGABRT (6)) while").and(predicate::str::contains("test_2_abort")));
+    pytest("crash", &db, &[]).assert().success().stderr(
+        predicate::str::contains("pytest died (SIGABRT (6)) while").and(predicate::str::contains("test_2_abort")),
+    );
     let rows = results(&db, 1);
     assert_eq!(short(&rows), [("test_1_before", "pass", None), ("test_2_abort", "crash", Some("crash"))]);
     assert_eq!(rows[1].4.as_deref(), Some("pytest killed by SIGABRT (6) while this test ran"));
@@ -168,8 +171,14 @@ fn reruns_make_a_flaky_test_and_a_repeated_failure_stays_a_failure() {
         .code(3)
         .stderr(predicate::str::contains("--fail-on: failure: 1 counted failing tests"));
     let rows = results(&db, 1);
-    assert_eq!(short(&rows), [("test_once_then_passes", "flaky", None), ("test_always_fails", "fail", Some("wrong_result"))]);
-    assert!(rows[0].4.as_deref().unwrap().starts_with("flaky: passed after 1 failed attempt(s); first: assert 1 == 2"), "{rows:?}");
+    assert_eq!(
+        short(&rows),
+        [("test_once_then_passes", "flaky", None), ("test_always_fails", "fail", Some("wrong_result"))]
+    );
+    assert!(
+        rows[0].4.as_deref().unwrap().starts_with("flaky: passed after 1 failed attempt(s); first: assert 1 == 2"),
+        "{rows:?}"
+    );
 }
 
 #[test]
@@ -189,7 +198,10 @@ fn the_timeout_records_the_running_test_and_keeps_the_finished_ones() {
         .arg(&db)
         .assert()
         .success()
-        .stderr(predicate::str::contains("did not finish within --timeout 8 s").and(predicate::str::contains("test_b_hangs ran (recorded as timeout)")));
+        .stderr(
+            predicate::str::contains("did not finish within --timeout 8 s")
+                .and(predicate::str::contains("test_b_hangs ran (recorded as timeout)")),
+        );
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
     assert_eq!(short(&results(&db, 1)), [("test_a", "pass", None), ("test_b_hangs", "timeout", Some("timeout"))]);
     assert_eq!(state(&db, 1), "incomplete");

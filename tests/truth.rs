@@ -210,7 +210,10 @@ fn every_passing_case_is_checked_by_some_reference_or_counted_unchecked() {
          print(len(found), np.abs(np.prod(np.load(found[0]).astype(np.float64), axis=1) - e).max())"
     ));
     assert_eq!(by_numpy.split(' ').next(), Some("1"), "{by_numpy}");
-    assert!(by_numpy.split(' ').nth(1).unwrap().parse::<f64>().unwrap() < 1e-12, "the self-reference is right: {by_numpy}");
+    assert!(
+        by_numpy.split(' ').nth(1).unwrap().parse::<f64>().unwrap() < 1e-12,
+        "the self-reference is right: {by_numpy}"
+    );
     let prod32 = result("torch.prod", "float32");
     assert_eq!(prod32.result.outcome, Outcome::Pass, "{:?}", prod32.result.message);
     assert_eq!(against(prod32)[0], ("torch.prod in float64 (self-reference)".into(), "agree".into()));

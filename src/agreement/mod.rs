@@ -20,8 +20,8 @@ pub use pairs::{OutputPair, compare_outputs};
 use std::collections::{HashMap, HashSet};
 
 use crate::model::{
-    Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Dtype, Framework, Outcome, ReferenceRow,
-    ResultRow, Target,
+    Against, CaseResult, CaseRow, ComparisonRow, ComparisonVerdict, Dtype, Framework, Outcome, ReferenceRow, ResultRow,
+    Target,
 };
 use crate::outcome::Decision;
 use crate::store::{Store, StoreError};
@@ -386,7 +386,8 @@ mod tests {
         }
         let s = check_run(&mut store, run, &gpu).unwrap();
         let got = |id: &str, device: &Target| {
-            let r = store.results(run).unwrap().into_iter().find(|r| r.case.case_id == id && r.result.device == *device);
+            let r =
+                store.results(run).unwrap().into_iter().find(|r| r.case.case_id == id && r.result.device == *device);
             let r = r.unwrap().result;
             (r.outcome, r.message.unwrap_or_default())
         };

@@ -108,7 +108,8 @@ fn machine_report(machine: &str, group: &[&RunRows], opts: &ReportOptions) -> Ma
     let mut summary = first.clone();
     summary.cases_planned = group.iter().map(|(s, _, _)| s.cases_planned).sum();
     summary.results = group.iter().map(|(s, _, _)| s.results).sum();
-    summary.state = group.iter().map(|(s, _, _)| s.state).find(|s| *s != RunState::Finished).unwrap_or(RunState::Finished);
+    summary.state =
+        group.iter().map(|(s, _, _)| s.state).find(|s| *s != RunState::Finished).unwrap_or(RunState::Finished);
     summary.origin.machine = Some(machine.to_string());
     let devices: Vec<DeviceInfo> = group.iter().flat_map(|(_, d, _)| d.iter().cloned()).collect();
     let results: Vec<ResultRow> = group.iter().flat_map(|(_, _, r)| r.iter().cloned()).collect();
@@ -134,9 +135,7 @@ fn machine_report(machine: &str, group: &[&RunRows], opts: &ReportOptions) -> Ma
 fn dedup_devices(devices: Vec<DeviceInfo>) -> Vec<DeviceInfo> {
     let mut out: BTreeMap<(crate::model::Framework, Target), DeviceInfo> = BTreeMap::new();
     for d in devices {
-        out.entry((d.framework, d.device.clone()))
-            .and_modify(|e| e.available |= d.available)
-            .or_insert(d);
+        out.entry((d.framework, d.device.clone())).and_modify(|e| e.available |= d.available).or_insert(d);
     }
     out.into_values().collect()
 }
@@ -191,8 +190,10 @@ pub(crate) mod tests {
         assert_eq!((gpu.shard_count, gpu.missing_shards.clone()), (2, vec![]));
         let tpu = &c.machines[1];
         assert_eq!((tpu.shard_count, tpu.missing_shards.clone()), (2, vec![1]));
-        assert!(tpu.report.targets.iter().map(|t| t.functions_run).sum::<usize>()
-            < gpu.report.targets.iter().map(|t| t.functions_run).sum::<usize>());
+        assert!(
+            tpu.report.targets.iter().map(|t| t.functions_run).sum::<usize>()
+                < gpu.report.targets.iter().map(|t| t.functions_run).sum::<usize>()
+        );
         assert!(c.rule.contains("own reference device (gpu-box cpu, tpu-box cpu)"), "{}", c.rule);
     }
 }

@@ -257,7 +257,11 @@ compare = "none"
         let unchecked: usize = c.frameworks.values().map(|n| n.unchecked_floating).sum();
         assert_eq!(unchecked, c.unchecked_floating.len());
         assert!(floating > 2500, "the built-in catalogue plans {floating} floating cases");
-        assert!(unchecked * 20 < floating, "{unchecked} of {floating} floating cases unchecked: {:?}", c.unchecked_floating);
+        assert!(
+            unchecked * 20 < floating,
+            "{unchecked} of {floating} floating cases unchecked: {:?}",
+            c.unchecked_floating
+        );
     }
 
     #[test]

@@ -202,7 +202,10 @@ pub(crate) mod tests {
             ),
             at(row(Framework::Torch, "a", 2, "cpu", Outcome::Pass, None, &[10]), "bfloat16", 4, None),
             // Nothing compared it: "ran, unchecked".
-            ResultRow { compared: false, ..at(row(Framework::Jax, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 5, None) },
+            ResultRow {
+                compared: false,
+                ..at(row(Framework::Jax, "a", 1, "cpu", Outcome::Pass, None, &[10]), "float32", 5, None)
+            },
             at(
                 row(Framework::Jax, "a", 1, "tpu:0", Outcome::Fail, Some(Reason::NotImplemented), &[]),
                 "float32",

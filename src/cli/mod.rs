@@ -314,9 +314,9 @@ pub struct PytestArgs {
     /// Which interpreter runs pytest (default: the managed environment).
     #[command(flatten)]
     pub python: PythonArg,
-    /// The test file or folder, as you would give it to pytest.
-    #[arg(value_name = "PATH")]
-    pub path: PathBuf,
+    /// The test files or folders, as you would give them to pytest.
+    #[arg(value_name = "PATH", required = true, num_args = 1..)]
+    pub path: Vec<PathBuf>,
     /// The framework the suite tests: numpy, torch, jax or tensorflow.
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
@@ -559,6 +559,11 @@ pub struct ReportArgs {
     /// (`torch/cpu..jax/cpu`, functions matched by op).
     #[arg(long, value_name = "A..B")]
     pub slowdown: Option<SlowdownSpec>,
+    /// The same test suite's runs side by side (ids or labels, e.g. `keras-jax,keras-torch`):
+    /// one row per test, matched by id (nodeid without device or framework tokens), one column
+    /// per run, whatever their frameworks and devices.
+    #[arg(long, value_delimiter = ',', value_name = "RUN,RUN,...", conflicts_with_all = ["slowdown", "modes", "dtypes", "frameworks", "functions"])]
+    pub suite: Vec<String>,
     /// What --slowdown compares.
     #[arg(long, value_enum, default_value = "steady")]
     pub measure: MeasureArg,

@@ -44,7 +44,10 @@ fn exit_problem(code: i32, path: &Path) -> String {
 fn user_args(args: &[String]) -> Result<Vec<String>> {
     let mut out = args.to_vec();
     if args.windows(2).any(|w| w[0] == "-p" && w[1] == format!("no:{}", stream::PLUGIN_MODULE)) {
-        bail!("`-p no:{}` would stop mlport's plugin, which reports each test's result; remove it", stream::PLUGIN_MODULE);
+        bail!(
+            "`-p no:{}` would stop mlport's plugin, which reports each test's result; remove it",
+            stream::PLUGIN_MODULE
+        );
     }
     let wants_file = args.iter().any(|a| a == "--json-report-file" || a.starts_with("--json-report-file="));
     if wants_file && !args.iter().any(|a| a == "--json-report") {
@@ -126,8 +129,8 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
     // --format html is a report of `mlport report` only: refused before any work.
     super::output::format_of(args.format)?;
     let (framework, device) = (args.framework, args.device.clone());
-    if !args.path.exists() {
-        bail!("{}: no such test file or folder", args.path.display());
+    if let Some(p) = args.path.iter().find(|p| !p.exists()) {
+        bail!("{}: no such test file or folder", p.display());
     }
     let extra = user_args(&args.pytest_args)?;
     // The store is checked before the suite runs, so its results have somewhere to go.
@@ -181,7 +184,7 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
         _ => plugin_dir.clone().into_os_string(),
     };
     cmd.args(["-m", "pytest"])
-        .arg(&args.path)
+        .args(&args.path)
         .args(["-p", stream::PLUGIN_MODULE, "-p", "no:cacheprovider", "--continue-on-collection-errors"])
         .args(&extra)
         .env("PYTHONPATH", python_path)
@@ -200,7 +203,7 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
     }
     eprintln!(
         "mlport: running pytest on {} with MLPORT_DEVICE={device} ({})",
-        args.path.display(),
+        args.path.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
         env.python.display()
     );
 
@@ -222,16 +225,14 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
         notes: vec![format!("pytest's stream is kept in {}", out_dir.join("stream.jsonl").display())],
         ..RunOrigin::default()
     };
-    let mut target =
-        Target { store: &mut store, run: resumed.as_ref().map(|r| r.id), info, origin, pieces: 0 };
+    let mut target = Target { store: &mut store, run: resumed.as_ref().map(|r| r.id), info, origin, pieces: 0 };
     let mut s = Stream::new(framework, device.clone(), args.group_by.clone());
     let log_path = out_dir.join("stream.jsonl");
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("cannot write {}", log_path.display()))?;
 
     let limit = args.timeout.map(|t| Duration::from_secs_f64(t.min(catalogue::MAX_TIMEOUT_S)));
-    let mut child = process::own_group(&mut cmd)
-        .spawn()
-        .with_context(|| format!("cannot run {}", env.python.display()))?;
+    let mut child =
+        process::own_group(&mut cmd).spawn().with_context(|| format!("cannot run {}", env.python.display()))?;
     let rx = read_lines(child.stdout.take().context("pytest's stdout")?);
     let started = Instant::now();
     let (mut hello, mut ended_cleanly) = (false, false);
@@ -321,7 +322,8 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
                 if let Some(piece) = piece {
                     target.add(&piece)?;
                 }
-                let how = status.signal().map_or_else(|| format!("exit code {:?}", status.code()), process::signal_name);
+                let how =
+                    status.signal().map_or_else(|| format!("exit code {:?}", status.code()), process::signal_name);
                 eprintln!("mlport: pytest died ({how}) while {name} ran; it is recorded as crash");
                 notes.push(format!(
                     "pytest died ({how}) while {name} ran; `mlport pytest ... --resume` runs the tests after it"
@@ -330,10 +332,10 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
             } else if !hello {
                 bail!(
                     "pytest did not load mlport's plugin ({}); nothing was recorded",
-                    status.code().map_or_else(|| format!("{status}"), |c| exit_problem(c, &args.path))
+                    status.code().map_or_else(|| format!("{status}"), |c| exit_problem(c, &args.path[0]))
                 );
             } else if target.pieces == 0 {
-                bail!("{}", exit_problem(status.code().unwrap_or(-1), &args.path));
+                bail!("{}", exit_problem(status.code().unwrap_or(-1), &args.path[0]));
             } else {
                 RunState::Finished
             }
@@ -362,7 +364,10 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
     store.set_run_notes(run, &all)?;
     store.finish_run(run, state)?;
     let counts: Vec<String> = s.counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    eprintln!("mlport: stored in run {run} ({})", if counts.is_empty() { "no tests".into() } else { counts.join(", ") });
+    eprintln!(
+        "mlport: stored in run {run} ({})",
+        if counts.is_empty() { "no tests".into() } else { counts.join(", ") }
+    );
     print_portability(&store, run, args.format, false)?;
     if matches!(ending, Ending::Interrupted) {
         return Ok(ExitStatus::Interrupted);
@@ -390,13 +395,26 @@ fn fail_on(store: &Store, run: i64, what: &[SuiteFailOn]) -> Result<Vec<String>>
         let previous = store
             .runs()?
             .into_iter()
-            .filter(|r| r.id < run && r.origin.source == RunSource::Pytest && r.info.frameworks.keys().eq(summary.info.frameworks.keys()))
-            .filter(|r| store.devices(r.id).is_ok_and(|d| d.iter().any(|d| summary_devices(store, run).contains(&d.device.to_string()))))
+            .filter(|r| {
+                r.id < run
+                    && r.origin.source == RunSource::Pytest
+                    && r.info.frameworks.keys().eq(summary.info.frameworks.keys())
+            })
+            .filter(|r| {
+                store
+                    .devices(r.id)
+                    .is_ok_and(|d| d.iter().any(|d| summary_devices(store, run).contains(&d.device.to_string())))
+            })
             .last();
         if let Some(prev) = previous {
             let new = crate::analysis::suite::new_failures(&store.results(prev.id)?, &failing);
             if !new.is_empty() {
-                found.push(format!("new_failure: {} tests passed in run {} and fail now (first: {})", new.len(), prev.id, new[0]));
+                found.push(format!(
+                    "new_failure: {} tests passed in run {} and fail now (first: {})",
+                    new.len(),
+                    prev.id,
+                    new[0]
+                ));
             }
         }
     }

@@ -203,7 +203,8 @@ impl Stream {
             seed: 0,
             spec: Spec::Imported(ImportedSpec { nodeid: Some(nodeid.to_string()), timing_key: None }),
         };
-        let device = DeviceInfo { framework: self.framework, device: r.device.clone(), available: true, detail: String::new() };
+        let device =
+            DeviceInfo { framework: self.framework, device: r.device.clone(), available: true, detail: String::new() };
         RunData {
             uid: None,
             info: blank_info(self.framework, ""),
@@ -272,7 +273,10 @@ mod tests {
         let piece = run(&mut s, test_line("t/test_a.py::test_x", "passed", None)).unwrap();
         let r = &piece.results[0];
         assert_eq!((r.outcome, r.reason), (Outcome::Flaky, None));
-        assert_eq!(r.message.as_deref(), Some("flaky: passed after 1 failed attempt(s); first: AssertionError: 1 == 2"));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("flaky: passed after 1 failed attempt(s); first: AssertionError: 1 == 2")
+        );
         assert_eq!(s.counts.get("passed"), Some(&2));
     }
 
@@ -283,7 +287,10 @@ mod tests {
         s.in_flight = Some("t/test_b.py::test_abort".into());
         let piece = s.unfinished(&TestEnding::Crashed { signal: Some(6), exit_code: None }).unwrap();
         let r = &piece.results[0];
-        assert_eq!((r.case_key.as_str(), r.outcome, r.reason), ("t/test_b.py::test_abort", Outcome::Crash, Some(Reason::Crash)));
+        assert_eq!(
+            (r.case_key.as_str(), r.outcome, r.reason),
+            ("t/test_b.py::test_abort", Outcome::Crash, Some(Reason::Crash))
+        );
         assert_eq!(r.message.as_deref(), Some("pytest killed by SIGABRT (6) while this test ran"));
         s.in_flight = Some("t/test_b.py::test_slow".into());
         let r = s.unfinished(&TestEnding::TimedOut(3.0)).unwrap().results.remove(0);
@@ -302,7 +309,10 @@ mod tests {
         assert_eq!(s.device_note(), None, "nothing seen, nothing said");
         run(&mut s, test_line("t/test_a.py::test_a", "passed", None));
         let note = s.device_note().unwrap();
-        assert!(note.starts_with("device not used: the tests' tensors were never seen on cuda:0, only on cpu (1 tests)"), "{note}");
+        assert!(
+            note.starts_with("device not used: the tests' tensors were never seen on cuda:0, only on cpu (1 tests)"),
+            "{note}"
+        );
         s.devices_seen.insert("cuda:0".into(), 1);
         assert_eq!(s.device_note(), None);
     }

@@ -265,9 +265,8 @@ impl std::str::FromStr for Shard {
     type Err = String;
     /// `INDEX/COUNT` with `0 <= INDEX < COUNT`, e.g. `0/4`.
     fn from_str(s: &str) -> Result<Shard, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("`{s}` is not INDEX/COUNT (e.g. `0/4`, the first of 4 shards)"))?;
+        let (i, n) =
+            s.split_once('/').ok_or_else(|| format!("`{s}` is not INDEX/COUNT (e.g. `0/4`, the first of 4 shards)"))?;
         let number = |part: &str, what: &str| {
             part.trim().parse::<u32>().map_err(|_| {
                 format!("`{part}` in `{s}` is not a shard {what}: INDEX/COUNT takes whole numbers (e.g. `0/4`)")

@@ -124,7 +124,10 @@ pub fn compute(
                 }
                 // Like a case: a crash is retried once on a fresh worker, an out-of-memory kill never
                 // (a second one would take the machine into another OOM).
-                if result.outcome == Outcome::Crash && first_crash.is_none() && crate::outcome::retry_crash(result.reason) {
+                if result.outcome == Outcome::Crash
+                    && first_crash.is_none()
+                    && crate::outcome::retry_crash(result.reason)
+                {
                     first_crash = Some(why(&result));
                     sink.event(&Event::WorkerRestarted { framework: fw, device: device.clone() });
                     continue;

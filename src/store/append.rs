@@ -38,7 +38,10 @@ impl Store {
                     )
                     .or_store(ctx)?;
                 let function = function.ok_or_else(|| {
-                    ctx.invalid(format!("case `{}` names function {} ({}), which is not planned", c.key, c.function, c.framework))
+                    ctx.invalid(format!(
+                        "case `{}` names function {} ({}), which is not planned",
+                        c.key, c.function, c.framework
+                    ))
                 })?;
                 let ordinal: i64 = tx
                     .query_value("SELECT COALESCE(MAX(ordinal) + 1, 0) FROM cases WHERE run_id = $1", params![run])
