@@ -297,13 +297,8 @@ pub fn pytest(args: PytestArgs) -> Result<ExitStatus> {
     }
     let mut notes = Vec::new();
     let state = match &ending {
-        Ending::Interrupted => {
-            if let Some(piece) = s.unfinished(&TestEnding::TimedOut(started.elapsed().as_secs_f64())) {
-                // Interrupted by the user: the test in flight has no result; nothing is recorded for it.
-                drop(piece);
-            }
-            RunState::Interrupted
-        }
+        // Stopped by the user: the test in flight has no result, and none is made up for it.
+        Ending::Interrupted => RunState::Interrupted,
         Ending::TimedOut(after) => {
             let name = s.in_flight.clone();
             if let Some(piece) = s.unfinished(&TestEnding::TimedOut(*after)) {
