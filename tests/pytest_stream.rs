@@ -11,8 +11,11 @@ use std::path::Path;
 use common::{fixture, mlport};
 use predicates::prelude::*;
 
-/// (case key, device, outcome, reason, message) of every result of run `run`, in order.
-fn results(db: &Path, run: i64) -> Vec<(String, String, String, Option<String>, Option<String>)> {
+/// (case key, device, outcome, reason, message) of one result.
+type Row = (String, String, String, Option<String>, Option<String>);
+
+/// Every result of run `run`, in order.
+fn results(db: &Path, run: i64) -> Vec<Row> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut st = conn
         .prepare(
@@ -55,7 +58,7 @@ fn pytest(suite: &str, db: &Path, extra: &[&str]) -> assert_cmd::Command {
     c
 }
 
-fn short(rows: &[(String, String, String, Option<String>, Option<String>)]) -> Vec<(&str, &str, Option<&str>)> {
+fn short(rows: &[Row]) -> Vec<(&str, &str, Option<&str>)> {
     rows.iter().map(|(k, _, o, r, _)| (k.rsplit("::").next().unwrap(), o.as_str(), r.as_deref())).collect()
 }
 
