@@ -358,7 +358,7 @@ fn a_suite_past_its_timeout_is_stopped_with_everything_it_started() {
         .arg("--db")
         .arg(&db)
         .assert()
-        .code(1)
+        .success()
         .stderr(predicate::str::contains("did not finish within --timeout 3 s"));
     assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -370,7 +370,8 @@ fn a_suite_past_its_timeout_is_stopped_with_everything_it_started() {
         .filter(|c| c.contains(&marker))
         .collect();
     assert!(left.is_empty(), "left running: {left:?}");
-    assert_eq!(runs_in(&db), 0);
+    // The test that was running is recorded as a timeout; the run is kept.
+    assert_eq!(runs_in(&db), 1);
 }
 
 /// The commands that only read a store work on one nobody may write: a read-only folder and

@@ -368,6 +368,7 @@ fn index<'a>(side: &SideData<'a>, opts: &ReportOptions) -> Indexed<'a> {
                 Counted::Skipped => State::NotCounted("skipped"),
                 Counted::NotAttributable => State::NotCounted("not attributable"),
                 Counted::Harness => State::NotCounted("harness_error"),
+                Counted::Flaky => State::NotCounted("flaky"),
             };
             let key = (row.function.framework, row.function.name.clone(), r.device.clone());
             let cases = ix.cases.entry(key.clone()).or_insert_with(|| {

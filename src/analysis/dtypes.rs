@@ -129,7 +129,8 @@ pub fn build(
                     cell.correctly_rounded += usize::from(*rounded);
                 }
             }
-            Outcome::Skip => cell.skipped += 1,
+            // A flaky test (passed and failed in one session) is never counted: with the skips.
+            Outcome::Skip | Outcome::Flaky => cell.skipped += 1,
             // A silent dtype change is its own mark, apart from the values' disagreement.
             Outcome::WrongResult if r.result.reason == Some(Reason::DtypeChanged) => cell.dtype_changed += 1,
             Outcome::WrongResult => cell.wrong += 1,
@@ -137,7 +138,7 @@ pub fn build(
                 *cell.failed.entry(r.result.reason.unwrap_or(Reason::Other)).or_default() += 1
             }
         }
-        if !matches!(r.result.outcome, Outcome::Pass | Outcome::Skip) {
+        if !matches!(r.result.outcome, Outcome::Pass | Outcome::Skip | Outcome::Flaky) {
             problems.push(Problem {
                 result_id: r.id,
                 framework: r.function.framework,

@@ -19,6 +19,7 @@ pub mod paper_compare;
 pub mod portability;
 pub mod slowdown;
 pub mod stops;
+pub mod suite;
 
 pub use excerpt::excerpt;
 pub use portability::{

@@ -204,6 +204,9 @@ pub struct PortabilityReport {
     /// device first, then the other devices by name.
     pub targets: Vec<TargetSummary>,
     pub harness_errors: Vec<HarnessError>,
+    /// Flaky cases (outcome `flaky`: passed and failed within one session), with their
+    /// message: listed apart, never counted.
+    pub flaky: Vec<HarnessError>,
     /// Devices asked for that a framework could not see: not counted.
     pub unavailable: Vec<DeviceInfo>,
     /// Frameworks with results but none on the reference device: their failures could
@@ -259,6 +262,9 @@ pub enum Counted {
     Skipped,
     /// A failure excused by the [`Attribution`] rule: not the target's fault.
     NotAttributable,
+    /// Passed and failed within one session (reruns, Hypothesis' `Flaky`): listed apart,
+    /// never counted against the device.
+    Flaky,
     /// mlport's own (or the catalogue's) bug: listed apart, never counted.
     Harness,
 }
@@ -295,6 +301,7 @@ pub fn counted(run: &RunSummary, results: &[ResultRow], opts: &ReportOptions) ->
             match r.outcome {
                 Outcome::Pass => Counted::Pass,
                 Outcome::Skip => Counted::Skipped,
+                Outcome::Flaky => Counted::Flaky,
                 Outcome::Fail | Outcome::Timeout | Outcome::Crash | Outcome::WrongResult => {
                     let reason = r.reason.unwrap_or(match r.outcome {
                         Outcome::Timeout => Reason::Timeout,
@@ -337,8 +344,16 @@ pub fn build(
 
     let mut targets: BTreeMap<(Framework, bool, &Target), Totals<'_>> = BTreeMap::new();
     let mut harness_errors = Vec::new();
+    let mut flaky = Vec::new();
     for (row, counted) in results.iter().zip(counted(run, results, opts)) {
         let r = &row.result;
+        if counted == Counted::Flaky {
+            flaky.push(HarnessError {
+                case_key: r.case_key.clone(),
+                device: r.device.clone(),
+                message: r.message.clone().unwrap_or_else(|| "(no message)".into()),
+            });
+        }
         if let Counted::Harness = counted {
             harness_errors.push(HarnessError {
                 case_key: r.case_key.clone(),
@@ -374,6 +389,7 @@ pub fn build(
         },
         targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
         harness_errors,
+        flaky,
         unavailable: devices.iter().filter(|d| !d.available).cloned().collect(),
         without_reference: if opts.attributable {
             let mut v: Vec<Framework> = results
@@ -472,7 +488,7 @@ impl<'a> Totals<'a> {
                 f.not_attributable += 1;
                 self.not_attributable += 1;
             }
-            Counted::Harness => {}
+            Counted::Harness | Counted::Flaky => {}
         }
     }
 

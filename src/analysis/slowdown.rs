@@ -7,7 +7,8 @@
 //!
 //! A and B may come from different runs (a T4 run and a TPU run of the paper's data, two
 //! framework versions), be two devices of one run, or two frameworks (matched by the
-//! catalogue's canonical `op`). Cases are matched by function (or op), case id and dtype, so
+//! catalogue's canonical `op`; a test suite's functions, which have none, by their name — the
+//! same suite run on two frameworks). Cases are matched by function (or op), case id and dtype, so
 //! imported and live runs of the same suite line up.
 //!
 //! Statistics ([`crate::stats`], seeded with the stored run seed): each median ratio has a
@@ -303,9 +304,14 @@ fn collect(
             continue;
         }
         let key = if by_op {
-            match &row.function.op {
-                Some(op) => op.clone(),
-                None => continue,
+            match (&row.function.op, &row.case.spec) {
+                (Some(op), _) => op.clone(),
+                // A test suite run against two frameworks: the same suite's function names
+                // (its files, tests or metadata) match, whatever the framework.
+                (None, crate::model::Spec::Imported(_)) => {
+                    format!("suite/{}", super::suite::test_id(&row.function.name))
+                }
+                (None, _) => continue,
             }
         } else {
             format!("{}/{}", row.function.framework, row.function.name)
@@ -328,7 +334,13 @@ fn collect(
         });
         if !values.is_empty() {
             // Keyed by the dtype's name: the order of the map is the order samples are pooled in.
-            let case = (row.case.case_id.clone(), crate::model::name_or_empty(row.case.dtype).to_string());
+            // A suite's test ids across frameworks lose their framework tokens (`[float16-jax]`).
+            let case_id = if by_op && row.function.op.is_none() {
+                super::suite::test_id(&row.case.case_id)
+            } else {
+                row.case.case_id.clone()
+            };
+            let case = (case_id, crate::model::name_or_empty(row.case.dtype).to_string());
             if measure == Measure::Steady
                 && row.result.runqueue_wait_share().is_some_and(|w| w > stats.max_runqueue_wait)
             {

@@ -295,6 +295,16 @@ pub struct ImportPaperArgs {
     pub format: FormatArg,
 }
 
+/// What `mlport pytest --fail-on` fails on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum SuiteFailOn {
+    /// Any counted failing test (harness errors, flaky tests and skips never count).
+    Failure,
+    /// A test that passed in the previous run of the same framework and device and fails now.
+    NewFailure,
+}
+
 /// Arguments of `mlport pytest`.
 #[derive(Debug, Args)]
 pub struct PytestArgs {
@@ -304,9 +314,9 @@ pub struct PytestArgs {
     /// Which interpreter runs pytest (default: the managed environment).
     #[command(flatten)]
     pub python: PythonArg,
-    /// The test file or folder, as you would give it to pytest.
-    #[arg(value_name = "PATH")]
-    pub path: PathBuf,
+    /// The test files or folders, as you would give them to pytest.
+    #[arg(value_name = "PATH", required = true, num_args = 1..)]
+    pub path: Vec<PathBuf>,
     /// The framework the suite tests: numpy, torch, jax or tensorflow.
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
@@ -321,9 +331,20 @@ pub struct PytestArgs {
     /// name without its parametrization).
     #[arg(long, value_name = "HOW", default_value = "auto")]
     pub group_by: crate::import::group::GroupBy,
-    /// Stop the whole suite after this many seconds (its process group is killed; nothing is imported).
+    /// Stop the whole suite after this many seconds: its process group is killed, the test then
+    /// running is recorded as `timeout` and the finished tests are kept.
     #[arg(long, value_name = "SECS", value_parser = values::positive)]
     pub timeout: Option<f64>,
+    /// Continue an earlier `mlport pytest` run (an id or label; default the latest run) of the
+    /// same suite, framework and device: the tests it has results for are deselected, the rest
+    /// run and are added to it.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "latest")]
+    pub resume: Option<String>,
+    /// Exit with code 3 when the run has any of these: `failure` (a counted failing test),
+    /// `new_failure` (a test that passed in the previous `mlport pytest` run of the same
+    /// framework and device and fails now). For CI.
+    #[arg(long, value_delimiter = ',', value_name = "WHAT")]
+    pub fail_on: Vec<SuiteFailOn>,
     /// Format of the report printed at the end.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
@@ -574,6 +595,11 @@ pub struct ReportArgs {
     /// (one section each).
     #[arg(long, value_name = "A..B")]
     pub slowdown: Vec<SlowdownSpec>,
+    /// The same test suite's runs side by side (ids or labels, e.g. `keras-jax,keras-torch`):
+    /// one row per test, matched by id (nodeid without device or framework tokens), one column
+    /// per run, whatever their frameworks and devices.
+    #[arg(long, value_delimiter = ',', value_name = "RUN,RUN,...", conflicts_with_all = ["slowdown", "paper", "paper_compare", "modes", "dtypes", "frameworks", "functions"])]
+    pub suite: Vec<String>,
     /// What --slowdown compares.
     #[arg(long, value_enum, default_value = "steady")]
     pub measure: MeasureArg,

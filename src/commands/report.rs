@@ -151,6 +151,11 @@ impl<'a> Which<'a> {
             Which::Paper
         } else if args.modes {
             Which::Modes
+        } else if all && args.functions {
+            bail!(
+                "--functions lists one run's failing functions and --run all is the overview of every run; pick a \
+                 run (`--run ID --functions`)"
+            );
         } else if all {
             Which::Overview
         } else if !(args.only.is_empty() || args.dtypes || args.frameworks) {
@@ -177,12 +182,28 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     let store = workspace::open_to_read(&args.db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let opts = ReportOptions { attributable: !args.all_failures, reference: args.reference.clone() };
     if args.format == FormatArg::Html {
+        if !args.suite.is_empty() {
+            bail!("--suite is a table, Markdown, CSV or JSON report; the HTML page does not hold it yet");
+        }
         return html(&store, &args, &opts);
     }
     if let Some(path) = &args.output {
         bail!("-o {}: only --format html writes to a file (the other formats go to stdout)", path.display());
     }
     let format = format_of(args.format)?;
+    if !args.suite.is_empty() {
+        if args.suite.len() < 2 {
+            bail!("--suite compares runs side by side: give two or more (`--suite RUN_A,RUN_B`)");
+        }
+        let mut runs = Vec::new();
+        for spec in &args.suite {
+            let run = resolve_run(&store, Some(spec))?;
+            let results = store.results(run.id)?;
+            runs.push((run, results));
+        }
+        emit(&render::suite::render(&analysis::suite::side_by_side(&runs), format))?;
+        return Ok(ExitStatus::Ok);
+    }
     let out = match Which::of(&args)? {
         Which::Slowdown(specs) => slowdown(&store, &args, specs, format)?,
         Which::Paper => render::paper::render(&paper(&store, &args)?, format),

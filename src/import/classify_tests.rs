@@ -76,13 +76,13 @@ const HAND: &str = r#"{"tests": [
 fn framework_errors_are_harness_reruns_are_flaky() {
     let run = run_of(HAND);
     assert_eq!(why(&run, "test_health"), (Outcome::Fail, Some(Reason::HarnessError)));
-    assert_eq!(why(&run, "test_deadline"), (Outcome::Fail, Some(Reason::HarnessError)));
+    assert_eq!(why(&run, "test_deadline"), (Outcome::Flaky, None), "a deadline flake is flaky, not a failure");
     assert!(result(&run, "test_deadline").message.as_deref().unwrap().starts_with("flaky: "));
     assert_eq!(why(&run, "test_fixture"), (Outcome::Fail, Some(Reason::HarnessError)));
     // Two failed attempts then a pass: one case, flaky, never against the device.
     let rr: Vec<&CaseResult> = run.results.iter().filter(|r| r.case_key.contains("test_rr")).collect();
     assert_eq!(rr.len(), 1);
-    assert_eq!((rr[0].outcome, rr[0].reason), (Outcome::Fail, Some(Reason::HarnessError)));
+    assert_eq!((rr[0].outcome, rr[0].reason), (Outcome::Flaky, None));
     assert_eq!(
         rr[0].message.as_deref(),
         Some("flaky: passed after 2 failed attempt(s); first: AssertionError: assert 1 == 2")

@@ -10,6 +10,7 @@ mod classify_tests;
 pub mod group;
 pub mod paper;
 pub mod pytest_json;
+pub mod stream;
 pub mod suite;
 pub mod timings;
 

@@ -122,11 +122,14 @@ impl PytestTest {
         &self.nodeid[start..]
     }
 
-    /// The first stage that failed, with its name, in the order setup, call, teardown.
+    /// The first stage that failed, with its name, in the order setup, call, teardown (a stage
+    /// of a failed attempt that pytest-rerunfailures ran again says `rerun`).
     pub fn failed_stage(&self) -> Option<(&'static str, &Stage)> {
-        [("setup", &self.setup), ("call", &self.call), ("teardown", &self.teardown)]
-            .into_iter()
-            .find_map(|(name, s)| s.as_ref().filter(|s| s.outcome.as_deref() == Some("failed")).map(|s| (name, s)))
+        [("setup", &self.setup), ("call", &self.call), ("teardown", &self.teardown)].into_iter().find_map(
+            |(name, s)| {
+                s.as_ref().filter(|s| matches!(s.outcome.as_deref(), Some("failed" | "rerun"))).map(|s| (name, s))
+            },
+        )
     }
 
     /// The stage that carries a skip's reason (setup or call).

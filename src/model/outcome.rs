@@ -24,12 +24,22 @@ pub enum Outcome {
     /// Ran, but disagreed with its reference beyond tolerance (reason `wrong_result`): the
     /// float64 reference of its canonical op, or the same case on the reference device.
     WrongResult,
+    /// Both passed and failed within one session (a test pytest-rerunfailures ran again and
+    /// that then passed, Hypothesis' `Flaky`): listed apart, never counted against the device.
+    Flaky,
 }
 
 impl Outcome {
     /// Every outcome, in report order (the derived `Ord`).
-    pub const ALL: [Outcome; 6] =
-        [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Timeout, Outcome::Crash, Outcome::WrongResult];
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Skip,
+        Outcome::Timeout,
+        Outcome::Crash,
+        Outcome::WrongResult,
+        Outcome::Flaky,
+    ];
 
     /// The snake_case name stored with each result and shown in reports (`pass`, `timeout`).
     pub fn as_str(self) -> &'static str {
@@ -40,6 +50,7 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::Crash => "crash",
             Outcome::WrongResult => "wrong_result",
+            Outcome::Flaky => "flaky",
         }
     }
 }

@@ -19,6 +19,18 @@ pub enum TestEnding<'a> {
     Unknown(&'a str),
     /// `failed` or `error`.
     Failed(TestFailure<'a>),
+    /// The test file could not be collected (`message`: pytest's error line); its tests did
+    /// not run.
+    CollectionError(&'a str),
+    /// The interpreter died while the test ran: killed by `signal`, or exited with `exit_code`.
+    Crashed {
+        /// The signal that killed pytest (SIGABRT for `os.abort()`, SIGSEGV).
+        signal: Option<i32>,
+        /// pytest's exit code when it exited instead.
+        exit_code: Option<i32>,
+    },
+    /// The session's `--timeout` (s) passed while the test ran; pytest's process group was killed.
+    TimedOut(f64),
     /// Failed, then passed when pytest-rerunfailures ran it again within the same session
     /// (`reruns` failed attempts; `first` the first attempt's crash line).
     Flaky {
@@ -65,16 +77,33 @@ pub fn imported(framework: Framework, ending: &TestEnding<'_>) -> Decision {
         TestEnding::ExpectedFailure => Decision::with(Outcome::Skip, None, "expected to fail (xfail)"),
         TestEnding::Unknown(why) => Decision::with(Outcome::Skip, None, *why),
         TestEnding::Failed(f) => failed(framework, f),
+        TestEnding::CollectionError(message) => {
+            Decision::with(Outcome::Fail, Some(Reason::HarnessError), format!("collection error: {message}"))
+        }
+        TestEnding::Crashed { signal, exit_code } => {
+            let how = match (signal, exit_code) {
+                (Some(s), _) => format!("killed by {}", crate::process::signal_name(*s)),
+                (None, Some(c)) => format!("exited with code {c}"),
+                (None, None) => "closed its pipe".into(),
+            };
+            Decision::with(Outcome::Crash, Some(Reason::Crash), format!("pytest {how} while this test ran"))
+        }
+        TestEnding::TimedOut(after) => Decision::with(
+            Outcome::Timeout,
+            Some(Reason::Timeout),
+            format!("running when the session's --timeout {after:.0} s passed; pytest's process group was killed"),
+        ),
         TestEnding::Flaky { reruns, first } => Decision::with(
-            Outcome::Fail,
-            Some(Reason::HarnessError),
-            &format!("flaky: passed after {reruns} failed attempt(s); first: {}", first.unwrap_or("no message")),
+            Outcome::Flaky,
+            None,
+            format!("flaky: passed after {reruns} failed attempt(s); first: {}", first.unwrap_or("no message")),
         ),
     }
 }
 
 /// A failed test: the test framework's own complaints first (Hypothesis' `Flaky`,
-/// `FlakyFailure` and unreliable timings ⇒ `harness_error` with a `flaky: ` message; its
+/// `FlakyFailure` and unreliable timings, in the crash line or a cause ⇒ outcome `flaky`, no
+/// reason, a `flaky: ` message; its
 /// `FailedHealthCheck`, `DeadlineExceeded`, `Unsatisfiable`, pytest's fixture-lookup and
 /// collection errors ⇒ `harness_error`), then the crash line and each of `causes` by
 /// [`one`], keeping the most specific reason: a framework's own reason (`dtype_unsupported`,
@@ -86,8 +115,8 @@ fn failed(framework: Framework, f: &TestFailure<'_>) -> Decision {
         matches!(last, Some("Flaky" | "FlakyFailure" | "FlakyStrategyDefinition"))
             || text.contains("Unreliable test timings")
     };
-    if flaky(f.error_type, f.text) {
-        return Decision::with(Outcome::Fail, Some(Reason::HarnessError), &format!("flaky: {}", f.message));
+    if flaky(f.error_type, f.text) || f.causes.iter().any(|c| flaky(split_type(c).0, c)) {
+        return Decision::with(Outcome::Flaky, None, format!("flaky: {}", f.message));
     }
     let mut best = one(framework, f, f.error_type, f.message, f.text);
     for cause in f.causes {

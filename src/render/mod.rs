@@ -28,6 +28,7 @@ pub mod portability;
 pub mod runs;
 pub mod scan;
 pub mod slowdown;
+pub mod suite;
 pub mod units;
 
 pub use format::Format;

@@ -3,6 +3,7 @@
 //! to at once) — behind one [`Store`]. The records it reads and writes are [`crate::model`]'s.
 
 mod agreement;
+mod append;
 mod claim;
 mod conn;
 mod error;

@@ -573,7 +573,13 @@ static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock
 /// PostgreSQL one statement ([`RESULT_WITH_SAMPLES_PG`]); on SQLite, inside the caller's
 /// transaction, the upsert, the old samples deleted and the new ones inserted one by one
 /// (statements on a local file cost microseconds).
-fn insert_result(tx: &mut Conn, ctx: Ctx<'_>, run: i64, case: i64, r: &CaseResult) -> Result<(), StoreError> {
+pub(super) fn insert_result(
+    tx: &mut Conn,
+    ctx: Ctx<'_>,
+    run: i64,
+    case: i64,
+    r: &CaseResult,
+) -> Result<(), StoreError> {
     let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
     let compiles = r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
     let graph_breaks = r.graph_breaks.map(|n| ctx.int(n, "graph_breaks")).transpose()?;

@@ -133,3 +133,32 @@ pub fn run_catalogue(db: &std::path::Path, catalogue: &str, args: &[&str]) -> as
         .assert()
         .success()
 }
+
+/// An interpreter with pytest, pytest-json-report, Hypothesis, pytest-rerunfailures and NumPy,
+/// for the suites written to test `mlport pytest`'s streaming: `MLPORT_TEST_SUITE_PYTHON`, else
+/// a virtual environment of its own (never the shared managed one), created on first use under
+/// the mlport cache folder (`<cache>/test-envs/pytest-suite-1`) with `python3 -m venv` and pip
+/// from PyPI, and kept.
+pub fn suite_python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        if let Some(p) = std::env::var_os("MLPORT_TEST_SUITE_PYTHON").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let dir = mlport::pyenv::cache_dir().join("test-envs").join("pytest-suite-1");
+        let py = dir.join("bin").join("python");
+        let ready = dir.join(".ready");
+        if !ready.is_file() {
+            let ok = std::process::Command::new("python3").args(["-m", "venv"]).arg(&dir).status();
+            assert!(ok.is_ok_and(|s| s.success()), "python3 -m venv {}", dir.display());
+            let ok = std::process::Command::new(&py)
+                .args(["-m", "pip", "install", "-q", "pytest", "pytest-json-report", "hypothesis"])
+                .args(["pytest-rerunfailures", "numpy"])
+                .status();
+            assert!(ok.is_ok_and(|s| s.success()), "pip install into {}", dir.display());
+            std::fs::write(&ready, "").unwrap();
+        }
+        py
+    })
+    .clone()
+}

@@ -63,6 +63,8 @@ struct Run<'a> {
 struct Summary<'a> {
     targets: Vec<TargetJson<'a>>,
     harness_errors: Vec<HarnessError<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    flaky: Vec<HarnessError<'a>>,
     unavailable: Vec<Unavailable<'a>>,
     not_usable: Vec<NotUsable<'a>>,
     without_reference: &'a [Framework],
@@ -164,6 +166,11 @@ pub(super) fn report(report: &PortabilityReport) -> String {
         targets: report.targets.iter().map(target).collect(),
         harness_errors: report
             .harness_errors
+            .iter()
+            .map(|e| HarnessError { case_key: &e.case_key, device: &e.device, message: &e.message })
+            .collect(),
+        flaky: report
+            .flaky
             .iter()
             .map(|e| HarnessError { case_key: &e.case_key, device: &e.device, message: &e.message })
             .collect(),

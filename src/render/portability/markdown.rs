@@ -33,6 +33,16 @@ pub(super) fn report(report: &PortabilityReport) -> String {
             lines.push(row(&[code(&e.case_key), e.device.to_string(), code(&e.message)]));
         }
     }
+    if !report.flaky.is_empty() {
+        lines.push(String::new());
+        lines.push(format!("## {}", super::words::FLAKY_HEADING));
+        lines.push(String::new());
+        lines.push(row(&["case", "device", "message"]));
+        lines.push(rule_row(&[false, false, false]));
+        for e in &report.flaky {
+            lines.push(row(&[code(&e.case_key), e.device.to_string(), code(&e.message)]));
+        }
+    }
     lines.push(String::new());
     lines.push(format!("**Rule.** {}", escape(&report.rule)));
     lines.join("\n") + "\n"

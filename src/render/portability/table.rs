@@ -32,6 +32,14 @@ pub(super) fn report(report: &PortabilityReport) -> String {
             lines.push(format!("  {} on {}: {first}", e.case_key, e.device));
         }
     }
+    if !report.flaky.is_empty() {
+        lines.push(String::new());
+        lines.push(format!("{}:", super::words::FLAKY_HEADING));
+        for e in &report.flaky {
+            let first = e.message.lines().next().unwrap_or_default();
+            lines.push(format!("  {} on {}: {first}", e.case_key, e.device));
+        }
+    }
     lines.push(String::new());
     lines.push(format!("Rule: {}", report.rule));
     lines.join("\n") + "\n"

@@ -196,6 +196,10 @@ pub(crate) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionS
 
 /// The heading over the harness error list: mlport's own bugs for live runs, the test
 /// harness's (e.g. the paper's timer) for test suites.
+/// The heading of the flaky list.
+pub(crate) const FLAKY_HEADING: &str =
+    "Flaky tests (passed and failed within one session, never counted against the device)";
+
 pub(crate) fn harness_heading(report: &PortabilityReport) -> &'static str {
     if report.run.source.is_test_suite() {
         "Harness errors (bugs of the test harness, never counted against a framework)"
