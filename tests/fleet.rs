@@ -455,7 +455,12 @@ fn a_later_shard_with_other_result_changing_switches_is_refused_naming_them() {
             assert!(err.contains(s), "{extra:?}: `{s}` not in {err}");
         }
     };
-    refused(&["--shard", "1/4"], &["run 1 (shard 0/4) ran with --threads 1, this shard with --threads unset"]);
+    // `--jobs 1` without `--threads` is the serial path with each framework's own thread count
+    // ("unset"); the default `--jobs` sets one thread per pinned worker, which would agree here.
+    refused(
+        &["--shard", "1/4", "--jobs", "1"],
+        &["run 1 (shard 0/4) ran with --threads 1, this shard with --threads unset"],
+    );
     refused(
         &["--shard", "1/4", "--threads", "1", "--budget-ms", "50"],
         &["--budget-ms 5", "--budget-ms 50", "campaign `s` (machine `box`)"],
