@@ -6,7 +6,7 @@
 //! | 0 | done: failures found in the frameworks are data, not errors (also `--help`, and a reader that closed stdout) |
 //! | 1 | error: the chain is printed on stderr; or a run in which no case could run |
 //! | 2 | usage error: an unknown option or a bad value (clap's), or flags that need others (`--shard` without `--campaign`) |
-//! | 3 | `mlport audit --fail-on` or `mlport diff --fail-on` found what it was asked to fail on |
+//! | 3 | `mlport audit --fail-on`, `mlport diff --fail-on` or `mlport pytest --fail-on` found what it was asked to fail on |
 //! | 130 | interrupted by Ctrl-C or SIGTERM: continue with `mlport run --resume` |
 
 use clap::Parser;
