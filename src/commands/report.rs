@@ -311,9 +311,7 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
             eprintln!("mlport: wrote {} (the paper's figures)", path.display());
             return Ok(ExitStatus::Ok);
         }
-        Which::PaperCompare => bail!(
-            "--format html does not show --paper-compare (use table, markdown, json or csv)"
-        ),
+        Which::PaperCompare => bail!("--format html does not show --paper-compare (use table, markdown, json or csv)"),
         Which::Overview => bail!(
             "--format html shows one run (or one machine of a campaign); --run all is not in the page (use table, markdown, json or csv)"
         ),

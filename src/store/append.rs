@@ -5,7 +5,7 @@
 
 use super::error::{OrStore, StoreError};
 use super::open::{Store, ensure_run};
-use super::runs::insert_result;
+use super::runs::{case_values, insert_result};
 use crate::model::RunData;
 use crate::params;
 
@@ -49,16 +49,7 @@ impl Store {
                 tx.execute(
                     "INSERT INTO cases (run_id, function_id, key, case_id, dtype, seed, spec, ordinal) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, key) DO NOTHING",
-                    params![
-                        run,
-                        function,
-                        c.key,
-                        c.case_id,
-                        crate::model::name_or_empty(c.dtype),
-                        c.seed.to_string(),
-                        ctx.json(&c.spec, "case spec")?,
-                        ordinal
-                    ],
+                    &case_values(ctx, run, function, c, ordinal)?,
                 )
                 .or_store(ctx)?;
             }

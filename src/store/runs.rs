@@ -487,19 +487,7 @@ fn insert_plan<'k>(
             return Err(ctx.invalid(format!("case `{}` is listed twice", c.key)));
         }
         let ordinal = ctx.int(ordinal as u64, "case ordinal")?;
-        case_rows.push(
-            params![
-                run,
-                function,
-                c.key,
-                c.case_id,
-                crate::model::name_or_empty(c.dtype),
-                c.seed.to_string(),
-                ctx.json(&c.spec, "case spec")?,
-                ordinal
-            ]
-            .to_vec(),
-        );
+        case_rows.push(case_values(ctx, run, function, c, ordinal)?);
     }
     let ids: HashMap<String, i64> = tx
         .insert_rows(
@@ -536,6 +524,30 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     }
     r.block_sizes.iter().try_for_each(|&n| ctx.int(n, "block size").map(|_| ()))?;
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
+}
+
+/// The values of a `cases` row, in the order of its insert's columns: `run_id, function_id,
+/// key, case_id, dtype, seed, spec, ordinal`.
+///
+/// Errors: the case's spec cannot be written as JSON ([`StoreError::Invalid`]).
+pub(super) fn case_values(
+    ctx: Ctx<'_>,
+    run: i64,
+    function: i64,
+    c: &CaseRow,
+    ordinal: i64,
+) -> Result<Vec<Value>, StoreError> {
+    Ok(params![
+        run,
+        function,
+        c.key,
+        c.case_id,
+        crate::model::name_or_empty(c.dtype),
+        c.seed.to_string(),
+        ctx.json(&c.spec, "case spec")?,
+        ordinal
+    ]
+    .to_vec())
 }
 
 /// The upsert of a result (`$1..$21`), returning its id: run by both engines.
