@@ -5,7 +5,7 @@
 
 use super::error::{OrStore, StoreError};
 use super::open::{Store, ensure_run};
-use super::runs::{case_values, insert_result};
+use super::runs::{case_values, insert_result, upsert_device};
 use crate::model::RunData;
 use crate::params;
 
@@ -54,13 +54,7 @@ impl Store {
                 .or_store(ctx)?;
             }
             for d in &piece.devices {
-                tx.execute(
-                    "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (run_id, framework, device) \
-                     DO UPDATE SET available = excluded.available, detail = excluded.detail",
-                    params![run, d.framework.as_str(), d.device.as_str(), d.available, d.detail],
-                )
-                .or_store(ctx)?;
+                upsert_device(tx, ctx, run, d)?;
             }
             for r in &piece.results {
                 let case: Option<i64> = tx

@@ -119,16 +119,7 @@ impl Store {
     pub fn record_devices(&mut self, run: i64, devices: &[DeviceInfo]) -> Result<(), StoreError> {
         self.write(|tx, ctx| {
             ensure_run(tx, ctx, run)?;
-            for d in devices {
-                tx.execute(
-                    "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (run_id, framework, device) \
-                     DO UPDATE SET available = excluded.available, detail = excluded.detail",
-                    params![run, d.framework.as_str(), d.device.as_str(), d.available, d.detail],
-                )
-                .or_store(ctx)?;
-            }
-            Ok(())
+            devices.iter().try_for_each(|d| upsert_device(tx, ctx, run, d))
         })
     }
 
@@ -524,6 +515,18 @@ fn check_result(ctx: Ctx<'_>, r: &CaseResult) -> Result<(), StoreError> {
     }
     r.block_sizes.iter().try_for_each(|&n| ctx.int(n, "block size").map(|_| ()))?;
     r.samples_ns.iter().try_for_each(|&ns| ctx.int(ns, "sample").map(|_| ()))
+}
+
+/// Records one device a framework saw for `run`, updating a (framework, device) already there.
+pub(super) fn upsert_device(tx: &mut Conn, ctx: Ctx<'_>, run: i64, d: &DeviceInfo) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO devices (run_id, framework, device, available, detail) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (run_id, framework, device) \
+         DO UPDATE SET available = excluded.available, detail = excluded.detail",
+        params![run, d.framework.as_str(), d.device.as_str(), d.available, d.detail],
+    )
+    .or_store(ctx)
+    .map(|_| ())
 }
 
 /// The values of a `cases` row, in the order of its insert's columns: `run_id, function_id,
