@@ -17,9 +17,11 @@ Synchronisation per adapter (after every timed call):
 Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS CPU
 fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
 outputs' devices are checked against the target after the first call. On xla:N/tpu:N the
-torch adapter also reads torch_xla's metrics after the first call: each `aten::NAME` counter
-counts calls of an operator PyTorch/XLA has no lowering for and ran on the host CPU
-(`torch_xla.debug.metrics`, counters cleared just before the call).
+torch adapter also reads torch_xla's metrics after the first call and again after the steady
+state (or --quick's second call): each `aten::NAME` counter counts calls of an operator
+PyTorch/XLA has no lowering for and ran on the host CPU (`torch_xla.debug.metrics`, counters
+cleared just before the first call); `aten::_local_scalar_dense`, a tensor read as a Python
+number (`.item()`), is a host read, not a fallback, and is left out.
 Framework defaults as shipped: JAX runs with jax_enable_x64 OFF, as JAX users have it,
 unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64, or a JAX float64 self-reference):
 an int64/float64 case then gets int32/float32 arrays, as a JAX user's code would. Every
@@ -270,6 +272,11 @@ class Adapter:
         """Called just before a case's first call: start counting host fallbacks (torch_xla)."""
 
     def fallback_check(self, out):
+        """After the first call: why the call did not run (wholly) on the target device, or None."""
+        return None
+
+    def steady_fallback_check(self):
+        """After the calls that follow the first: a fallback seen only then, or None."""
         return None
 
     def to_numpy(self, leaf):
@@ -501,16 +508,38 @@ class TorchAdapter(Adapter):
         if self.xla is not None:
             self.xla[2].clear_counters()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
+    HOST_READS = frozenset({"aten::_local_scalar_dense"})
+
+    def xla_fallbacks(self):
+        """torch_xla's `aten::NAME` counters since the last clear, host reads left out: "" when none,
+        else "aten::NAME (Nx), ..." (torch_xla/csrc/aten_cpu_fallback.cpp counts each operator it
+        ran through its CPU fallback)."""
+        met = self.xla[2]
+        fell = sorted(n for n in met.counter_names() if n.startswith("aten::") and n not in self.HOST_READS)
+        return ", ".join(f"{n} ({met.counter_value(n)}x)" for n in fell)
+
+    def steady_fallback_check(self):
+        """After the calls that follow the first: operators that fell back to the host only then
+        (the counters are cleared once, before the first call, which had none). None when none."""
+        if self.xla is None:
+            return None
+        calls = self.xla_fallbacks()
+        if calls:
+            return f"ran on the host through PyTorch/XLA's CPU fallback after the first call: {calls}"
+        return None
+
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
         if self.xla is not None:
             # torch_xla counts each operator it ran through its CPU fallback as `aten::NAME`
             # (torch_xla/csrc/aten_cpu_fallback.cpp); cleared just before the first call.
-            met = self.xla[2]
-            fell = sorted(n for n in met.counter_names() if n.startswith("aten::"))
-            if fell:
-                calls = ", ".join(f"{n} ({met.counter_value(n)}x)" for n in fell)
+            calls = self.xla_fallbacks()
+            if calls:
                 return f"ran on the host through PyTorch/XLA's CPU fallback: {calls}"
         want = self.native_device.type
         for leaf in leaves(out):
@@ -611,6 +640,10 @@ class JaxAdapter(Adapter):
             if hasattr(leaf, "block_until_ready"):
                 leaf.block_until_ready()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
@@ -697,6 +730,10 @@ class TensorflowAdapter(Adapter):
         if self.kind != "cpu":
             self.tf.test.experimental.sync_devices()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None

@@ -274,6 +274,18 @@ def run_case(adapter, req):
                     breaks = ctx.compiles.breaks()
                     if breaks is not None:
                         result["graph_breaks"] = breaks
+            late = adapter.steady_fallback_check()
+            if late:  # the first call stayed on the device, a later one did not
+                result.pop("outputs", None)
+                result["outcome"] = "fail"
+                result["error"] = {
+                    "type": "mlport.SilentFallback",
+                    "message": late,
+                    "traceback": "",
+                    "phase": "steady",
+                    "harness": False,
+                }
+                return result
         result["outcome"] = "pass"
         return result
     except inputs.OwnIOError as e:  # mlport's own file, not the function: no outcome (protocol 8)
