@@ -224,15 +224,7 @@ def run_case(adapter, req):
             phase = "outputs"
             fallback = adapter.fallback_check(out)
             if fallback:
-                result["outcome"] = "fail"
-                result["error"] = {
-                    "type": "mlport.SilentFallback",
-                    "message": fallback,
-                    "traceback": "",
-                    "phase": "outputs",
-                    "harness": False,
-                }
-                return result
+                return silent_fallback(result, fallback, "outputs")
             try:
                 result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
             except inputs.OwnIOError:
@@ -277,15 +269,7 @@ def run_case(adapter, req):
             late = adapter.steady_fallback_check()
             if late:  # the first call stayed on the device, a later one did not
                 result.pop("outputs", None)
-                result["outcome"] = "fail"
-                result["error"] = {
-                    "type": "mlport.SilentFallback",
-                    "message": late,
-                    "traceback": "",
-                    "phase": "steady",
-                    "harness": False,
-                }
-                return result
+                return silent_fallback(result, late, "steady")
         result["outcome"] = "pass"
         return result
     except inputs.OwnIOError as e:  # mlport's own file, not the function: no outcome (protocol 8)
@@ -304,6 +288,13 @@ def run_case(adapter, req):
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, False)
         return result
+
+
+def silent_fallback(result, message, phase):
+    """The case ran, not (wholly) on its device: a failure the core classifies silent_fallback."""
+    result["outcome"] = "fail"
+    result["error"] = {"type": "mlport.SilentFallback", "message": message, "traceback": "", "phase": phase, "harness": False}
+    return result
 
 
 class _Quick(Exception):
