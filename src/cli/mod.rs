@@ -636,6 +636,12 @@ pub struct ReportArgs {
     /// and the distribution of compiled/eager steady-state ratios.
     #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks"])]
     pub modes: bool,
+    /// Eager against the export routes (`X/onnx`, `X/stablehlo`; docs/ir-routes.md), per
+    /// framework and device: how many functions export and run, fail (export_error,
+    /// not_implemented, ...) or change their answer, the export + load cost (first calls) and
+    /// the distribution of route/eager steady-state ratios.
+    #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks", "modes"])]
+    pub routes: bool,
     /// The dtype matrix: per function × device, which dtypes pass, fail (with the reason) or
     /// give a wrong result, and the id of every case that did not pass.
     #[arg(long, conflicts_with_all = ["slowdown", "frameworks", "functions"])]
