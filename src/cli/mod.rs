@@ -256,7 +256,7 @@ pub struct ImportPytestJsonArgs {
     /// The pytest-json-report file.
     #[arg(value_name = "REPORT.json")]
     pub report: PathBuf,
-    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    /// The framework the suite tests: numpy, torch, jax or tensorflow (aliases np, pytorch, tf).
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
     /// The device the suite ran on: cpu, cuda:N, tpu:N, xla:N, mps or xpu:N.
@@ -317,7 +317,7 @@ pub struct PytestArgs {
     /// The test files or folders, as you would give them to pytest.
     #[arg(value_name = "PATH", required = true, num_args = 1..)]
     pub path: Vec<PathBuf>,
-    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    /// The framework the suite tests: numpy, torch, jax or tensorflow (aliases np, pytorch, tf).
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
     /// The device to run on, passed to the tests as MLPORT_DEVICE.
@@ -474,7 +474,8 @@ pub struct RunArgs {
     /// A catalogue file or folder of *.toml instead of the built-in one.
     #[arg(long, value_name = "PATH")]
     pub catalogue: Option<PathBuf>,
-    /// Frameworks to run (default: all in the catalogue).
+    /// Frameworks to run: numpy, torch, jax, tensorflow (aliases np, pytorch, tf; default: all in
+    /// the catalogue).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a
