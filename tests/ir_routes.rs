@@ -207,3 +207,19 @@ fn a_route_that_does_not_exist_is_refused_before_anything_runs() {
     assert!(err.contains("unknown mode `onnx_openvino`") && err.contains("onnx or stablehlo"), "{err}");
     assert!(!tmp.path().join("x.db").exists(), "nothing is recorded");
 }
+
+#[test]
+fn repro_exports_and_runs_the_same_way() {
+    let rows = rows();
+    let r = result(&rows, "jax.numpy.cumsum", "cpu/stablehlo");
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("repro");
+    mlport().args(["repro", &r.id.to_string(), "--out"]).arg(&dir).arg("--db").arg(store()).assert().success();
+    assert!(dir.join("mlport_routes.py").exists(), "the route's code beside the script");
+    let script = dir.join(format!("repro_{}.py", r.id));
+    let run = std::process::Command::new(common::python()).arg(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    // The script's own comparison finds the same disagreement: exit 1.
+    assert_eq!(run.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("output 0 DISAGREES"), "{stdout}");
+}
