@@ -1,7 +1,8 @@
 """mlport worker: runs catalogue cases for one framework on one device.
 
 Started by the mlport core (Rust), one process per (framework, target): a target is a
-device in an execution mode, eager or compiled (--mode; docs/modes.md). It is small
+device in an execution mode: eager, compiled, or an export route, onnx or stablehlo
+(--mode; docs/modes.md, docs/ir-routes.md). It is small
 and boring on purpose: import the framework, map the device name, build inputs, call,
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
