@@ -474,7 +474,8 @@ pub struct RunArgs {
     /// A catalogue file or folder of *.toml instead of the built-in one.
     #[arg(long, value_name = "PATH")]
     pub catalogue: Option<PathBuf>,
-    /// Frameworks to run (default: all in the catalogue).
+    /// Frameworks to run (default: all in the catalogue but onnxruntime, an add-on that runs only
+    /// when named here or by --function).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a

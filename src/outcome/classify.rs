@@ -343,7 +343,9 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
 /// 'x' not found for platform cpu`, `NOT_FOUND: No FFI handler registered for cuhybrid_eig_real
 /// on a platform Host`, Pallas' `Only interpret mode is supported on CPU backend.`, torch_xla's
 /// `RuntimeError: Error while lowering: [] aten::isnan` (no XLA lowering for the op; from the
-/// paper's PyTorch TPU report).
+/// paper's PyTorch TPU report); ONNX Runtime's `NOT_IMPLEMENTED : Could not find an
+/// implementation for Exp(13) node with name ''` (no kernel for the operator at that dtype on the
+/// session's execution providers, raised when the InferenceSession is created).
 fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "not currently implemented for the",
@@ -352,6 +354,7 @@ fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
         "no ffi handler registered",
         "only interpret mode is supported",
         "no registered implementation for custom call",
+        "could not find an implementation for",
     ];
     let torch_backend = m.contains("could not run '") && m.contains("backend");
     (torch_backend || contains_any(m, PHRASES)).then_some(Reason::NotImplemented)
@@ -599,6 +602,7 @@ fn framework_roots(framework: Framework) -> &'static [&'static str] {
         Framework::Torch => &["torch", "torchvision", "torchaudio", "torch_xla", "functorch"],
         Framework::Jax => &["jax", "jaxlib"],
         Framework::Tensorflow => &["tensorflow", "keras", "tf_keras"],
+        Framework::Onnxruntime => &["onnxruntime", "onnx"],
     }
 }
 
@@ -1045,5 +1049,19 @@ mod tests {
         let rank = "Input `a` must have `float`-like `dtype` (saw complex64).";
         assert_eq!(call(Tf, "TypeError", rank), Reason::DtypeUnsupported);
         assert_eq!(call(Numpy, "ValueError", "convolve2d not available for this type."), Reason::DtypeUnsupported);
+    }
+
+    #[test]
+    fn onnx_runtime_missing_kernels_are_not_implemented() {
+        // Captured from onnxruntime 1.32.0 (CPUExecutionProvider) creating a session for one node.
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented";
+        let exp =
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Exp(13) node with name ''";
+        assert_eq!(run(Framework::Onnxruntime, ty, exp, "setup"), Reason::NotImplemented);
+        // A model outside the operator's schema is the caller's error, not a missing kernel.
+        let invalid = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. Type Error: Type \
+                       'tensor(int32)' of input parameter (x0) of operator (Sin) in node () is invalid.";
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph";
+        assert_ne!(run(Framework::Onnxruntime, ty, invalid, "setup"), Reason::NotImplemented);
     }
 }
