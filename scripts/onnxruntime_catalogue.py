@@ -69,7 +69,7 @@ BATCH_NORM = """# inference mode, epsilon 1e-5 (the ONNX default), per channel (
     return lambda: (x - c(mean)) / np.sqrt(c(var) + 1e-5) * c(scale) + c(bias)"""
 TOP_K = """# the 3 largest per row, largest first, and their int64 indices (ties: the lower index first)
     def run():
-        i = np.argsort(-x, axis=-1, kind="stable")[:, :3]
+        i = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[:, :3]  # -x would wrap for uint8
         return [np.take_along_axis(x, i, axis=-1), i.astype(np.int64)]
     return run"""
 NCHW = "{ shape = [2, 3, 8, 8] }"

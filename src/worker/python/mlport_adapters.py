@@ -363,16 +363,6 @@ class NumpyAdapter(Adapter):
         return np.dtype(name)
 
     def to_numpy(self, leaf):
-        if hasattr(leaf, "data_type") and hasattr(leaf, "data_ptr"):  # an OrtValue
-            if leaf.data_type() == "tensor(bfloat16)":
-                import ctypes
-
-                shape = tuple(leaf.shape())
-                n = int(np.prod(shape, dtype=np.int64))
-                raw = np.frombuffer((ctypes.c_uint16 * n).from_address(leaf.data_ptr()), np.uint16) if n else \
-                    np.zeros(0, np.uint16)
-                return raw.reshape(shape).astype(np.uint32).__lshift__(16).view(np.float32), "bfloat16"
-            leaf = leaf.numpy()
         conv = super().to_numpy(leaf)
         if conv is not None and conv[1] == "bfloat16":
             return conv[0].astype(np.float32), "bfloat16"
@@ -908,6 +898,16 @@ class OnnxruntimeAdapter(Adapter):
         return NumpyAdapter.native_dtype(self, name)
 
     def to_numpy(self, leaf):
+        if hasattr(leaf, "data_type") and hasattr(leaf, "data_ptr"):  # an OrtValue
+            if leaf.data_type() == "tensor(bfloat16)":
+                import ctypes
+
+                shape = tuple(leaf.shape())
+                n = int(np.prod(shape, dtype=np.int64))
+                raw = np.frombuffer((ctypes.c_uint16 * n).from_address(leaf.data_ptr()), np.uint16) if n else \
+                    np.zeros(0, np.uint16)
+                return raw.reshape(shape).astype(np.uint32).__lshift__(16).view(np.float32), "bfloat16"
+            leaf = leaf.numpy()
         conv = super().to_numpy(leaf)
         if conv is not None and conv[1] == "bfloat16":
             return conv[0].astype(np.float32), "bfloat16"
