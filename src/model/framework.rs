@@ -58,15 +58,31 @@ impl Framework {
     /// Why this framework has no `mode` (docs/modes.md), `None` when it has: NumPy runs
     /// eagerly only; `compiled_fullgraph` is torch's alone (`jax.jit` and
     /// `tf.function(jit_compile=True)` always compile the whole call, so their `compiled` is
-    /// already whole-graph).
+    /// already whole-graph); the `stablehlo` route is JAX's alone (docs/ir-routes.md).
     pub fn lacks_mode(self, mode: super::Mode) -> Option<String> {
         use super::Mode;
         match (self, mode) {
             (_, Mode::Eager) => None,
+            (Framework::Numpy, m) if m.is_route() => {
+                Some(format!("numpy has no {m} route: NumPy is the float64 reference and runs eagerly only"))
+            }
             (Framework::Numpy, _) => Some("numpy has no compiled mode: NumPy runs eagerly only".into()),
+            (Framework::Onnxruntime, m) if m.is_route() => Some(format!(
+                "onnxruntime has no {m} route: its cases are ONNX models already, run in ONNX Runtime directly"
+            )),
             (Framework::Onnxruntime, _) => Some(
                 "onnxruntime has no compiled mode: an ONNX model is already a whole graph, optimised once when its \
                  InferenceSession is created (part of each case's setup)"
+                    .into(),
+            ),
+            (Framework::Torch, Mode::Stablehlo) => Some(
+                "torch has no stablehlo route: mlport exports StableHLO from JAX only (jax.export); torch_xla's \
+                 StableHLO exporter is not a route yet"
+                    .into(),
+            ),
+            (Framework::Tensorflow, Mode::Stablehlo) => Some(
+                "tensorflow has no stablehlo route: mlport exports StableHLO from JAX only (jax.export); \
+                 TensorFlow's MLIR bridge is not a route yet"
                     .into(),
             ),
             (Framework::Jax | Framework::Tensorflow, Mode::CompiledFullgraph) => Some(format!(

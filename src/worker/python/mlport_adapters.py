@@ -70,13 +70,14 @@ import sys
 import numpy as np
 
 import mlport_inputs as inputs
+import mlport_routes as routes
 
 JAX_X64 = os.environ.get("MLPORT_JAX_X64") == "1"
 
 _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
-MODES = ("eager", "compiled", "compiled_fullgraph")
+MODES = ("eager", "compiled", "compiled_fullgraph", "onnx", "stablehlo")
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
@@ -207,11 +208,15 @@ class Adapter:
 
     def __init__(self, device, mode="eager"):
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r} (eager, compiled or compiled_fullgraph)")
+            raise ValueError(f"unknown mode {mode!r} ({', '.join(MODES)})")
         self.device = device
         self.mode = mode
         # Either compiled mode; compiled_fullgraph differs from compiled for torch only.
-        self.compiled = mode != "eager"
+        self.compiled = mode in ("compiled", "compiled_fullgraph")
+        # An export route (mlport_routes): cases leave the framework through ONNX or StableHLO.
+        self.route = None
+        if mode in routes.ROUTES:
+            self.route = routes.Route(mode, self.name, device)
         if mode == "compiled_fullgraph" and not self.has_fullgraph:
             raise ValueError(f"{self.name} has no compiled_fullgraph mode: its compiled mode already takes the whole call")
         self.kind, self.index = parse_device(device)
@@ -286,6 +291,10 @@ class Adapter:
     def steady_fallback_check(self):
         """After the calls that follow the first: a fallback seen only then, or None."""
         return None
+
+    def is_array(self, x):
+        """Whether `x` is one of the framework's arrays (an export route's graph input)."""
+        return isinstance(x, np.ndarray)
 
     def to_numpy(self, leaf):
         """(array, canonical dtype name) or None when the leaf is not array-like."""
@@ -555,6 +564,9 @@ class TorchAdapter(Adapter):
                 return f"output on {leaf.device}, expected {self.device}"
         return None
 
+    def is_array(self, x):
+        return isinstance(x, self.torch.Tensor)
+
     def to_numpy(self, leaf):
         t = self.torch
         if isinstance(leaf, t.Tensor):
@@ -660,6 +672,9 @@ class JaxAdapter(Adapter):
                 return f"output on {leaf.devices()}, expected {self.device}"
         return None
 
+    def is_array(self, x):
+        return isinstance(x, self.jax.Array)
+
     def to_numpy(self, leaf):
         if isinstance(leaf, self.jax.Array):
             name = str(leaf.dtype)
@@ -751,6 +766,9 @@ class TensorflowAdapter(Adapter):
             if isinstance(leaf, self.tf.Tensor) and dev and f"DEVICE:{want}:" not in dev.upper():
                 return f"output on {dev}, expected {self.device}"
         return None
+
+    def is_array(self, x):
+        return self.tf.is_tensor(x)
 
     def to_numpy(self, leaf):
         tf = self.tf

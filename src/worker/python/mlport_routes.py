@@ -1,217 +1,275 @@
-"""IR routes (issue 17): export a case's callable to an interchange format and run it elsewhere.
+"""Export routes (docs/ir-routes.md): a case's function leaves its framework through an
+interchange format and runs on another runtime. A worker started with `--mode onnx` or
+`--mode stablehlo` runs every case this way; the core judges the answers against eager on
+the same device, as for compiled targets.
 
-Routes (docs/ir-routes.md):
-  onnx       torch: torch.onnx.export(module, args, dynamo=True) (needs onnxscript)
-             -> ONNX Runtime with the provider that matches the device, given explicitly
-             (CPUExecutionProvider on cpu, CUDAExecutionProvider on cuda:N).
-  stablehlo  jax: jax.export(jax.jit(f)) -> serialize -> deserialize (the round trip is part
-             of the route) -> IREE (iree-base-compiler, `llvm-cpu` on cpu) -> iree-base-runtime.
+Routes:
+  onnx       torch       torch.onnx.export(Module, args, dynamo=True) (needs onnxscript)
+             jax         jax2onnx.to_onnx(f, args)
+             tensorflow  tf2onnx.convert.from_function(tf.function(f), input_signature=...)
+             then ONNX Runtime with the execution provider that matches the device, given
+             explicitly (CPUExecutionProvider on cpu; CUDAExecutionProvider on cuda:N with the
+             CPU fallback disabled, so a node that would land on the CPU provider is found).
+  stablehlo  jax         jax.export(jax.jit(f)) -> serialize -> deserialize (the round trip
+             is part of the route) -> IREE (iree-base-compiler: `llvm-cpu` on cpu, `cuda` on
+             cuda:N) -> iree-base-runtime.
 
-A framework without a route gets `RouteUnavailable` (said once by the caller, never counted).
-Each stage's failure is an outcome, classified by `classify`:
-  export_error     the exporter refused the function (its message kept)
-  not_implemented  the runtime has no kernel for an op/dtype: ONNX Runtime's
-                   "Could not find an implementation for ..."
-  compile_error    any other refusal by the runtime / IR compiler (e.g. IREE rejecting a
-                   stablehlo.custom_call such as JAX's LAPACK calls for det/eigh on cpu)
-Agreement (wrong_result, dtype_changed) is decided by the caller against the float64
-reference and eager, exactly as for compiled targets.
-
-Timing: `Prepared.first_call_ns` is export + load/compile + the first run (stored as the
-first call); `Prepared.run` is the steady-state callable the ordinary timer measures.
+Stages and outcomes: the exporter refusing the function raises `ExportError` (reported as
+`mlport.ExportError`, the core's `export_error`, with the exporter's message); the runtime
+refusing the model raises the runtime's own exception, which the core classifies
+(`not_implemented` for ONNX Runtime's "Could not find an implementation for ...", else
+`compile_error`, as any first-call failure of a compiled target). The first call is export +
+load/compile + the first run; the steady state times the runtime's call alone, on NumPy inputs.
 
 Pins: python/ir-routes.lock (they resolve beside requirements.lock without moving a framework).
 """
 
+import importlib.util
+import os
+import re
 import time
 
 ROUTES = ("onnx", "stablehlo")
 
-# Which framework has which route (a route missing here is "said once, never counted").
-ROUTE_FRAMEWORKS = {
-    "onnx": ("torch",),
-    "stablehlo": ("jax",),
+# Which framework has which route; the core says the others once (Framework::lacks_mode).
+ROUTE_FRAMEWORKS = {"onnx": ("torch", "jax", "tensorflow"), "stablehlo": ("jax",)}
+
+# The modules each (route, framework) needs beyond the framework itself.
+NEEDS = {
+    ("onnx", "torch"): ("onnx", "onnxscript", "onnxruntime"),
+    ("onnx", "jax"): ("onnx", "jax2onnx", "onnxruntime"),
+    ("onnx", "tensorflow"): ("onnx", "tf2onnx", "onnxruntime"),
+    ("stablehlo", "jax"): ("iree.compiler", "iree.runtime"),
 }
 
-ORT_NOT_IMPLEMENTED = "Could not find an implementation for"
+# The ONNX opset the exporters are asked for (ONNX Runtime 1.32 runs opsets up to 23).
+OPSET = 18
 
 
-class RouteUnavailable(Exception):
-    """The framework has no such route, or the route's converter/runtime is not installed."""
+class ExportError(Exception):
+    """The exporter refused the function; the message is the exporter's own."""
 
 
-class StageError(Exception):
-    """A route stage refused the function. `outcome` is export_error, not_implemented or
-    compile_error; `stage` is export, load or run; the message is the tool's own."""
-
-    def __init__(self, outcome, stage, message):
-        super().__init__(message)
-        self.outcome = outcome
-        self.stage = stage
+ExportError.__module__ = "mlport"  # reported as `mlport.ExportError` (the core's export_error)
 
 
-def classify(stage, message):
-    """The outcome name for a failure at `stage` (export, load, run) with `message`."""
-    if stage == "export":
-        return "export_error"
-    if ORT_NOT_IMPLEMENTED in message:
-        return "not_implemented"
-    return "compile_error"
-
-
-def _fail(stage, exc):
-    message = str(exc).strip() or type(exc).__name__
-    return StageError(classify(stage, message), stage, message)
-
-
-class Prepared:
-    """A function exported and loaded: `run(*numpy_arrays)` returns a list of numpy arrays.
-    `first_call_ns` (ns): export + load/compile + first run; `export_ns` and `load_ns` apart."""
-
-    def __init__(self, run, export_ns, load_ns, first_call_ns, detail):
-        self.run = run
-        self.export_ns = export_ns
-        self.load_ns = load_ns
-        self.first_call_ns = first_call_ns
-        self.detail = detail
-
-
-def check_route(route, framework):
-    """Raises RouteUnavailable when `framework` has no `route` or its tools are missing."""
+def unavailable(route, framework, device):
+    """Why `route` cannot run `framework` on `device` here (a sentence), or None when it can.
+    Looks modules up without importing them, so a worker's hello stays fast."""
     if route not in ROUTES:
-        raise RouteUnavailable(f"unknown route `{route}` (expected one of {', '.join(ROUTES)})")
+        return f"unknown route `{route}` (expected one of {', '.join(ROUTES)})"
     if framework not in ROUTE_FRAMEWORKS[route]:
-        raise RouteUnavailable(f"{framework} has no `{route}` route")
-    needed = {"onnx": ("onnx", "onnxscript", "onnxruntime"), "stablehlo": ("iree.compiler", "iree.runtime")}[route]
-    import importlib
-
-    for mod in needed:
+        return f"{framework} has no `{route}` route"
+    for mod in NEEDS[(route, framework)]:
         try:
-            importlib.import_module(mod)
-        except ImportError as e:
-            raise RouteUnavailable(f"route `{route}` needs {mod} (python/ir-routes.lock): {e}") from None
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return f"route `{route}` needs the Python module `{mod}` (python/ir-routes.lock; installed on first use of a route)"
+    kind = device.split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        return f"route `{route}` has no runtime target for {device} (cpu and cuda:N only)"
+    if route == "onnx" and kind == "cuda":
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            return f"ONNX Runtime here has no CUDAExecutionProvider (providers: {', '.join(ort.get_available_providers())})"
+    return None
 
 
-def prepare(route, framework, f, example_args, device="cpu"):
-    """Exports `f` (a framework callable taking arrays) at the shapes/dtypes of `example_args`
-    (numpy arrays), loads it on the route's runtime and runs it once. Raises RouteUnavailable or
-    StageError."""
-    check_route(route, framework)
-    if route == "onnx":
-        return _prepare_torch_onnx(f, example_args, device)
-    return _prepare_jax_stablehlo(f, example_args, device)
+class Route:
+    """One worker's route: `wrap(f, args)` gives the zero-argument callable a case times."""
+
+    def __init__(self, route, framework, device):
+        why = unavailable(route, framework, device)
+        if why:
+            raise RuntimeError(why)
+        self.route, self.framework, self.device = route, framework, device
+        # What the last case's first call spent per stage (ns), for the result.
+        self.stages = {}
+
+    def wrap(self, f, args, is_array):
+        """A callable that exports `f` at the shapes and dtypes of the array arguments among
+        `args` (framework arrays; the others are constants of the export) on its first call,
+        loads it on the route's runtime and runs it; later calls run the loaded model on the
+        same inputs as NumPy arrays. Returns a list of NumPy arrays."""
+        positions = [i for i, a in enumerate(args) if is_array(a)]
+        arrays = [args[i] for i in positions]
+
+        def g(*xs):
+            full = list(args)
+            for i, x in zip(positions, xs):
+                full[i] = x
+            return f(*full)
+
+        state = {}
+
+        def call():
+            run = state.get("run")
+            if run is None:
+                t0 = time.perf_counter_ns()
+                run, np_args = self._prepare(g, arrays)
+                state["run"], state["args"] = run, np_args
+                self.stages = {"export_load_ns": time.perf_counter_ns() - t0}
+            return run(*state["args"])
+
+        return call
+
+    def _prepare(self, g, arrays):
+        if self.route == "stablehlo":
+            return _stablehlo_jax(g, arrays, self.device)
+        exporter = {"torch": _onnx_torch, "jax": _onnx_jax, "tensorflow": _onnx_tensorflow}[self.framework]
+        model, np_args = exporter(g, arrays)
+        return _ort_session(model, np_args, self.device), np_args
 
 
-def _as_list(out):
-    if isinstance(out, (list, tuple)):
-        return list(out)
-    return [out]
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _prepare_torch_onnx(f, args, device):
-    import numpy as np
-    import onnxruntime as ort
+def _export(thunk):
+    """Runs an exporter; any exception it raises becomes ExportError with its message (terminal
+    colour codes, which torch.onnx's messages carry, removed)."""
+    try:
+        return thunk()
+    except Exception as e:
+        message = _ANSI.sub("", str(e)).strip() or type(e).__name__
+        raise ExportError(f"{type(e).__name__}: {message}") from e
+
+
+def _onnx_torch(g, arrays):
     import torch
 
     class Wrapped(torch.nn.Module):
         def forward(self, *a):
-            return f(*a)
+            return g(*a)
 
-    t0 = time.perf_counter_ns()
-    try:
-        program = torch.onnx.export(Wrapped(), tuple(torch.from_numpy(np.asarray(a)) for a in args), dynamo=True, verbose=False)
-        model = program.model_proto.SerializeToString()
-    except Exception as e:
-        raise _fail("export", e) from None
-    t1 = time.perf_counter_ns()
-    if device == "cpu":
-        providers = ["CPUExecutionProvider"]
-    elif device.startswith("cuda:"):
-        providers = [("CUDAExecutionProvider", {"device_id": int(device.split(":")[1])}), "CPUExecutionProvider"]
+    host = [a.detach().cpu() for a in arrays]
+    program = _export(lambda: torch.onnx.export(Wrapped(), tuple(host), dynamo=True, verbose=False, opset_version=OPSET))
+    if program is None or getattr(program, "model_proto", None) is None:
+        raise ExportError("torch.onnx.export returned no model")
+    return program.model_proto.SerializeToString(), [_torch_numpy(a) for a in host]
+
+
+def _torch_numpy(t):
+    """A torch tensor as a NumPy array of the same dtype (bfloat16 through ml_dtypes)."""
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _onnx_jax(g, arrays):
+    import numpy as np
+    from jax2onnx import to_onnx
+
+    np_args = [np.asarray(a) for a in arrays]
+    double = any(a.dtype.name in ("float64", "complex128") for a in np_args)
+    model = _export(lambda: to_onnx(g, list(arrays), opset=OPSET, enable_double_precision=double))
+    return model.SerializeToString(), np_args
+
+
+def _onnx_tensorflow(g, arrays):
+    import tensorflow as tf
+    import tf2onnx
+
+    signature = [tf.TensorSpec(a.shape, a.dtype, name=f"arg{i}") for i, a in enumerate(arrays)]
+    model, _ = _export(lambda: tf2onnx.convert.from_function(tf.function(g), input_signature=signature, opset=OPSET))
+    return model.SerializeToString(), [a.numpy() for a in arrays]
+
+
+def _ort_session(model, np_args, device):
+    """An InferenceSession on the provider of `device`, and a run(*arrays) -> [arrays]."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # The worker's thread budget (`mlport run --threads`/`--jobs`, OMP_NUM_THREADS), as the
+    # frameworks get it; ONNX Runtime would otherwise start one thread per core.
+    threads = os.environ.get("OMP_NUM_THREADS")
+    if threads and threads.isdigit():
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+    if device.startswith("cuda:"):
+        providers = [("CUDAExecutionProvider", {"device_id": int(device.split(":")[1])})]
+        # A node without a CUDA kernel would otherwise run on the CPU provider unannounced.
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     else:
-        raise RouteUnavailable(f"onnx route has no execution provider for {device}")
-    try:
-        session = ort.InferenceSession(model, providers=providers)
-    except Exception as e:
-        raise _fail("load", e) from None
-    t2 = time.perf_counter_ns()
+        providers = ["CPUExecutionProvider"]
+    session = ort.InferenceSession(model, sess_options=options, providers=providers)
     names = [i.name for i in session.get_inputs()]
+    if len(names) != len(np_args):
+        # The exporter dropped an input the function does not read: feed the ones kept.
+        np_args[:] = np_args[: len(names)]
+    for i, (inp, a) in enumerate(zip(session.get_inputs(), np_args)):
+        want = "tensor(" + _ONNX_TYPE_NAMES.get(a.dtype.name, a.dtype.name) + ")"
+        if inp.type != want:
+            # tf2onnx, for one, turns bfloat16 inputs into float16: the model is not the function.
+            raise ExportError(f"the exported model takes {inp.type} for input {i} ({inp.name}), the function {want}")
+    # ONNX Runtime's Python API takes and gives NumPy arrays, except bfloat16, which NumPy
+    # lacks: those go in as OrtValues typed by ONNX and come out through their buffer.
+    np_args[:] = [_ort_value(a) for a in np_args]
 
     def run(*xs):
-        return session.run(None, dict(zip(names, xs)))
+        return [_from_ort_value(o) for o in session.run_with_ort_values(None, dict(zip(names, xs)))]
 
-    try:
-        run(*args)
-    except Exception as e:
-        raise _fail("run", e) from None
-    t3 = time.perf_counter_ns()
-    detail = {"providers": session.get_providers(), "opset": [(o.domain, o.version) for o in program.model_proto.opset_import]}
-    return Prepared(run, t1 - t0, t2 - t1, t3 - t0, detail)
+    return run
 
 
-def _prepare_jax_stablehlo(f, args, device):
+# NumPy dtype names whose ONNX tensor type is spelled otherwise (`tensor(float)`).
+_ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
+
+
+def _ort_value(a):
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto
+
+    if a.dtype.name == "bfloat16":
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(a).view(np.uint16), TensorProto.BFLOAT16)
+    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a))
+
+
+def _from_ort_value(o):
+    """An output OrtValue (on the host) as a NumPy array; bfloat16 copied from its buffer."""
+    if o.data_type() != "tensor(bfloat16)":
+        return o.numpy()
+    import ctypes
+
+    import ml_dtypes
+    import numpy as np
+
+    shape = o.shape()
+    n = int(np.prod(shape)) if shape else 1
+    raw = np.ctypeslib.as_array((ctypes.c_uint16 * n).from_address(o.data_ptr())).copy()
+    return raw.view(ml_dtypes.bfloat16).reshape(shape)
+
+
+def _stablehlo_jax(g, arrays, device):
     import iree.compiler as ireec
     import iree.runtime as ireert
     import jax
     import numpy as np
     from jax import export
 
-    t0 = time.perf_counter_ns()
-    try:
-        exported = export.export(jax.jit(f))(*[jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in args])
-        exported = export.deserialize(exported.serialize())
-        mlir = exported.mlir_module()
-    except Exception as e:
-        raise _fail("export", e) from None
-    t1 = time.perf_counter_ns()
+    def exported_mlir():
+        shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays]
+        exp = export.export(jax.jit(g))(*shapes)
+        return export.deserialize(exp.serialize()).mlir_module()
+
+    mlir = _export(exported_mlir)
     if device == "cpu":
         backend, driver, extra = "llvm-cpu", "local-task", ["--iree-llvmcpu-target-cpu=host"]
-    elif device.startswith("cuda:"):
-        backend, driver, extra = "cuda", "cuda", []
     else:
-        raise RouteUnavailable(f"stablehlo route has no IREE target for {device}")
-    try:
-        vmfb = ireec.compile_str(mlir, target_backends=[backend], input_type="stablehlo", extra_args=extra)
-        module = ireert.load_vm_flatbuffer(vmfb, driver=driver)
-    except Exception as e:
-        raise _fail("load", e) from None
-    t2 = time.perf_counter_ns()
+        backend, driver, extra = "cuda", "cuda", []
+    vmfb = ireec.compile_str(mlir, target_backends=[backend], input_type="stablehlo", extra_args=extra)
+    module = ireert.load_vm_flatbuffer(vmfb, driver=driver)
 
     def run(*xs):
-        return [np.asarray(o.to_host() if hasattr(o, "to_host") else o) for o in _as_list(module.main(*xs))]
+        out = module.main(*xs)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        return [np.asarray(o.to_host() if hasattr(o, "to_host") else o) for o in out]
 
-    try:
-        run(*args)
-    except Exception as e:
-        raise _fail("run", e) from None
-    t3 = time.perf_counter_ns()
-    return Prepared(run, t1 - t0, t2 - t1, t3 - t0, {"iree_target": backend, "driver": driver})
-
-
-if __name__ == "__main__":
-    # A smoke check with the real exporters and runtimes: one function that survives each route,
-    # one the exporter refuses, one the IR compiler refuses. Prints one line per case.
-    import sys
-
-    import numpy as np
-
-    x = np.random.default_rng(0).random((4, 4), dtype=np.float32)
-    checks = []
-    if "torch" in sys.argv[1:] or len(sys.argv) == 1:
-        import torch
-
-        checks += [("onnx", "torch", "torch.sin", torch.sin), ("onnx", "torch", "torch.linalg.det", torch.linalg.det)]
-    if "jax" in sys.argv[1:] or len(sys.argv) == 1:
-        import jax.numpy as jnp
-
-        checks += [
-            ("stablehlo", "jax", "jnp.sin", jnp.sin),
-            ("stablehlo", "jax", "jnp.nonzero", lambda a: jnp.nonzero(a > 0.5)),
-            ("stablehlo", "jax", "jnp.linalg.det", jnp.linalg.det),
-        ]
-    for route, fw, name, fn in checks:
-        try:
-            p = prepare(route, fw, fn, [x])
-            print(f"{route} {fw} {name}: ran, export {p.export_ns / 1e6:.0f} ms, load {p.load_ns / 1e6:.0f} ms")
-        except StageError as e:
-            print(f"{route} {fw} {name}: {e.outcome} at {e.stage}: {str(e).splitlines()[0][:120]}")
+    return run, [np.asarray(a) for a in arrays]

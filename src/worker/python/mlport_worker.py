@@ -19,7 +19,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -203,6 +203,15 @@ def run_case(adapter, req):
                     call = functools.partial(fn, *fw_inputs, **kwargs)
             except Exception as e:
                 raise CaseError("setup", e, harness=is_harness_error(e, case_filename))
+            if adapter.route is not None and not reference:
+                # An export route: the case's arrays become the exported graph's inputs (a
+                # code case's build runs again inside the exporter's trace); export and load
+                # happen at the first call (docs/ir-routes.md).
+                if case.get("code"):
+                    traced = lambda *a: build(ctx, *a, **kwargs)()  # noqa: E731
+                else:
+                    traced = lambda *a: fn(*a, **kwargs)  # noqa: E731
+                call = adapter.route.wrap(traced, fw_inputs, adapter.is_array)
             if compiled and not ctx.compiles.chosen_by_case:
                 # The whole timed callable is compiled; compilation happens at its first call.
                 call = adapter.compile(call, ctx.compiles)
@@ -221,8 +230,11 @@ def run_case(adapter, req):
                 breaks = ctx.compiles.breaks()
                 if breaks is not None:  # torch: graph breaks Dynamo took (protocol 7)
                     result["graph_breaks"] = breaks
+            if adapter.route is not None and not reference:
+                result.update(adapter.route.stages)
             phase = "outputs"
-            fallback = adapter.fallback_check(out)
+            # A route's outputs come back from its runtime as NumPy arrays by design.
+            fallback = adapter.fallback_check(out) if adapter.route is None or reference else None
             if fallback:
                 return silent_fallback(result, fallback, "outputs")
             try:
@@ -467,6 +479,8 @@ def hello(adapter_or_error, framework, device, mode):
         msg["packages"] = adapters.package_versions()
         msg["threads"] = a.threads()
         msg["settings"] = a.settings()
+        # Export routes this framework could take on this device, each with why not (None: it can).
+        msg["routes"] = {r: adapters.routes.unavailable(r, framework, device) for r in adapters.routes.ROUTES}
         if os.environ.get("MLPORT_CPUS") and hasattr(os, "sched_getaffinity"):
             # The cores the worker is pinned to (`mlport run --jobs`), as the kernel has them.
             msg["settings"]["cpus"] = sorted(os.sched_getaffinity(0))
@@ -550,7 +564,7 @@ def main():
     p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
     p.add_argument("--framework", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph"])
+    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph", "onnx", "stablehlo"])
     p.add_argument("--selftest", metavar="CATALOGUE_TOML")
     p.add_argument("--only")
     p.add_argument("--dtypes")
