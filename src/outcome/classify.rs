@@ -758,7 +758,6 @@ mod tests {
         assert_eq!(classify(Jax, &e), Reason::HarnessError);
     }
 
-    #[test]
     /// Export routes (docs/ir-routes.md): the exporter's refusal, and ONNX Runtime's two
     /// refusals — an operator at a type outside its schema, a kernel missing for a type.
     #[test]
