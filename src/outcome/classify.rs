@@ -345,6 +345,12 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
         "not available for this type",
         // ONNX Runtime: an operator used at a type outside its ONNX schema.
         "type error: type 'tensor(",
+        // ONNX Runtime's CPU build has no complex tensors: `MLDataType for: tensor(complex64) is
+        // not currently registered or supported`.
+        "is not currently registered or supported",
+        // IREE llvm-cpu links no bfloat16 conversion routine (`iree-lld: error: undefined
+        // symbol: __truncsfbf2`).
+        "undefined symbol: __truncsfbf2",
     ];
     let torch_dispatch = quoted_after(m, " not implemented for '").is_some_and(is_torch_scalar_type);
     let tf_attr = tf_attr_value_not_allowed(m).is_some_and(|v| TF_DTYPES.contains(&v));
@@ -375,6 +381,9 @@ fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
         "could not find an implementation for",
         // IREE: no lowering for a StableHLO operation (JAX's LAPACK custom calls on cpu).
         "failed to legalize operation",
+        // ONNX Runtime: an operator the exporter emitted that it has no kernel for at that opset
+        // (`No Op registered for CumProd with domain_version of 18`).
+        "no op registered for",
     ];
     let torch_backend = m.contains("could not run '") && m.contains("backend");
     (torch_backend || contains_any(m, PHRASES)).then_some(Reason::NotImplemented)
@@ -796,8 +805,20 @@ mod tests {
             ),
             Reason::NotImplemented
         );
+        let ort = "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph";
+        let cumprod = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, (\"node_CumProd_0\", \
+                       CumProd, \"\", -1) : (\"in_0\": tensor(float),) , Error No Op registered for CumProd with \
+                       domain_version of 18";
+        assert_eq!(c(ort, cumprod), Reason::NotImplemented);
+        let complex = "[ONNXRuntimeError] : 1 : FAIL : Exception during loading: MLDataType for: tensor(complex64) is \
+                       not currently registered or supported";
+        assert_eq!(c("onnxruntime.capi.onnxruntime_pybind11_state.Fail", complex), Reason::DtypeUnsupported);
+        let bf16 = "Error invoking IREE compiler tool iree-compile Error code: 1 Diagnostics: iree-lld: error: \
+                    undefined symbol: __truncsfbf2";
+        assert_eq!(c("iree.compiler.tools.binaries.CompilerToolError", bf16), Reason::DtypeUnsupported);
     }
 
+    #[test]
     fn rule_2_import_phase_is_other() {
         let so = "libcudart.so.12: cannot open shared object file: No such file or directory";
         assert_eq!(run(Torch, "ImportError", so, "import"), Reason::Other);
