@@ -139,3 +139,18 @@ fn onnxruntime_is_left_out_of_a_run_that_does_not_name_it() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("onnxruntime runs only when selected (--framework onnxruntime)"), "{err}");
 }
+
+#[test]
+fn repro_of_a_missing_kernel_raises_the_same_error() {
+    let (Some(db), Some(python)) = (store(), ort_python()) else { return };
+    let rows = rows(db);
+    let exp = result(&rows, "ai.onnx.Exp", "bfloat16");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("repro");
+    mlport().args(["repro", &exp.id.to_string(), "--db"]).arg(db).arg("--out").arg(&out).assert().success();
+    let script = out.join(format!("repro_{}.py", exp.id));
+    let run = std::process::Command::new(python).arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "the script should fail as the case did");
+    assert!(err.contains("Could not find an implementation for Exp("), "{err}");
+}
