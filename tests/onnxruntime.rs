@@ -33,7 +33,7 @@ fn ort_python() -> Option<PathBuf> {
     }
 }
 
-/// The run of five operators of the built-in catalogue, made once for every test of this binary.
+/// The run of six operators of the built-in catalogue, made once for every test of this binary.
 fn store() -> Option<&'static Path> {
     static DB: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
     DB.get_or_init(|| {
@@ -42,7 +42,7 @@ fn store() -> Option<&'static Path> {
         let db = tmp.path().join("ort.db");
         mlport()
             .args(["run", "--framework", "ort", "--device", "cpu", "--quick", "--function"])
-            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK")
+            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK,ai.onnx.Reshape")
             .arg("--python")
             .arg(&python)
             .arg("--db")
@@ -80,6 +80,8 @@ fn an_operator_runs_and_agrees_with_its_float64_reference() {
         ("ai.onnx.MatMul", "float64", "numpy.matmul in float64"),
         // The NumPy file's reference_only `onnx` case `top_k`: two outputs, values and indices.
         ("ai.onnx.TopK", "float32", "numpy.ndarray in float64"),
+        // bfloat16 in and out: fed and read back as OrtValues (ORT's NumPy bridge has no bfloat16).
+        ("ai.onnx.Reshape", "bfloat16", "numpy.reshape in float64"),
     ] {
         let r = result(&rows, function, dtype);
         assert_eq!(r.result.outcome, Outcome::Pass, "{function} at {dtype}: {:?}", r.result.message);
