@@ -474,8 +474,9 @@ pub struct RunArgs {
     /// A catalogue file or folder of *.toml instead of the built-in one.
     #[arg(long, value_name = "PATH")]
     pub catalogue: Option<PathBuf>,
-    /// Frameworks to run: numpy, torch, jax, tensorflow (aliases np, pytorch, tf; default: all in
-    /// the catalogue).
+    /// Frameworks to run: numpy, torch, jax, tensorflow, onnxruntime (aliases np, pytorch, tf,
+    /// ort; default: all in the catalogue but onnxruntime, an add-on that runs only when named
+    /// here or by --function).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a

@@ -631,6 +631,7 @@ fn framework_roots(framework: Framework) -> &'static [&'static str] {
         Framework::Torch => &["torch", "torchvision", "torchaudio", "torch_xla", "functorch"],
         Framework::Jax => &["jax", "jaxlib"],
         Framework::Tensorflow => &["tensorflow", "keras", "tf_keras"],
+        Framework::Onnxruntime => &["onnxruntime", "onnx"],
     }
 }
 
@@ -1128,5 +1129,19 @@ mod tests {
         let rank = "Input `a` must have `float`-like `dtype` (saw complex64).";
         assert_eq!(call(Tf, "TypeError", rank), Reason::DtypeUnsupported);
         assert_eq!(call(Numpy, "ValueError", "convolve2d not available for this type."), Reason::DtypeUnsupported);
+    }
+
+    #[test]
+    fn onnx_runtime_missing_kernels_are_not_implemented() {
+        // Captured from onnxruntime 1.32.0 (CPUExecutionProvider) creating a session for one node.
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented";
+        let exp =
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Exp(13) node with name ''";
+        assert_eq!(run(Framework::Onnxruntime, ty, exp, "setup"), Reason::NotImplemented);
+        // A model outside the operator's schema is the caller's error, not a missing kernel.
+        let invalid = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. Type Error: Type \
+                       'tensor(int32)' of input parameter (x0) of operator (Sin) in node () is invalid.";
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph";
+        assert_ne!(run(Framework::Onnxruntime, ty, invalid, "setup"), Reason::NotImplemented);
     }
 }

@@ -348,6 +348,7 @@ pub fn package_version(python: &Path, fw: Framework) -> Option<String> {
         Framework::Jax => "['jax']",
         Framework::Torch => "['torch']",
         Framework::Numpy => "['numpy']",
+        Framework::Onnxruntime => "['onnxruntime', 'onnxruntime-gpu']",
     };
     let code = format!(
         "import importlib.metadata as m\nfor n in {names}:\n    try:\n        print(m.version(n)); break\n    except m.PackageNotFoundError: pass"

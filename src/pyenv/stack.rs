@@ -94,6 +94,9 @@ impl Stack {
             (Stack::Cuda, Framework::Jax) => &["jax[cuda13]", "jaxlib"],
             (Stack::Cuda, Framework::Tensorflow) => &["tensorflow[and-cuda]"],
             (_, Framework::Jax) => &["jax", "jaxlib"],
+            // An add-on of the main stack (python/ir-routes.lock), installed on first use, not
+            // from requirements.lock.
+            (_, Framework::Onnxruntime) => &[],
             (_, Framework::Tensorflow) => {
                 if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
                     &["tensorflow"]

@@ -292,6 +292,7 @@ fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
         Framework::Jax => "jax.jit",
         Framework::Tensorflow => "tf.function(jit_compile=True)",
         Framework::Numpy => "none: NumPy runs eagerly",
+        Framework::Onnxruntime => "none: ONNX Runtime runs the operator's InferenceSession",
     }
 }
 

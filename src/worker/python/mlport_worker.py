@@ -165,7 +165,7 @@ def run_case(adapter, req):
     case_filename = None
     try:
         try:
-            fn = adapters.resolve(case["function"])
+            fn = adapter.resolve(case["function"])
         except (AttributeError, ImportError, ModuleNotFoundError) as e:
             raise CaseError("resolve", e)
         phase = "inputs"
