@@ -3,9 +3,9 @@
 //! --framework onnxruntime --quick` with the real onnx and onnxruntime, judged against the
 //! float64 references and shown by `mlport report --dtypes`.
 //!
-//! The interpreter: `MLPORT_ORT_PYTHON`, else the development overlay environment
-//! `~/.cache/mlport/envs/ir-overlay-dev/bin/python` (the main stack plus python/ir-routes.lock).
-//! Where neither exists every test says so on stderr and returns: `.ci/run` creates it.
+//! The interpreter: the managed environment, which `mlport run --framework onnxruntime` completes
+//! with the ir-routes add-on (python/ir-routes.lock) on first use; `MLPORT_ORT_PYTHON` names
+//! another interpreter that has onnx and onnxruntime.
 
 mod common;
 
@@ -16,44 +16,32 @@ use common::mlport;
 use mlport::model::{Outcome, Reason, ResultRow};
 use mlport::store::Store;
 
-/// The interpreter with onnx and onnxruntime, or None (the tests then skip, saying why).
+/// `--python` for the run, when `MLPORT_ORT_PYTHON` names one; else the managed environment.
 fn ort_python() -> Option<PathBuf> {
-    let p = std::env::var_os("MLPORT_ORT_PYTHON").map(PathBuf::from).or_else(|| {
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/mlport/envs/ir-overlay-dev/bin/python"))
-    })?;
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIPPED: no Python with onnxruntime at {} (set MLPORT_ORT_PYTHON or create the ir-routes overlay \
-             environment)",
-            p.display()
-        );
-        None
-    }
+    std::env::var_os("MLPORT_ORT_PYTHON").filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
+/// The interpreter the run used, for the repro script: `MLPORT_ORT_PYTHON`, else the managed one.
+fn script_python() -> PathBuf {
+    ort_python().unwrap_or_else(common::python)
 }
 
 /// The run of six operators of the built-in catalogue, made once for every test of this binary.
-fn store() -> Option<&'static Path> {
-    static DB: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
-    DB.get_or_init(|| {
-        let python = ort_python()?;
+fn store() -> &'static Path {
+    static DB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, db) = DB.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
         let db = tmp.path().join("ort.db");
-        mlport()
-            .args(["run", "--framework", "ort", "--device", "cpu", "--quick", "--function"])
-            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK,ai.onnx.Reshape")
-            .arg("--python")
-            .arg(&python)
-            .arg("--db")
-            .arg(&db)
-            .timeout(std::time::Duration::from_secs(600))
-            .assert()
-            .success();
-        Some((tmp, db))
-    })
-    .as_ref()
-    .map(|(_, db)| db.as_path())
+        let mut cmd = mlport();
+        cmd.args(["run", "--framework", "ort", "--device", "cpu", "--quick", "--function"])
+            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK,ai.onnx.Reshape");
+        if let Some(python) = ort_python() {
+            cmd.arg("--python").arg(python);
+        }
+        cmd.arg("--db").arg(&db).timeout(std::time::Duration::from_secs(1200)).assert().success();
+        (tmp, db)
+    });
+    db.as_path()
 }
 
 fn rows(db: &Path) -> Vec<ResultRow> {
@@ -70,7 +58,7 @@ fn result<'a>(rows: &'a [ResultRow], function: &str, dtype: &str) -> &'a ResultR
 
 #[test]
 fn an_operator_runs_and_agrees_with_its_float64_reference() {
-    let Some(db) = store() else { return };
+    let db = store();
     let rows = rows(db);
     let store = Store::open(db).unwrap();
     let comparisons = store.comparisons(store.latest_run().unwrap().unwrap().id).unwrap();
@@ -96,7 +84,7 @@ fn an_operator_runs_and_agrees_with_its_float64_reference() {
 
 #[test]
 fn an_operator_dtype_pair_without_a_kernel_is_not_implemented() {
-    let Some(db) = store() else { return };
+    let db = store();
     let rows = rows(db);
     for (function, dtype, says) in [
         ("ai.onnx.Exp", "bfloat16", "Could not find an implementation for Exp("),
@@ -114,7 +102,7 @@ fn an_operator_dtype_pair_without_a_kernel_is_not_implemented() {
 
 #[test]
 fn the_dtype_matrix_shows_each_operator_by_dtype() {
-    let Some(db) = store() else { return };
+    let db = store();
     let md = common::stdout(mlport().args(["report", "--dtypes", "--format", "markdown", "--db"]).arg(db));
     let header = md.lines().find(|l| l.starts_with("| function |")).expect("a matrix header");
     let columns: Vec<&str> = header.split('|').map(str::trim).collect();
@@ -144,7 +132,8 @@ fn onnxruntime_is_left_out_of_a_run_that_does_not_name_it() {
 
 #[test]
 fn repro_of_a_missing_kernel_raises_the_same_error() {
-    let (Some(db), Some(python)) = (store(), ort_python()) else { return };
+    let db = store();
+    let python = script_python();
     let rows = rows(db);
     let exp = result(&rows, "ai.onnx.Exp", "bfloat16");
     let tmp = tempfile::tempdir().unwrap();
