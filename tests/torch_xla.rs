@@ -44,16 +44,10 @@ fn store() -> &'static Path {
 }
 
 fn rows() -> Vec<ResultRow> {
-    let store = Store::open(store()).unwrap();
-    let run = store.latest_run().unwrap().unwrap().id;
-    store.results(run).unwrap()
+    common::latest_results(store())
 }
 
-fn result<'a>(rows: &'a [ResultRow], function: &str, target: &str) -> &'a ResultRow {
-    rows.iter()
-        .find(|r| r.function.name == function && r.result.device.as_str() == target)
-        .unwrap_or_else(|| panic!("no result of {function} on {target}"))
-}
+use common::result_on as result;
 
 fn report_json() -> Value {
     let out = common::stdout(mlport().args(["report", "--format", "json", "--db"]).arg(store()));
