@@ -27,7 +27,6 @@ Pins: python/ir-routes.lock (they resolve beside requirements.lock without movin
 import importlib.util
 import os
 import re
-import time
 
 ROUTES = ("onnx", "stablehlo")
 
@@ -86,8 +85,6 @@ class Route:
         if why:
             raise RuntimeError(why)
         self.route, self.framework, self.device = route, framework, device
-        # What the last case's first call spent per stage (ns), for the result.
-        self.stages = {}
 
     def wrap(self, f, args, is_array):
         """A callable that exports `f` at the shapes and dtypes of the array arguments among
@@ -108,10 +105,8 @@ class Route:
         def call():
             run = state.get("run")
             if run is None:
-                t0 = time.perf_counter_ns()
                 run, np_args = self._prepare(g, arrays)
                 state["run"], state["args"] = run, np_args
-                self.stages = {"export_load_ns": time.perf_counter_ns() - t0}
             return run(*state["args"])
 
         return call

@@ -231,8 +231,6 @@ def run_case(adapter, req):
                 breaks = ctx.compiles.breaks()
                 if breaks is not None:  # torch: graph breaks Dynamo took (protocol 7)
                     result["graph_breaks"] = breaks
-            if adapter.route is not None and not reference:
-                result.update(adapter.route.stages)
             phase = "outputs"
             # A route's outputs come back from its runtime as NumPy arrays by design.
             fallback = adapter.fallback_check(out) if adapter.route is None or reference else None
