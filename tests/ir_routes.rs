@@ -1,6 +1,7 @@
-//! The export routes, for real (docs/ir-routes.md): one `mlport run --modes eager,onnx,stablehlo
+//! The export routes, for real (docs/ir-routes.md): one `mlport run --modes eager,onnx,onnx_openvino,stablehlo
 //! --quick` of tests/fixtures/ir with the real exporters (torch.onnx.export(dynamo=True),
-//! jax2onnx, tf2onnx, jax.export) and runtimes (ONNX Runtime's CPU provider, IREE llvm-cpu),
+//! jax2onnx, tf2onnx, jax.export) and runtimes (ONNX Runtime's CPU provider, OpenVINO's CPU device,
+//! IREE llvm-cpu),
 //! installed into the managed environment on first use of a route (python/ir-routes.lock).
 //!
 //! Per route: a function that exports, runs and agrees with eager; one the exporter refuses for
@@ -27,7 +28,7 @@ fn store() -> &'static Path {
         mlport()
             // Exports take seconds each (the first torch.onnx.export in a process ~15 s): a generous
             // limit, so a loaded machine does not turn them into timeouts.
-            .args(["run", "--modes", "eager,onnx,stablehlo", "--quick", "--timeout", "600", "--catalogue"])
+            .args(["run", "--modes", "eager,onnx,onnx_openvino,stablehlo", "--quick", "--timeout", "600", "--catalogue"])
             .arg(common::fixture("ir"))
             .arg("--db")
             .arg(&db)
@@ -62,6 +63,9 @@ fn a_function_exports_runs_and_agrees_on_every_route() {
         ("jax.numpy.sin", "cpu/onnx"),
         ("jax.numpy.sin", "cpu/stablehlo"),
         ("tf.math.sin", "cpu/onnx"),
+        ("torch.sin", "cpu/onnx_openvino"),
+        ("jax.numpy.sin", "cpu/onnx_openvino"),
+        ("tf.math.sin", "cpu/onnx_openvino"),
     ] {
         let r = result(&rows, function, target);
         assert_eq!(r.result.outcome, Outcome::Pass, "{function} on {target}: {:?}", r.result.message);
@@ -137,6 +141,19 @@ fn an_answer_the_route_changes_is_a_counted_wrong_result() {
 }
 
 #[test]
+fn openvino_runs_the_same_model_in_float32_where_onnx_runtime_keeps_float64() {
+    let rows = rows();
+    // OpenVINO's CPU device runs f64 models at f32 precision: the float64 cumsum drifts beyond
+    // float64's tolerance (rtol 1e-7, atol 1e-7); ONNX Runtime's CumSum kernel stays in float64.
+    let r = result(&rows, "torch.cumsum", "cpu/onnx_openvino");
+    assert_eq!(r.result.outcome, Outcome::WrongResult, "{:?}", r.result.message);
+    assert_eq!(result(&rows, "torch.cumsum", "cpu/onnx").result.outcome, Outcome::Pass);
+    assert_eq!(result(&rows, "torch.cumsum", "cpu").result.outcome, Outcome::Pass);
+    // The bfloat16 Erf ONNX Runtime has no CPU kernel for, OpenVINO runs (and agrees).
+    assert_eq!(result(&rows, "torch.erf", "cpu/onnx_openvino").result.outcome, Outcome::Pass);
+}
+
+#[test]
 fn the_routes_report_counts_each_framework_and_route() {
     let out = common::stdout(mlport().args(["report", "--routes", "--format", "json", "--db"]).arg(store()));
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -150,11 +167,11 @@ fn the_routes_report_counts_each_framework_and_route() {
             .unwrap_or_else(|| panic!("no row {fw} {target}: {out}"))
             .clone()
     };
-    // torch on cpu/onnx: sin exports and runs; item (export_error) and erf (not_implemented) fail.
+    // torch on cpu/onnx: sin and cumsum export and run; item (export_error) and erf (not_implemented) fail.
     let torch = row("torch", "cpu/onnx");
     assert_eq!(
         (torch["functions"].as_u64(), torch["compile"].as_u64(), torch["fail_to_compile"].as_u64()),
-        (Some(3), Some(1), Some(2))
+        (Some(4), Some(2), Some(2))
     );
     assert_eq!(torch["failure_reasons"]["export_error"], 1);
     assert_eq!(torch["failure_reasons"]["not_implemented"], 1);
@@ -164,6 +181,8 @@ fn the_routes_report_counts_each_framework_and_route() {
     assert_eq!(hlo["change_answer"], 1, "{hlo}");
     assert_eq!(hlo["failure_reasons"]["not_implemented"], 1, "{hlo}");
     row("tensorflow", "cpu/onnx");
+    // torch on cpu/onnx_openvino: cumsum's float64 answer changes.
+    assert_eq!(row("torch", "cpu/onnx_openvino")["change_answer"], 1);
     let table = common::stdout(mlport().args(["report", "--routes", "--db"]).arg(store()));
     assert!(table.contains("Eager vs export routes") && table.contains("export and run"), "{table}");
 }
@@ -191,14 +210,14 @@ fn a_route_a_framework_lacks_is_unavailable_not_failed() {
 fn a_route_that_does_not_exist_is_refused_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let out = mlport()
-        .args(["run", "--modes", "eager,onnx_openvino", "--db"])
+        .args(["run", "--modes", "eager,openvino", "--db"])
         .arg(tmp.path().join("x.db"))
         .assert()
         .failure()
         .get_output()
         .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown mode `onnx_openvino`") && err.contains("onnx or stablehlo"), "{err}");
+    assert!(err.contains("unknown mode `openvino`") && err.contains("onnx_openvino or stablehlo"), "{err}");
     assert!(!tmp.path().join("x.db").exists(), "nothing is recorded");
 }
 

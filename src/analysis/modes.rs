@@ -105,7 +105,7 @@ pub struct ModeRow {
 pub enum View {
     /// `X/compiled`, `X/compiled_fullgraph`.
     Compiled,
-    /// `X/onnx`, `X/stablehlo`.
+    /// `X/onnx`, `X/onnx_openvino`, `X/stablehlo`.
     Routes,
 }
 
@@ -341,7 +341,7 @@ pub fn routes_rule_text() -> String {
     format!(
         "Per framework, device and export route, its functions exported and run elsewhere against eager X \
          (X/onnx: torch.onnx.export(dynamo=True), jax2onnx or tf2onnx, then ONNX Runtime on the device's execution \
-         provider; X/stablehlo: jax.export's serialized StableHLO compiled and run by IREE; docs/ir-routes.md). \
+         provider; X/onnx_openvino: the same ONNX model run by OpenVINO on the CPU; X/stablehlo: jax.export's serialized StableHLO compiled and run by IREE; docs/ir-routes.md). \
          functions: functions with a counted case on the route. export and run: every counted case exported, ran \
          and agreed with eager. fail: at least one counted case failed on the route (reasons count cases: \
          export_error, the exporter refused; not_implemented or dtype_unsupported, the runtime has no kernel or the \

@@ -675,7 +675,7 @@ op = "svd"
             ("modes = []", "`modes` lists no mode"),
             (
                 "modes = [\"jit\"]",
-                "`modes`: unknown mode `jit` (expected eager, compiled, compiled_fullgraph, onnx or stablehlo)",
+                "`modes`: unknown mode `jit` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)",
             ),
             ("modes = [\"eager\", \"eager\"]", "`modes` lists eager twice"),
             ("modes = \"eager\"", "invalid type"),

@@ -638,7 +638,7 @@ pub struct ReportArgs {
     /// and the distribution of compiled/eager steady-state ratios.
     #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks"])]
     pub modes: bool,
-    /// Eager against the export routes (`X/onnx`, `X/stablehlo`; docs/ir-routes.md), per
+    /// Eager against the export routes (`X/onnx`, `X/onnx_openvino`, `X/stablehlo`; docs/ir-routes.md), per
     /// framework and device: how many functions export and run, fail (export_error,
     /// not_implemented, ...) or change their answer, the export + load cost (first calls) and
     /// the distribution of route/eager steady-state ratios.

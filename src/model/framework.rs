@@ -75,6 +75,9 @@ impl Framework {
                  InferenceSession is created (part of each case's setup)"
                     .into(),
             ),
+            (_, Mode::OnnxOpenvino) if !matches!(self, Framework::Torch | Framework::Jax | Framework::Tensorflow) => {
+                Some(format!("{self} has no onnx_openvino route"))
+            }
             (Framework::Torch, Mode::Stablehlo) => Some(
                 "torch has no stablehlo route: mlport exports StableHLO from JAX only (jax.export); torch_xla's \
                  StableHLO exporter is not a route yet"

@@ -26,6 +26,11 @@ pub enum Mode {
     /// `torch.onnx.export(dynamo=True)`; JAX: `jax2onnx`; TensorFlow: `tf2onnx` with an explicit
     /// input signature) and run in ONNX Runtime on the execution provider that matches the device.
     Onnx,
+    /// An export route (docs/ir-routes.md): the same ONNX model as [`Mode::Onnx`] (same
+    /// exporters), run by OpenVINO's runtime (`openvino.Core().compile_model`, the `CPU` device
+    /// with its documented defaults but the worker's thread budget) instead of ONNX Runtime. CPU
+    /// only: OpenVINO's GPU plugin drives Intel GPUs, not CUDA devices.
+    OnnxOpenvino,
     /// An export route (docs/ir-routes.md): JAX's function exported as serialized StableHLO
     /// (`jax.export`, the serialization round trip included), compiled and run by IREE
     /// (`llvm-cpu` on cpu, `cuda` on cuda:N).
@@ -34,9 +39,10 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, eager first.
-    pub const ALL: [Mode; 5] = [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph, Mode::Onnx, Mode::Stablehlo];
+    pub const ALL: [Mode; 6] =
+        [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph, Mode::Onnx, Mode::OnnxOpenvino, Mode::Stablehlo];
 
-    /// `eager`, `compiled`, `compiled_fullgraph`, `onnx` or `stablehlo`: the suffix of a target
+    /// `eager`, `compiled`, `compiled_fullgraph`, `onnx`, `onnx_openvino` or `stablehlo`: the suffix of a target
     /// (`cpu/compiled`, `cpu/onnx`), the worker's `--mode` and the catalogue's `modes` spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -44,6 +50,7 @@ impl Mode {
             Mode::Compiled => "compiled",
             Mode::CompiledFullgraph => "compiled_fullgraph",
             Mode::Onnx => "onnx",
+            Mode::OnnxOpenvino => "onnx_openvino",
             Mode::Stablehlo => "stablehlo",
         }
     }
@@ -54,10 +61,10 @@ impl Mode {
         self != Mode::Eager
     }
 
-    /// Whether the mode is an export route (`onnx`, `stablehlo`): the function leaves its
+    /// Whether the mode is an export route (`onnx`, `onnx_openvino`, `stablehlo`): the function leaves its
     /// framework through an interchange format and runs on another runtime.
     pub fn is_route(self) -> bool {
-        matches!(self, Mode::Onnx | Mode::Stablehlo)
+        matches!(self, Mode::Onnx | Mode::OnnxOpenvino | Mode::Stablehlo)
     }
 }
 
@@ -71,7 +78,7 @@ impl FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
-            format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx or stablehlo)")
+            format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)")
         })
     }
 }
@@ -249,7 +256,9 @@ mod tests {
             "a route is judged against eager on its device"
         );
         assert!(Mode::Onnx.is_route() && Mode::Stablehlo.is_route() && !Mode::Compiled.is_route());
-        assert!("cpu/onnx_openvino".parse::<Target>().unwrap_err().contains("onnx or stablehlo"));
+        let ov: Target = "cpu/onnx_openvino".parse().unwrap();
+        assert!(ov.mode().is_route() && ov.mode().is_compiled());
+        assert!("cpu/openvino".parse::<Target>().unwrap_err().contains("onnx_openvino or stablehlo"));
     }
 
     #[test]

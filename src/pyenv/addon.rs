@@ -17,14 +17,23 @@ pub const IR_ROUTES_LOCK: &str = include_str!("../../python/ir-routes.lock");
 /// What the `ir-routes` add-on installs (the lock pins them and their dependencies):
 /// `torch.onnx.export(dynamo=True)` needs `onnxscript`; JAX's ONNX route `jax2onnx`,
 /// TensorFlow's `tf2onnx`; ONNX Runtime runs the ONNX models, IREE the StableHLO ones.
-/// OpenVINO (pinned too) is not installed: no route uses it yet.
-pub const IR_ROUTE_PACKAGES: &[&str] =
-    &["onnx", "onnxscript", "onnxruntime", "jax2onnx", "tf2onnx", "iree-base-compiler", "iree-base-runtime"];
+/// OpenVINO runs the `onnx_openvino` route's models.
+pub const IR_ROUTE_PACKAGES: &[&str] = &[
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "openvino",
+    "jax2onnx",
+    "tf2onnx",
+    "iree-base-compiler",
+    "iree-base-runtime",
+];
 
 /// The marker's name for the add-on: `ir-routes:` and the first 12 hex digits of the SHA-256 of
-/// its lock, so a changed lock installs again.
+/// its lock and package list, so a changed lock or a package added to the list installs again.
 fn addon_key() -> String {
-    format!("ir-routes:{}", &hex::encode(Sha256::digest(IR_ROUTES_LOCK.as_bytes()))[..12])
+    let what = format!("{IR_ROUTES_LOCK}\n{}", IR_ROUTE_PACKAGES.join(" "));
+    format!("ir-routes:{}", &hex::encode(Sha256::digest(what.as_bytes()))[..12])
 }
 
 /// Installs the export routes' packages into the managed environment `env`, once (its marker

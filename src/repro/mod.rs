@@ -283,6 +283,9 @@ fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
         (Framework::Torch, Mode::Onnx) => return "torch.onnx.export(dynamo=True) -> ONNX Runtime",
         (Framework::Jax, Mode::Onnx) => return "jax2onnx -> ONNX Runtime",
         (Framework::Tensorflow, Mode::Onnx) => return "tf2onnx -> ONNX Runtime",
+        (Framework::Torch, Mode::OnnxOpenvino) => return "torch.onnx.export(dynamo=True) -> OpenVINO",
+        (Framework::Jax, Mode::OnnxOpenvino) => return "jax2onnx -> OpenVINO",
+        (Framework::Tensorflow, Mode::OnnxOpenvino) => return "tf2onnx -> OpenVINO",
         (_, Mode::Stablehlo) => return "jax.export (StableHLO, serialized) -> IREE",
         _ => {}
     }

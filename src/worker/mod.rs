@@ -33,3 +33,29 @@ pub fn sources_hash() -> String {
     }
     hex::encode(&h.finalize()[..6])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SOURCES;
+    use crate::model::Mode;
+
+    fn source(name: &str) -> &'static str {
+        SOURCES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).unwrap()
+    }
+
+    /// Every mode the core can ask for is one the worker accepts (`--mode` choices), and every
+    /// export route is one the routes module runs: a mode missing on the Python side would turn
+    /// each of its cases into an `other` failure rather than a refusal.
+    #[test]
+    fn the_worker_accepts_every_mode_and_runs_every_route() {
+        let choices = source("mlport_worker.py")
+            .lines()
+            .find(|l| l.contains("\"--mode\""))
+            .expect("the worker's --mode argument");
+        let routes = source("mlport_routes.py").lines().find(|l| l.starts_with("ROUTES = ")).expect("ROUTES");
+        for m in Mode::ALL {
+            assert!(choices.contains(&format!("\"{}\"", m.as_str())), "--mode lacks {m}: {choices}");
+            assert_eq!(routes.contains(&format!("\"{}\"", m.as_str())), m.is_route(), "ROUTES and {m}: {routes}");
+        }
+    }
+}

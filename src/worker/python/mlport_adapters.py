@@ -77,7 +77,7 @@ JAX_X64 = os.environ.get("MLPORT_JAX_X64") == "1"
 _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
-MODES = ("eager", "compiled", "compiled_fullgraph", "onnx", "stablehlo")
+MODES = ("eager", "compiled", "compiled_fullgraph") + routes.ROUTES
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.

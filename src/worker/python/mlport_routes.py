@@ -10,6 +10,9 @@ Routes:
              then ONNX Runtime with the execution provider that matches the device, given
              explicitly (CPUExecutionProvider on cpu; CUDAExecutionProvider on cuda:N with the
              CPU fallback disabled, so a node that would land on the CPU provider is found).
+  onnx_openvino  the same exporters, the same ONNX model, run by OpenVINO
+             (Core.read_model + compile_model on its `CPU` device, its defaults but the
+             worker's thread budget; cpu only: OpenVINO's GPU plugin is for Intel GPUs).
   stablehlo  jax         jax.export(jax.jit(f)) -> serialize -> deserialize (the round trip
              is part of the route) -> IREE (iree-base-compiler: `llvm-cpu` on cpu, `cuda` on
              cuda:N) -> iree-base-runtime.
@@ -28,16 +31,23 @@ import importlib.util
 import os
 import re
 
-ROUTES = ("onnx", "stablehlo")
+ROUTES = ("onnx", "onnx_openvino", "stablehlo")
 
 # Which framework has which route; the core says the others once (Framework::lacks_mode).
-ROUTE_FRAMEWORKS = {"onnx": ("torch", "jax", "tensorflow"), "stablehlo": ("jax",)}
+ROUTE_FRAMEWORKS = {
+    "onnx": ("torch", "jax", "tensorflow"),
+    "onnx_openvino": ("torch", "jax", "tensorflow"),
+    "stablehlo": ("jax",),
+}
 
 # The modules each (route, framework) needs beyond the framework itself.
 NEEDS = {
     ("onnx", "torch"): ("onnx", "onnxscript", "onnxruntime"),
     ("onnx", "jax"): ("onnx", "jax2onnx", "onnxruntime"),
     ("onnx", "tensorflow"): ("onnx", "tf2onnx", "onnxruntime"),
+    ("onnx_openvino", "torch"): ("onnx", "onnxscript", "openvino"),
+    ("onnx_openvino", "jax"): ("onnx", "jax2onnx", "openvino"),
+    ("onnx_openvino", "tensorflow"): ("onnx", "tf2onnx", "openvino"),
     ("stablehlo", "jax"): ("iree.compiler", "iree.runtime"),
 }
 
@@ -69,6 +79,8 @@ def unavailable(route, framework, device):
     kind = device.split(":")[0]
     if kind not in ("cpu", "cuda"):
         return f"route `{route}` has no runtime target for {device} (cpu and cuda:N only)"
+    if route == "onnx_openvino" and kind == "cuda":
+        return "route `onnx_openvino` runs on OpenVINO's CPU device only (its GPU plugin drives Intel GPUs, not CUDA)"
     if route == "onnx" and kind == "cuda":
         import onnxruntime as ort
 
@@ -116,6 +128,8 @@ class Route:
             return _stablehlo_jax(g, arrays, self.device)
         exporter = {"torch": _onnx_torch, "jax": _onnx_jax, "tensorflow": _onnx_tensorflow}[self.framework]
         model, np_args = exporter(g, arrays)
+        if self.route == "onnx_openvino":
+            return _openvino_model(model, np_args), np_args
         return _ort_session(model, np_args, self.device), np_args
 
 
@@ -181,11 +195,9 @@ def _ort_session(model, np_args, device):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    # The worker's thread budget (`mlport run --threads`/`--jobs`, OMP_NUM_THREADS), as the
-    # frameworks get it; ONNX Runtime would otherwise start one thread per core.
-    threads = os.environ.get("OMP_NUM_THREADS")
-    if threads and threads.isdigit():
-        options.intra_op_num_threads = int(threads)
+    threads = _thread_budget()
+    if threads:
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     if device.startswith("cuda:"):
         providers = [("CUDAExecutionProvider", {"device_id": int(device.split(":")[1])})]
@@ -240,6 +252,81 @@ def _from_ort_value(o):
     n = int(np.prod(shape)) if shape else 1
     raw = np.ctypeslib.as_array((ctypes.c_uint16 * n).from_address(o.data_ptr())).copy()
     return raw.view(ml_dtypes.bfloat16).reshape(shape)
+
+
+def _thread_budget():
+    """The worker's thread budget (`mlport run --threads`/`--jobs`, OMP_NUM_THREADS), as the
+    frameworks get it, or None; a runtime would otherwise start one thread per core."""
+    threads = os.environ.get("OMP_NUM_THREADS")
+    return int(threads) if threads and threads.isdigit() else None
+
+
+# OpenVINO element type names (`Type.get_type_name()`) of NumPy dtypes spelled otherwise.
+_OV_TYPE_NAMES = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "bool": "boolean",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+}
+
+
+def _openvino_model(model, np_args):
+    """The ONNX model compiled by OpenVINO for its CPU device, and a run(*arrays) -> [arrays].
+    OpenVINO's documented CPU defaults stand (its inference precision hint is bf16 on CPUs with
+    native bf16, f32 elsewhere), except the thread count."""
+    import numpy as np
+    import openvino as ov
+
+    core = ov.Core()
+    config = {}
+    threads = _thread_budget()
+    if threads:
+        config["INFERENCE_NUM_THREADS"] = threads
+    compiled = core.compile_model(core.read_model(model), "CPU", config)
+    inputs = compiled.inputs
+    if len(inputs) != len(np_args):
+        np_args[:] = np_args[: len(inputs)]
+    for i, (inp, a) in enumerate(zip(inputs, np_args)):
+        want = _OV_TYPE_NAMES.get(a.dtype.name, a.dtype.name)
+        got = inp.get_element_type().get_type_name()
+        if got != want:
+            raise ExportError(f"the exported model takes {got} for input {i}, the function {want}")
+    request = compiled.create_infer_request()
+    tensors = [_ov_tensor(a) for a in np_args]
+    for i, t in enumerate(tensors):
+        request.set_input_tensor(i, t)
+    np_args[:] = tensors
+
+    def run(*xs):
+        for i, t in enumerate(xs):
+            request.set_input_tensor(i, t)
+        request.infer()
+        return [_from_ov_tensor(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]
+
+    return run
+
+
+def _ov_tensor(a):
+    """A NumPy array as an OpenVINO tensor (bfloat16 through its bits: NumPy has no bfloat16)."""
+    import numpy as np
+    import openvino as ov
+
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        t = ov.Tensor(ov.Type.bf16, ov.Shape(list(a.shape)))
+        np.copyto(t.data.view(np.uint16), a.view(np.uint16).reshape(t.data.shape))
+        return t
+    return ov.Tensor(a)
+
+
+def _from_ov_tensor(t):
+    """An output tensor as a NumPy array of its own dtype, copied out of OpenVINO's buffer."""
+    import numpy as np
+
+    if t.get_element_type().get_type_name() == "bf16":
+        import ml_dtypes
+
+        return np.array(t.data, copy=True).view(np.uint16).view(ml_dtypes.bfloat16).reshape(list(t.shape))
+    return np.array(t.data, copy=True)
 
 
 def _stablehlo_jax(g, arrays, device):

@@ -563,7 +563,7 @@ def main():
     p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
     p.add_argument("--framework", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph", "onnx", "stablehlo"])
+    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph", "onnx", "onnx_openvino", "stablehlo"])
     p.add_argument("--selftest", metavar="CATALOGUE_TOML")
     p.add_argument("--only")
     p.add_argument("--dtypes")
