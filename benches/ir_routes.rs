@@ -1,13 +1,15 @@
 //! Issue 17's benchmark: for 20 small torch ops, eager against the `onnx` route (torch.onnx.export
-//! with dynamo=True, then ONNX Runtime on the CPUExecutionProvider) in one session — the
-//! route/eager ratio of steady-state medians per op, beside the route's first call (export,
-//! session creation and the first run, as mlport stores it) and, measured apart by
-//! `benches/route_stages.py`, the export and the session-creation times.
+//! with dynamo=True, then ONNX Runtime on the CPUExecutionProvider) and the `onnx_openvino` route
+//! (the same ONNX model compiled by OpenVINO for its CPU plugin) in one session — the route/eager
+//! ratio of steady-state medians per op, beside the routes' first calls (export, session creation
+//! or OpenVINO's compile, and the first run, as mlport stores them) and, measured apart by
+//! `benches/route_stages.py`, the export, the ONNX Runtime session-creation and the OpenVINO
+//! compile times.
 //!
-//! One `mlport run --framework torch --modes eager,onnx --jobs 1 --threads 1` of the catalogue
-//! below (both targets timed by mlport's blocked timer, one thread each), then `report --routes
-//! --format json`. Run (about 6 min on a quiet 2-core machine; the route's export packages are
-//! installed into the managed environment on first use):
+//! One `mlport run --framework torch --modes eager,onnx,onnx_openvino --jobs 1 --threads 1` of
+//! the catalogue below (all three targets timed by mlport's blocked timer, one thread each), then
+//! `report --routes --format json`. Run (about 10 min on a quiet 2-core machine; the routes'
+//! packages are installed into the managed environment on first use):
 //!
 //! ```text
 //! MLPORT_TEST_PYTHON=$(ls -d ~/.cache/mlport/envs/py-*/bin/python) cargo bench --bench ir_routes
@@ -63,7 +65,18 @@ fn main() {
     println!("load before: {}", load());
     let t0 = std::time::Instant::now();
     let status = Command::new(env!("CARGO_BIN_EXE_mlport"))
-        .args(["run", "--framework", "torch", "--modes", "eager,onnx", "--jobs", "1", "--threads", "1", "--catalogue"])
+        .args([
+            "run",
+            "--framework",
+            "torch",
+            "--modes",
+            "eager,onnx,onnx_openvino",
+            "--jobs",
+            "1",
+            "--threads",
+            "1",
+            "--catalogue",
+        ])
         .arg(&cat)
         .arg("--db")
         .arg(&db)
@@ -72,35 +85,47 @@ fn main() {
         .status()
         .expect("mlport runs");
     assert!(status.success(), "mlport run failed");
-    println!("mlport run (eager + onnx, 20 ops): {:.1} s; load after: {}", t0.elapsed().as_secs_f64(), load());
+    println!(
+        "mlport run (eager + onnx + onnx_openvino, 20 ops): {:.1} s; load after: {}",
+        t0.elapsed().as_secs_f64(),
+        load()
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_mlport"))
         .args(["report", "--routes", "--format", "json", "--db"])
         .arg(&db)
         .output()
         .expect("mlport report runs");
     let v: Value = serde_json::from_slice(&out.stdout).expect("report --routes JSON");
-    let row = v["rows"].as_array().and_then(|r| r.first()).expect("a torch cpu/onnx row").clone();
-    let ratios: BTreeMap<String, f64> = row["steady_ratios"]
-        .as_array()
-        .unwrap()
+    // The report's rows, one per route: `compiled` names the route's target.
+    let row = |target: &str| -> Value {
+        v["rows"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["compiled"] == target))
+            .unwrap_or_else(|| panic!("a torch {target} row in report --routes"))
+            .clone()
+    };
+    let routes = ["cpu/onnx", "cpu/onnx_openvino"].map(|t| (t, row(t)));
+    let ratios: Vec<BTreeMap<String, f64>> = routes
         .iter()
-        .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_f64().unwrap()))
+        .map(|(_, r)| {
+            r["steady_ratios"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_f64().unwrap()))
+                .collect()
+        })
         .collect();
 
-    // The route's first calls, per op, from the store (export + session + first run).
+    // Per op and target, the first call and the outcome, from the store.
     let store = mlport::store::Store::open(&db).unwrap();
     let run = store.latest_run().unwrap().unwrap().id;
-    let mut first: BTreeMap<String, (Option<u64>, Option<u64>, String)> = BTreeMap::new();
+    let mut first: BTreeMap<String, BTreeMap<String, (Option<u64>, String)>> = BTreeMap::new();
     for r in store.results(run).unwrap() {
-        let e = first.entry(r.function.name.clone()).or_default();
-        match r.result.device.as_str() {
-            "cpu" => e.0 = r.result.first_call_ns,
-            "cpu/onnx" => {
-                e.1 = r.result.first_call_ns;
-                e.2 = r.result.outcome.to_string();
-            }
-            _ => {}
-        }
+        first
+            .entry(r.function.name.clone())
+            .or_default()
+            .insert(r.result.device.to_string(), (r.result.first_call_ns, r.result.outcome.to_string()));
     }
     let stages = Command::new(python())
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/route_stages.py"))
@@ -110,34 +135,42 @@ fn main() {
     let stages: Value = serde_json::from_slice(&stages.stdout).unwrap_or(Value::Null);
 
     println!(
-        "\n{:<16} {:>9} {:>13} {:>15} {:>11} {:>12}",
-        "op", "outcome", "onnx/eager", "first call", "export", "session"
+        "\n{:<16} {:>9} {:>9} {:>11} {:>11} {:>12} {:>12} {:>9} {:>9} {:>11}",
+        "op", "ort", "openvino", "ort/eager", "ov/eager", "ort 1st", "ov 1st", "export", "session", "ov compile"
     );
     let ms = |ns: Option<u64>| ns.map_or("—".to_string(), |n| format!("{:.1} ms", n as f64 / 1e6));
-    for (name, (_eager, onnx, outcome)) in &first {
+    let ratio = |i: usize, name: &str| ratios[i].get(name).map_or("—".into(), |r| format!("{r:.2}×"));
+    let stage =
+        |s: &Value, key: &str, digits: usize| s[key].as_f64().map_or("—".into(), |x| format!("{x:.digits$} ms"));
+    for (name, targets) in &first {
         let s = &stages[name.as_str()];
+        let at = |t: &str| targets.get(t).cloned().unwrap_or((None, "—".into()));
+        let (ort, ov) = (at("cpu/onnx"), at("cpu/onnx_openvino"));
         println!(
-            "{:<16} {:>9} {:>13} {:>15} {:>11} {:>12}",
+            "{:<16} {:>9} {:>9} {:>11} {:>11} {:>12} {:>12} {:>9} {:>9} {:>11}",
             name,
-            outcome,
-            ratios.get(name).map_or("—".into(), |r| format!("{r:.2}×")),
-            ms(*onnx),
-            s["export_ms"].as_f64().map_or("—".into(), |x| format!("{x:.0} ms")),
-            s["session_ms"].as_f64().map_or("—".into(), |x| format!("{x:.1} ms")),
+            ort.1,
+            ov.1,
+            ratio(0, name),
+            ratio(1, name),
+            ms(ort.0),
+            ms(ov.0),
+            stage(s, "export_ms", 0),
+            stage(s, "session_ms", 1),
+            stage(s, "openvino_compile_ms", 1),
         );
     }
-    let d = &row["steady"];
-    println!(
-        "\nonnx/eager steady state over {} ops: median {}, geometric mean {} [{}], {} faster on the route; load: {}",
-        d["functions"],
-        d["median"].as_f64().map_or("—".into(), |x| format!("{x:.2}×")),
-        d["geometric_mean_ci"]["point"].as_f64().map_or("—".into(), |x| format!("{x:.2}×")),
-        format!(
-            "{:.2}, {:.2}",
+    for (target, r) in &routes {
+        let d = &r["steady"];
+        println!(
+            "\n{target} / eager steady state over {} ops: median {}, geometric mean {} [{:.2}, {:.2}], {} faster on the route",
+            d["functions"],
+            d["median"].as_f64().map_or("—".into(), |x| format!("{x:.2}×")),
+            d["geometric_mean_ci"]["point"].as_f64().map_or("—".into(), |x| format!("{x:.2}×")),
             d["geometric_mean_ci"]["lower"].as_f64().unwrap_or(f64::NAN),
-            d["geometric_mean_ci"]["upper"].as_f64().unwrap_or(f64::NAN)
-        ),
-        d["faster"],
-        load()
-    );
+            d["geometric_mean_ci"]["upper"].as_f64().unwrap_or(f64::NAN),
+            d["faster"],
+        );
+    }
+    println!("load: {}", load());
 }

@@ -1,11 +1,14 @@
-"""Export and session-creation times of the ONNX route for benches/ir_routes.rs, measured apart
-(mlport stores the route's first call, which holds both and the first run).
+"""Export, session-creation and OpenVINO compile times of the ONNX routes for
+benches/ir_routes.rs, measured apart (mlport stores each route's first call, which holds them
+and the first run).
 
-Usage: python route_stages.py  (prints one JSON object: op -> {export_ms, session_ms})
-Each op is exported with torch.onnx.export(dynamo=True) at the bench catalogue's shapes and
-loaded into an onnxruntime.InferenceSession on the CPUExecutionProvider with one intra-op
-thread, as mlport's worker does (src/worker/python/mlport_routes.py). One warm-up export
-first: the first export in a process pays torch.export's and onnxscript's set-up.
+Usage: python route_stages.py
+(prints one JSON object: op -> {export_ms, session_ms, openvino_compile_ms})
+Each op is exported with torch.onnx.export(dynamo=True) at the bench catalogue's shapes, loaded
+into an onnxruntime.InferenceSession on the CPUExecutionProvider with one intra-op thread, and
+read and compiled by OpenVINO for its CPU plugin with one inference thread, as mlport's worker
+does (src/worker/python/mlport_routes.py). One warm-up export and compile first: the first in a
+process pays torch.export's, onnxscript's and OpenVINO's set-up.
 """
 
 import json
@@ -15,6 +18,7 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import onnxruntime as ort  # noqa: E402
+import openvino as ov  # noqa: E402
 import torch  # noqa: E402
 
 torch.manual_seed(0)
@@ -57,7 +61,14 @@ def export(f, args):
     return torch.onnx.export(Wrapped(f), args, dynamo=True, verbose=False, opset_version=18).model_proto.SerializeToString()
 
 
-export(torch.neg, (v,))  # warm-up
+core = ov.Core()
+
+
+def ov_compile(model):
+    return core.compile_model(core.read_model(model), "CPU", {"INFERENCE_NUM_THREADS": 1})
+
+
+ov_compile(export(torch.neg, (v,)))  # warm-up
 options = ort.SessionOptions()
 options.intra_op_num_threads = 1
 options.inter_op_num_threads = 1
@@ -68,5 +79,7 @@ for name, (f, args) in OPS.items():
     t1 = time.perf_counter()
     ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
     t2 = time.perf_counter()
-    out[name] = {"export_ms": 1e3 * (t1 - t0), "session_ms": 1e3 * (t2 - t1)}
+    ov_compile(model)
+    t3 = time.perf_counter()
+    out[name] = {"export_ms": 1e3 * (t1 - t0), "session_ms": 1e3 * (t2 - t1), "openvino_compile_ms": 1e3 * (t3 - t2)}
 print(json.dumps(out))
