@@ -127,7 +127,7 @@ fn check_probe(p: &Value, word: &str, failing: u64) {
     assert!(visible.iter().all(|r| r.as_str().unwrap().to_lowercase().contains(word)), "{p:#}");
     let sorted: Vec<&str> = p["sorted"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     let mut want = sorted.clone();
-    want.sort_by(|a, b| b.to_lowercase().cmp(&a.to_lowercase()));
+    want.sort_by_key(|s| std::cmp::Reverse(s.to_lowercase()));
     assert_eq!(sorted, want, "sorted descending after two clicks");
 }
 

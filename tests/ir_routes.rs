@@ -165,7 +165,7 @@ fn openvino_runs_the_same_model_in_float32_where_onnx_runtime_keeps_float64() {
 fn the_routes_report_counts_each_framework_and_route() {
     let out = common::stdout(mlport().args(["report", "--routes", "--format", "json", "--db"]).arg(store()));
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some("mlport.routes"), Some(1)));
+    assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some("mlport.routes"), Some(2)));
     let row = |fw: &str, target: &str| {
         v["rows"]
             .as_array()
@@ -193,6 +193,24 @@ fn the_routes_report_counts_each_framework_and_route() {
     assert_eq!(row("torch", "cpu/onnx_openvino")["change_answer"], 1);
     let table = common::stdout(mlport().args(["report", "--routes", "--db"]).arg(store()));
     assert!(table.contains("Eager vs export routes") && table.contains("export and run"), "{table}");
+
+    // Each route names its runtime, with what the runtimes themselves say here (asked apart):
+    // OpenVINO's CPU inference precision is bf16 on CPUs with native bfloat16, f32 elsewhere.
+    let asked = std::process::Command::new(common::python())
+        .args([
+            "-c",
+            "import onnxruntime as o, openvino as v; \
+             print(o.__version__, v.__version__.split('-')[0], \
+             v.Core().get_property('CPU', 'INFERENCE_PRECISION_HINT').get_type_name())",
+        ])
+        .output()
+        .expect("python runs");
+    let asked = String::from_utf8(asked.stdout).unwrap();
+    let [ort, ov, hint] = asked.split_whitespace().collect::<Vec<_>>()[..] else { panic!("{asked}") };
+    assert_eq!(row("torch", "cpu/onnx")["runtime"], format!("ONNX Runtime {ort}"));
+    let runtime = row("jax", "cpu/onnx_openvino")["runtime"].as_str().unwrap_or_default().to_string();
+    assert!(runtime.starts_with(&format!("OpenVINO {ov} CPU plugin, inference precision {hint}")), "{runtime}");
+    assert!(table.contains(&format!("cpu/onnx_openvino (torch, jax, tensorflow): {runtime}")), "{table}");
 }
 
 #[test]

@@ -96,6 +96,11 @@ pub struct ModeRow {
     pub steady_ratios: Vec<(String, f64)>,
     /// Functions that failed, recompiled or changed their answer under the compiler.
     pub failures: Vec<CompiledFailure>,
+    /// Export routes: the runtime the route ran on, as its worker described it (the target's
+    /// stored detail: `OpenVINO 2026.4.1 CPU plugin, inference precision bf16 …`); `None` for
+    /// compilers and for runs whose workers did not describe it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 /// Which transformed targets the view puts against eager: the compilers (`report --modes`) or
@@ -172,6 +177,13 @@ pub fn build(
         let mut r = row(t, eager.clone(), &compare(Measure::Steady), &compare(Measure::FirstCall));
         graph_breaks(&mut r, results);
         r.compiled_only = compiled_only(t.framework, &t.device, &eager, results);
+        if view == View::Routes {
+            r.runtime = devices
+                .iter()
+                .find(|d| d.framework == t.framework && d.device == t.device && d.available)
+                .map(|d| d.detail.clone())
+                .filter(|detail| !detail.is_empty() && detail != eager_detail(devices, t.framework, &eager));
+        }
         rows.push(r);
     }
     let eager_only = portability
@@ -198,6 +210,12 @@ pub fn build(
         View::Routes => routes_rule_text(),
     };
     ModesReport { run: run.id, view, portability, rows, eager_only, rule }
+}
+
+/// The stored detail of `framework`'s eager `device` (empty when not recorded): a route's
+/// target that kept it had no runtime described.
+fn eager_detail<'a>(devices: &'a [DeviceInfo], framework: Framework, device: &Target) -> &'a str {
+    devices.iter().find(|d| d.framework == framework && d.device == *device).map_or("", |d| d.detail.as_str())
 }
 
 fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
@@ -258,6 +276,7 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
         first_call_eager_ns: medians(|f| f.a_median_ns),
         steady_ratios: steady.functions.iter().map(|f| (f.name.clone(), f.median_ratio)).collect(),
         failures,
+        runtime: None,
     }
 }
 
@@ -414,6 +433,38 @@ pub(crate) mod tests {
 
     pub(crate) fn example() -> ModesReport {
         build(&run_summary(), &devices(), &results(), None, View::Compiled)
+    }
+
+    /// The example's torch results with `cpu/compiled` renamed `route` (an export route), and
+    /// the devices a run records: eager `cpu` and the route, each with its detail.
+    pub(crate) fn route_example(route: &str, detail: &str) -> ModesReport {
+        let mut rows: Vec<ResultRow> =
+            results().into_iter().filter(|r| r.function.framework == Framework::Torch).collect();
+        for r in &mut rows {
+            if r.result.device.as_str() == "cpu/compiled" {
+                r.result.device = route.parse().unwrap();
+            }
+        }
+        let device = |d: &str, detail: &str| DeviceInfo {
+            framework: Framework::Torch,
+            device: d.parse().unwrap(),
+            available: true,
+            detail: detail.into(),
+        };
+        build(&run_summary(), &[device("cpu", "cpu 2 threads"), device(route, detail)], &rows, None, View::Routes)
+    }
+
+    #[test]
+    fn a_route_row_names_the_runtime_its_worker_described() {
+        let ov = "OpenVINO 2026.4.1 CPU plugin, inference precision bf16";
+        let rep = route_example("cpu/onnx_openvino", ov);
+        assert_eq!(rep.rows.len(), 1);
+        assert_eq!(rep.rows[0].runtime.as_deref(), Some(ov));
+        // A route target that kept the eager device's detail (an older worker): no runtime.
+        let rep = route_example("cpu/onnx", "cpu 2 threads");
+        assert_eq!(rep.rows[0].runtime, None);
+        // Compilers never carry one.
+        assert!(example().rows.iter().all(|r| r.runtime.is_none()));
     }
 
     #[test]

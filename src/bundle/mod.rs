@@ -333,8 +333,6 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
     if let Some(missing) = expected.keys().find(|k| !found.contains_key(**k)) {
         return Err(damaged(format!("{missing} is missing ({} of {} members present)", found.len(), expected.len())));
     }
-    drop(next);
-    drop(entries);
     check_nothing_after(archive.into_inner()).map_err(damaged)?;
     let mut records = Vec::new();
     let mut outputs = HashMap::new();

@@ -60,8 +60,8 @@ const ROUTE_COLUMNS: [&str; 14] = [
 
 /// The `format` of the routes view's JSON document.
 pub const ROUTES_JSON_FORMAT: &str = "mlport.routes";
-/// Its version; bumped on any incompatible change.
-pub const ROUTES_JSON_VERSION: u32 = 1;
+/// Its version; bumped on any incompatible change (2: rows carry the route's `runtime`).
+pub const ROUTES_JSON_VERSION: u32 = 2;
 
 fn columns(view: View) -> [&'static str; 14] {
     match view {
@@ -168,6 +168,18 @@ fn csv(rep: &ModesReport) -> String {
         ]);
     }
     out.finish()
+}
+
+/// One line per route target and runtime, with the frameworks that ran on it:
+/// `cpu/onnx_openvino (torch, jax): OpenVINO 2026.4.1 CPU plugin, inference precision bf16 …`.
+fn runtimes(rep: &ModesReport) -> Vec<String> {
+    let mut by: BTreeMap<(String, &str), Vec<String>> = BTreeMap::new();
+    for r in &rep.rows {
+        if let Some(rt) = &r.runtime {
+            by.entry((r.compiled.to_string(), rt.as_str())).or_default().push(r.framework.to_string());
+        }
+    }
+    by.into_iter().map(|((target, rt), fws)| format!("{target} ({}): {rt}", fws.join(", "))).collect()
 }
 
 /// A text histogram of one row's steady-state ratios on a log scale (one line per factor of 2).
@@ -280,6 +292,9 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
                 let line = format!("{fw}: eager only ({why})");
                 let _ = writeln!(out, "{}", if md { format!("\n- {}", escape(&line)) } else { line });
             }
+            for line in runtimes(rep) {
+                let _ = writeln!(out, "{}", if md { format!("\n- {}", escape(&line)) } else { line });
+            }
             let hist: Vec<String> = rep.rows.iter().map(histogram).filter(|h| !h.is_empty()).collect();
             if !hist.is_empty() {
                 let body = hist.join("\n");
@@ -342,6 +357,25 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
         insta::assert_snapshot!("modes_json", json);
+    }
+
+    #[test]
+    fn the_routes_view_prints_each_runtime_once_per_target() {
+        use crate::analysis::modes::tests::route_example;
+        let rep = route_example("cpu/onnx_openvino", "OpenVINO 2026.4.1 CPU plugin, inference precision bf16");
+        let table = render(&rep, Format::Table);
+        assert!(
+            table.contains("\ncpu/onnx_openvino (torch): OpenVINO 2026.4.1 CPU plugin, inference precision bf16\n"),
+            "{table}"
+        );
+        let md = render(&rep, Format::Markdown);
+        assert!(
+            md.contains("\n- cpu/onnx_openvino (torch): OpenVINO 2026.4.1 CPU plugin, inference precision bf16\n"),
+            "{md}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&render(&rep, Format::Json)).unwrap();
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(ROUTES_JSON_FORMAT), Some(2)));
+        assert_eq!(doc["rows"][0]["runtime"], "OpenVINO 2026.4.1 CPU plugin, inference precision bf16");
     }
 
     #[test]

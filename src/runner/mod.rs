@@ -203,6 +203,7 @@ fn finish(store: &mut Store, run_id: i64, info: &RunInfo, cfg: &RunConfig) -> Re
 /// Returns the available targets, or `None` when the framework failed to import (recorded).
 ///
 /// Errors: the store's.
+#[allow(clippy::too_many_arguments)]
 fn framework_ready(
     store: &mut Store,
     run_id: i64,
@@ -253,6 +254,8 @@ fn framework_ready(
                 sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
             }
             Some((_, detail)) => {
+                // A route's runtime, as the worker described it, stands in for the device's detail.
+                let detail = h.route_details.get(d.mode().as_str()).filter(|_| d.mode().is_route()).unwrap_or(detail);
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
             }
             None => {
@@ -333,7 +336,8 @@ fn worker_python(cfg: &RunConfig, fw: Framework, target: &Target) -> PathBuf {
     }
 }
 
-/// A worker's environment: `--threads`, `--jax-x64` for JAX, and for compiled targets a torch Inductor cache in the
+/// A worker's environment: `--threads`, `--jax-x64` for JAX, the export routes the run uses
+/// (`MLPORT_ROUTES`), and for compiled targets a torch Inductor cache in the
 /// run folder (`compile-cache/torch`, removed when the run finishes), so every run compiles from
 /// cold and first calls are comparable between runs; graphs met again within a run come from
 /// that cache.
@@ -341,6 +345,13 @@ fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, S
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
     if fw == Framework::Jax && cfg.jax_x64 {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    }
+    // The export routes the run uses: the hello describes their runtimes (`route_details`).
+    let asked = cfg.devices.iter().flatten().map(|d| d.mode()).chain(cfg.modes.iter().copied());
+    let routes: std::collections::BTreeSet<&str> = asked.filter(|m| m.is_route()).map(|m| m.as_str()).collect();
+    let routes: Vec<&str> = routes.into_iter().collect();
+    if !routes.is_empty() {
+        env.push(("MLPORT_ROUTES".into(), routes.join(",")));
     }
     if fw == Framework::Torch && matches!(target.kind(), "xla" | "tpu") && std::env::var_os("PJRT_DEVICE").is_none() {
         // PyTorch/XLA's runtime: its CPU client for xla:N, a TPU VM's chips for tpu:N.

@@ -267,6 +267,7 @@ fn placeholder_hello() -> Hello {
         threads: None,
         settings: Default::default(),
         routes: Default::default(),
+        route_details: Default::default(),
     }
 }
 

@@ -244,6 +244,12 @@ pub struct Hello {
     /// when it can (protocol 9). Absent after an import error.
     #[serde(default)]
     pub routes: BTreeMap<String, Option<String>>,
+    /// Per export route the run uses (the core lists them in `MLPORT_ROUTES`) and this worker
+    /// can take, its runtime in words with the settings that change an answer (`OpenVINO
+    /// 2026.4.1 CPU plugin, inference precision bf16 …`); the core stores it as the route
+    /// target's detail. Absent from older workers and after an import error.
+    #[serde(default)]
+    pub route_details: BTreeMap<String, String>,
 }
 
 /// The worker's answer to `run`.

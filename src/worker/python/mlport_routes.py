@@ -89,6 +89,32 @@ def unavailable(route, framework, device):
     return None
 
 
+def runtime(route):
+    """The runtime a route runs its models on, in words, with the settings that change an
+    answer (the worker's hello reports it for each route the run asked for, in
+    `route_details`; the core stores it as the target's detail). Imports the runtime, so it
+    is asked only for routes the run uses. OpenVINO: its CPU plugin's inference precision
+    (`INFERENCE_PRECISION_HINT`), bf16 by default on CPUs with native bfloat16 (AVX512_BF16
+    or AMX), f32 elsewhere (OpenVINO's documented CPU default): a float32 model's matmuls and
+    convolutions then run in bfloat16."""
+    if route == "onnx":
+        import onnxruntime as ort
+
+        return f"ONNX Runtime {ort.__version__}"
+    if route == "onnx_openvino":
+        import openvino as ov
+
+        hint = ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
+        version = ov.__version__.split("-")[0]
+        why = " (the CPU plugin's default on CPUs with native bfloat16: float32 models compute in bfloat16)" if hint == "bf16" else ""
+        return f"OpenVINO {version} CPU plugin, inference precision {hint}{why}"
+    if route == "stablehlo":
+        from importlib.metadata import version
+
+        return f"IREE {version('iree-base-runtime')} (llvm-cpu on cpu, cuda on cuda:N)"
+    return None
+
+
 class Route:
     """One worker's route: `wrap(f, args)` gives the zero-argument callable a case times."""
 

@@ -480,6 +480,14 @@ def hello(adapter_or_error, framework, device, mode):
         msg["settings"] = a.settings()
         # Export routes this framework could take on this device, each with why not (None: it can).
         msg["routes"] = {r: adapters.routes.unavailable(r, framework, device) for r in adapters.routes.ROUTES}
+        # The runtime of each route the run uses (MLPORT_ROUTES, from the core), where it can run.
+        asked = [r for r in os.environ.get("MLPORT_ROUTES", "").split(",") if msg["routes"].get(r, "?") is None]
+        msg["route_details"] = {}
+        for r in asked:
+            try:
+                msg["route_details"][r] = adapters.routes.runtime(r)
+            except Exception as e:  # a runtime that fails to describe itself still runs (or fails) per case
+                msg["route_details"][r] = f"(could not describe the runtime: {type(e).__name__}: {e})"
         if os.environ.get("MLPORT_CPUS") and hasattr(os, "sched_getaffinity"):
             # The cores the worker is pinned to (`mlport run --jobs`), as the kernel has them.
             msg["settings"]["cpus"] = sorted(os.sched_getaffinity(0))
