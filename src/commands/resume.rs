@@ -29,7 +29,8 @@ pub struct Resumed {
 
 /// The keys of the planned cases still to run: those without a result on an available
 /// target of their framework, and those with no result anywhere — unless their framework
-/// failed to import (`unusable`), which no resume can change.
+/// failed to import (`unusable`) or was asked only for modes it lacks (NumPy on `cpu/onnx`),
+/// which no resume can change.
 ///
 /// `done` holds, per recorded target, the keys with a result there.
 pub fn pending_keys<'a>(
@@ -51,8 +52,14 @@ pub fn pending_keys<'a>(
         }
         done_somewhere.extend(done.iter().map(String::as_str));
     }
+    // A framework whose every recorded target is a mode it lacks (NumPy asked only for
+    // `cpu/onnx`): no resume can run its cases either.
+    let never = |f: Framework| {
+        let mine: Vec<&DeviceInfo> = devices.iter().filter(|d| d.framework == f).collect();
+        !mine.is_empty() && mine.iter().all(|d| !d.available && f.lacks_mode(d.device.mode()).is_some())
+    };
     for c in cases {
-        if !unusable(c.framework) && !done_somewhere.contains(c.key.as_str()) {
+        if !unusable(c.framework) && !never(c.framework) && !done_somewhere.contains(c.key.as_str()) {
             pending.insert(&c.key);
         }
     }
@@ -204,6 +211,15 @@ mod tests {
         let none = pending_keys(&cases, &[], &[], &|_| false);
         assert_eq!(none.len(), 2);
         assert!(pending_keys(&cases, &[], &[], &|f| f == Framework::Torch).is_empty());
+    }
+
+    #[test]
+    fn a_framework_asked_only_for_modes_it_lacks_leaves_nothing_pending() {
+        let cases = [case("n/a", Framework::Numpy), case("t/a", Framework::Torch)];
+        let devices = [dev(Framework::Numpy, "cpu/onnx_openvino", false), dev(Framework::Torch, "cuda:0/onnx", false)];
+        // NumPy lacks every route: never pending. torch's target was merely unavailable: pending.
+        let p = pending_keys(&cases, &devices, &[keys(&[]), keys(&[])], &|_| false);
+        assert_eq!(p, ["t/a"].into_iter().collect());
     }
 
     #[test]
