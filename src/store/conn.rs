@@ -79,12 +79,16 @@ impl Conn {
         }
     }
 
-    /// Inserts `rows` (each the same number of values, in `head`'s column order) with
-    /// multi-row statements `{head} VALUES ($1, ..), (..) {tail}`, [`ROWS_PER_INSERT`] rows
-    /// each, and maps the rows each statement returns (`tail` may hold `ON CONFLICT` and
-    /// `RETURNING`) with `f`. On PostgreSQL one round trip per 256 rows instead of one per row:
-    /// a plan of 4,000 cases is written in 16 statements. The order of returned rows is not
-    /// guaranteed (neither engine promises it for `RETURNING`): return a key with each.
+    /// Inserts `rows` (each the same number of values, in `head`'s column order) and maps the
+    /// rows each statement returns (`tail` may hold `ON CONFLICT` and `RETURNING`) with `f`.
+    /// PostgreSQL: multi-row statements `{head} VALUES ($1, ..), (..) {tail}`,
+    /// [`ROWS_PER_INSERT`] rows each — one round trip per 256 rows instead of one per row, so a
+    /// plan of 4,000 cases is written in 16 statements. SQLite (in-process, no round trips):
+    /// one prepared single-row statement run per row, which needs no statement journal — a
+    /// multi-row statement inside a transaction copies every page it touches to one, and that
+    /// was a quarter of importing 100,000 tests (`benches/import_pytest.rs`). The order of
+    /// returned rows is not guaranteed (neither engine promises it for `RETURNING`): return a
+    /// key with each.
     ///
     /// Errors: the engine's, for the first statement that fails (the caller's transaction
     /// rolls the others back).
@@ -98,6 +102,18 @@ impl Conn {
         let Some(width) = rows.first().map(Vec::len) else { return Ok(Vec::new()) };
         assert!(rows.iter().all(|r| r.len() == width), "insert_rows: rows of different widths for {head}");
         let mut out = Vec::with_capacity(rows.len());
+        if let Conn::Sqlite(c) = self {
+            let sql = format!("{head} VALUES {} {tail}", placeholders(1, width));
+            let mut stmt = super::sqlite::prepare(c, &sql)?;
+            let columns = stmt.column_count();
+            for row in rows {
+                let mut returned = stmt.query(rusqlite::params_from_iter(row))?;
+                while let Some(r) = returned.next()? {
+                    out.push(f(&super::sqlite::row(r, columns)?)?);
+                }
+            }
+            return Ok(out);
+        }
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             let sql = format!("{head} VALUES {} {tail}", placeholders(chunk.len(), width));
             let params: Vec<Value> = chunk.iter().flatten().cloned().collect();

@@ -366,6 +366,7 @@ pub(super) fn insert_run(tx: &mut Conn, ctx: Ctx<'_>, data: &RunData, id: Option
         .or_store(ctx)?;
     }
     let mut seen = HashSet::new();
+    let mut results = Vec::with_capacity(data.results.len());
     for r in &data.results {
         let case = *case_ids.get(r.case_key.as_str()).ok_or_else(|| {
             ctx.invalid(format!("a result names case `{}`, which the imported run does not plan", r.case_key))
@@ -373,8 +374,9 @@ pub(super) fn insert_run(tx: &mut Conn, ctx: Ctx<'_>, data: &RunData, id: Option
         if !seen.insert((case, r.device.as_str())) {
             return Err(ctx.invalid(format!("case `{}` has two results on {}", r.case_key, r.device)));
         }
-        insert_result(tx, ctx, run, case, r)?;
+        results.push((case, r));
     }
+    insert_new_results(tx, ctx, run, &results)?;
     Ok(run)
 }
 
@@ -553,11 +555,22 @@ pub(super) fn case_values(
     .to_vec())
 }
 
+/// The insert of a `results` row and its columns, in the order of [`result_values`] (`$1..$21`).
+macro_rules! result_insert {
+    () => {
+        "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
+         traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
+         runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop, session_first_calls)"
+    };
+}
+
+/// [`result_insert!`] as a constant, for multi-row inserts of new results.
+const RESULT_COLUMNS: &str = result_insert!();
+
 /// The upsert of a result (`$1..$21`), returning its id: run by both engines.
-const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
-     traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
-     runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop, session_first_calls) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+const RESULT_UPSERT: &str = concat!(
+    result_insert!(),
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
      ON CONFLICT (case_id, device) DO UPDATE SET \
      outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
      message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
@@ -567,7 +580,8 @@ const RESULT_UPSERT: &str = "INSERT INTO results (run_id, case_id, device, outco
      runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns, \
      graph_breaks = excluded.graph_breaks, steady_stop = excluded.steady_stop, \
      session_first_calls = excluded.session_first_calls \
-     RETURNING id";
+     RETURNING id"
+);
 
 /// PostgreSQL: a result and its samples in one statement (so one round trip, and atomic on its
 /// own): the result's upsert, the samples beyond the new count deleted (a replaced result may
@@ -584,29 +598,34 @@ static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock
     )
 });
 
-/// Inserts (or replaces) one result and its samples for the case with id `case`: on
-/// PostgreSQL one statement ([`RESULT_WITH_SAMPLES_PG`]); on SQLite, inside the caller's
-/// transaction, the upsert, the old samples deleted and the new ones inserted one by one
-/// (statements on a local file cost microseconds).
-pub(super) fn insert_result(
-    tx: &mut Conn,
+/// A result's row values (`$1..$21` of [`RESULT_UPSERT`]) and its samples as (ns, calls per
+/// sample), each checked to fit the store's signed 64-bit integers.
+///
+/// Errors: [`StoreError::Invalid`] for a duration or count beyond `i64`, or outputs that cannot
+/// be written as JSON.
+fn result_values(
     ctx: Ctx<'_>,
     run: i64,
     case: i64,
     r: &CaseResult,
-) -> Result<(), StoreError> {
+) -> Result<(Vec<Value>, Vec<(i64, Option<i64>)>), StoreError> {
     let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
     let compiles = r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
     let graph_breaks = r.graph_breaks.map(|n| ctx.int(n, "graph_breaks")).transpose()?;
     let runqueue_wait = r.runqueue_wait_ns.map(|n| ctx.int(n, "runqueue_wait_ns")).transpose()?;
     let steady_wall = r.steady_wall_ns.map(|n| ctx.int(n, "steady_wall_ns")).transpose()?;
-    let samples = r.samples_ns.iter().map(|&ns| ctx.int(ns, "sample")).collect::<Result<Vec<_>, _>>()?;
     let calls = |idx: usize| r.block_sizes.get(idx).map(|&n| n as i64);
+    let samples = r
+        .samples_ns
+        .iter()
+        .enumerate()
+        .map(|(idx, &ns)| Ok((ctx.int(ns, "sample")?, calls(idx))))
+        .collect::<Result<Vec<_>, StoreError>>()?;
     let outputs = ctx.json(&r.outputs, "outputs")?;
     r.session_first_calls_ns.iter().try_for_each(|&ns| ctx.int(ns, "session first call").map(|_| ()))?;
     let session_first_calls = (!r.session_first_calls_ns.is_empty())
         .then(|| serde_json::to_string(&r.session_first_calls_ns).expect("a list of integers serialises"));
-    let mut values = params![
+    let values = params![
         run,
         case,
         r.device.as_str(),
@@ -630,22 +649,69 @@ pub(super) fn insert_result(
         session_first_calls
     ]
     .to_vec();
+    Ok((values, samples))
+}
+
+/// Inserts (or replaces) one result and its samples for the case with id `case`: on
+/// PostgreSQL one statement ([`RESULT_WITH_SAMPLES_PG`]); on SQLite, inside the caller's
+/// transaction, the upsert, the old samples deleted and the new ones inserted one by one
+/// (statements on a local file cost microseconds).
+pub(super) fn insert_result(
+    tx: &mut Conn,
+    ctx: Ctx<'_>,
+    run: i64,
+    case: i64,
+    r: &CaseResult,
+) -> Result<(), StoreError> {
+    let (mut values, samples) = result_values(ctx, run, case, r)?;
     if tx.dialect() == Dialect::Postgres {
         values.push(Value::Int(samples.len() as i64));
-        values.push(Value::Ints(samples.iter().map(|&ns| Some(ns)).collect()));
-        values.push(Value::Ints((0..samples.len()).map(calls).collect()));
+        values.push(Value::Ints(samples.iter().map(|&(ns, _)| Some(ns)).collect()));
+        values.push(Value::Ints(samples.iter().map(|&(_, calls)| calls).collect()));
         tx.execute(&RESULT_WITH_SAMPLES_PG, &values).or_store(ctx)?;
         return Ok(());
     }
     let result: i64 = tx.query_value(RESULT_UPSERT, &values).or_store(ctx)?;
     tx.execute("DELETE FROM samples WHERE result_id = $1", params![result]).or_store(ctx)?;
-    for (idx, ns) in samples.iter().enumerate() {
+    for (idx, (ns, calls)) in samples.into_iter().enumerate() {
         tx.execute(
             "INSERT INTO samples (result_id, idx, ns, calls) VALUES ($1, $2, $3, $4)",
-            params![result, idx as i64, ns, calls(idx)],
+            params![result, idx as i64, ns, calls],
         )
         .or_store(ctx)?;
     }
+    Ok(())
+}
+
+/// Inserts the results of a run being created (so none exists yet: plain inserts, no upsert,
+/// no samples to delete), each `(case id, result)`, and their samples, with
+/// [`Conn::insert_rows`]: on PostgreSQL 256 rows per round trip, on SQLite one cached statement
+/// per row. Importing 100,000 tests spends most of its store time here
+/// (`benches/import_pytest.rs`).
+///
+/// Errors: [`result_values`]'s, and the engine's (a (case, device) given twice).
+fn insert_new_results(tx: &mut Conn, ctx: Ctx<'_>, run: i64, results: &[(i64, &CaseResult)]) -> Result<(), StoreError> {
+    let mut rows = Vec::with_capacity(results.len());
+    let mut samples_of: HashMap<(i64, String), Vec<(i64, Option<i64>)>> = HashMap::new();
+    for &(case, r) in results {
+        let (values, samples) = result_values(ctx, run, case, r)?;
+        rows.push(values);
+        if !samples.is_empty() {
+            samples_of.insert((case, r.device.to_string()), samples);
+        }
+    }
+    let ids: Vec<((i64, String), i64)> = tx
+        .insert_rows(RESULT_COLUMNS, "RETURNING case_id, device, id", &rows, |row| {
+            Ok(((row.get(0)?, row.get(1)?), row.get(2)?))
+        })
+        .or_store(ctx)?;
+    let mut sample_rows = Vec::new();
+    for (key, id) in ids {
+        for (idx, (ns, calls)) in samples_of.remove(&key).unwrap_or_default().into_iter().enumerate() {
+            sample_rows.push(params![id, idx as i64, ns, calls].to_vec());
+        }
+    }
+    tx.insert_rows("INSERT INTO samples (result_id, idx, ns, calls)", "", &sample_rows, |_| Ok(())).or_store(ctx)?;
     Ok(())
 }
 
