@@ -598,6 +598,9 @@ static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock
     )
 });
 
+/// One sample of a result as stored: (ns per call, calls in its block; NULL for single calls).
+type SampleRow = (i64, Option<i64>);
+
 /// A result's row values (`$1..$21` of [`RESULT_UPSERT`]) and its samples as (ns, calls per
 /// sample), each checked to fit the store's signed 64-bit integers.
 ///
@@ -608,7 +611,7 @@ fn result_values(
     run: i64,
     case: i64,
     r: &CaseResult,
-) -> Result<(Vec<Value>, Vec<(i64, Option<i64>)>), StoreError> {
+) -> Result<(Vec<Value>, Vec<SampleRow>), StoreError> {
     let first_call = r.first_call_ns.map(|ns| ctx.int(ns, "first_call_ns")).transpose()?;
     let compiles = r.compiles.map(|n| ctx.int(n, "compiles")).transpose()?;
     let graph_breaks = r.graph_breaks.map(|n| ctx.int(n, "graph_breaks")).transpose()?;
@@ -692,7 +695,7 @@ pub(super) fn insert_result(
 /// Errors: [`result_values`]'s, and the engine's (a (case, device) given twice).
 fn insert_new_results(tx: &mut Conn, ctx: Ctx<'_>, run: i64, results: &[(i64, &CaseResult)]) -> Result<(), StoreError> {
     let mut rows = Vec::with_capacity(results.len());
-    let mut samples_of: HashMap<(i64, String), Vec<(i64, Option<i64>)>> = HashMap::new();
+    let mut samples_of: HashMap<(i64, String), Vec<SampleRow>> = HashMap::new();
     for &(case, r) in results {
         let (values, samples) = result_values(ctx, run, case, r)?;
         rows.push(values);
