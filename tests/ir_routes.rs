@@ -261,4 +261,17 @@ fn repro_exports_and_runs_the_same_way() {
     // The script's own comparison finds the same disagreement: exit 1.
     assert_eq!(run.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("output 0 DISAGREES"), "{stdout}");
+
+    // OpenVINO's float64 cumsum: the script runs the model in OpenVINO (not torch.compile) and
+    // finds the same disagreement with the stored eager answer.
+    let r = result(&rows, "torch.cumsum", "cpu/onnx_openvino");
+    let dir = out.path().join("repro-ov");
+    mlport().args(["repro", &r.id.to_string(), "--out"]).arg(&dir).arg("--db").arg(store()).assert().success();
+    let script = dir.join(format!("repro_{}.py", r.id));
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains(r#"MODE = "onnx_openvino""#) && text.contains("ROUTE = True"), "{text}");
+    let run = std::process::Command::new(common::python()).arg(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("output 0 DISAGREES"), "{stdout}");
 }

@@ -186,7 +186,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
         expected => !expected.is_empty() || !dtypes.is_empty(), expected_what => if against_what.is_empty() { "its declared out_dtype".to_string() } else { against_what.join(", ") },
         dtypes_json => json(Value::Array(dtypes)),
-        device_base => r.device.base().as_str(), mode => r.device.mode().as_str(), compiled => r.device.mode().is_compiled(),
+        device_base => r.device.base().as_str(), mode => r.device.mode().as_str(), compiled => r.device.mode().is_compiled(), route => r.device.mode().is_route(),
         compiler => compiler(fw, r.device.mode()), calls => if r.device.mode().is_compiled() { 5 } else { 1 },
         inputs_json => json(Value::Array(inputs)), kwargs_json => json(Value::Object(spec.kwargs.clone())), code => spec.code.as_deref(),
         expected_json => json(Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,

@@ -1,7 +1,7 @@
 """mlport worker: runs catalogue cases for one framework on one device.
 
 Started by the mlport core (Rust), one process per (framework, target): a target is a
-device in an execution mode: eager, compiled, or an export route, onnx or stablehlo
+device in an execution mode: eager, compiled, or an export route (onnx, onnx_openvino, stablehlo)
 (--mode; docs/modes.md, docs/ir-routes.md). It is small
 and boring on purpose: import the framework, map the device name, build inputs, call,
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
