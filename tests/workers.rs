@@ -83,6 +83,12 @@ fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
     assert_eq!(c.reason, Some(Reason::Crash));
     assert_eq!(c.signal, Some(11));
     assert!(c.message.unwrap().contains("SIGSEGV"));
+    // SIGKILL, which no process can catch: the supervisor still ends by it (it cannot reset
+    // its handler), so the core sees signal 9, never an exit code.
+    let k = by_case("sigkill");
+    assert_eq!(k.outcome, Outcome::Crash, "{k:?}");
+    assert_eq!(k.signal, Some(9), "{k:?}");
+    assert!(k.message.unwrap().contains("SIGKILL"));
 
     // Output written to stdout from Python and from the OS never reaches the protocol.
     let n = by_case("noisy");
@@ -90,7 +96,7 @@ fn timeouts_and_crashes_are_outcomes_and_the_run_goes_on() {
     assert!(n.samples_ns.len() >= 5);
     // The worker was restarted after the crash and the last case ran.
     assert_eq!(by_case("after").outcome, Outcome::Pass);
-    assert_eq!(results.len(), 5);
+    assert_eq!(results.len(), 6);
 }
 
 #[test]

@@ -138,8 +138,9 @@ def exit_as(status):
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's core dump, not ours
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two can be neither caught nor blocked:
+            signal.signal(sig, signal.SIG_DFL)  # signal.signal raises OSError for them
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # a signal that does not end a process by default
     os._exit(os.WEXITSTATUS(status))
