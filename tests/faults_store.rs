@@ -251,6 +251,28 @@ fn a_kill_right_after_the_run_is_created_loses_no_reference() {
     eprintln!("kill after create: {} comparisons, as unfaulted", got.comparisons.len());
 }
 
+/// A `--quick` run killed right after it is created and resumed stays untimed: the resume
+/// takes `--quick` from the run, not from its own command line.
+#[test]
+fn a_resumed_quick_run_stays_untimed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("quick.db");
+    let tag = format!("quick-{}", std::process::id());
+    let out = run(&db, "faults", &tag, &["--quick"], &[("MLPORT_FAULT", "after-create-run")]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "killed at the injection point: {}", stderr(&out));
+    resume(&db, &tag, &[]);
+    nothing_left(&tag, "after the resume");
+    let store = mlport::store::Store::open(&db).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    assert!(run.info.switches.as_ref().is_some_and(|s| s.quick), "{:?}", run.info.switches);
+    let results = store.results(run.id).unwrap();
+    assert!(!results.is_empty());
+    let timed: Vec<&str> =
+        results.iter().filter(|r| !r.result.samples_ns.is_empty()).map(|r| r.case.key.as_str()).collect();
+    assert!(timed.is_empty(), "steady-state samples in a --quick run: {timed:?}");
+}
+
 /// Fault 4: float64 references whose worker dies.
 #[test]
 fn a_reference_whose_worker_dies_is_retried_and_a_missing_one_is_reported() {

@@ -355,6 +355,8 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 (id, plan.cases, info, devices, lock)
             }
         };
+    // `--quick` is the run's: a resumed quick run stays untimed, a resumed timed run timed.
+    let quick = info.switches.as_ref().map_or(args.quick, |s| s.quick);
     let cfg = RunConfig {
         python: env.python.clone(),
         xla_python,
@@ -366,7 +368,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         timing: Timing {
             budget_ms: args.budget_ms,
             target_spread: args.target_spread,
-            steady: !args.quick,
+            steady: !quick,
             ..Timing::default()
         },
         threads: layout.threads,
@@ -402,7 +404,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             plural(layout.threads.unwrap_or(1) as usize, "thread")
         );
     }
-    if args.quick {
+    if quick {
         eprintln!("mlport: --quick: portability only, no steady-state timing (timings are absent from this run)");
     }
     let ending = if layout.jobs() > 1 {
