@@ -97,7 +97,6 @@ impl Stack {
             (Stack::Cuda, Framework::Jax) => &["jax[cuda13]", "jaxlib"],
             (Stack::Main, Framework::Jax) => &["jax", "jaxlib", "flax"],
             (Stack::Cuda, Framework::Tensorflow) => &["tensorflow[and-cuda]"],
-            (_, Framework::Jax) => &["jax", "jaxlib"],
             (_, Framework::Tensorflow) => {
                 if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
                     &["tensorflow"]
