@@ -27,6 +27,9 @@ import tomllib
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "src", "worker", "python")
 FWS = ["numpy", "torch", "jax", "tensorflow"]
+# Checked for alignment too, not run by --run (its packages are the ir-routes add-on): each ONNX
+# operator case whose op has a NumPy reference_only entry must have that entry's inputs.
+ADD_ONS = ["onnxruntime"]
 # float64 reference dtype for each swept dtype; other dtypes are their own reference
 REF = {"float16": "float64", "bfloat16": "float64", "float32": "float64", "float64": "float64",
        "complex64": "complex128", "complex128": "complex128"}
@@ -40,7 +43,7 @@ def load():
     function marked reference_only is not a NumPy test, so it does not count NumPy here) and
     the ops with a NumPy/SciPy reference."""
     cases, opfw, referenced = collections.defaultdict(dict), collections.defaultdict(set), set()
-    for fw in FWS:
+    for fw in FWS + ADD_ONS:
         with open(os.path.join(HERE, f"{fw}.toml"), "rb") as f:
             cat = tomllib.load(f)
         for func in cat["function"]:

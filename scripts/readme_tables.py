@@ -6,7 +6,7 @@
 Each `<!-- mlport:NAME -->` ... `<!-- /mlport:NAME -->` block of README.md is replaced by the output
 of the `mlport report` command named below (rows filtered where said); with BLOCK names, only
 those (the eager-vs-compiled block comes from a run with `--modes eager,compiled`, the others
-from an eager run).
+from an eager run; `onnxruntime-dtypes` from `mlport run --framework onnxruntime`).
 """
 import re
 import subprocess
@@ -74,7 +74,15 @@ def modes(binary, db):
     return "\n".join(table + [""] + eager_only + ["", histograms]).rstrip()
 
 
-BLOCKS = {"summary": summary_table, "functions": functions_excerpt, "dtypes": dtypes, "frameworks": frameworks,
+def onnxruntime_dtypes(binary, db):
+    """The whole dtype matrix of the ONNX Runtime operator catalogue, legend included."""
+    text = report(binary, db, "--dtypes", "--format", "markdown")
+    lines = [l for l in text.splitlines() if l.startswith("|")]
+    legend = next(l for l in text.splitlines() if l.startswith("✓ passed"))
+    return "\n".join(lines) + "\n\n" + legend
+
+
+BLOCKS = {"onnxruntime-dtypes": onnxruntime_dtypes, "summary": summary_table, "functions": functions_excerpt, "dtypes": dtypes, "frameworks": frameworks,
           "frameworks-summary": summary, "modes": modes}
 
 

@@ -14,7 +14,8 @@ use crate::model::{CaseRow, CaseSpec, Dtype, Framework, FunctionRow, ReferenceRo
 /// What to run, from the command line.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
-    /// Empty means every framework in the catalogue.
+    /// Empty means every framework in the catalogue whose [`Framework::in_default_run`] holds
+    /// (an add-on such as onnxruntime runs only when named here or by `functions`).
     pub frameworks: Vec<Framework>,
     /// Fully qualified function names; empty means all.
     pub functions: Vec<String>,
@@ -121,6 +122,9 @@ pub fn input_key(inputs: &[serde_json::Value], dtype: Dtype, seed: u64) -> Strin
 /// Builds the plan. The input seed of a case is `case.seed + run_seed` (wrapping), so
 /// the same run seed gives every framework the same inputs for the same case seed.
 ///
+/// Without `--framework` or `--function`, the files of frameworks not in the default run
+/// ([`Framework::in_default_run`]: ONNX Runtime, an add-on) are left out; they run when selected.
+///
 /// Errors: a framework with no catalogue, a function name no catalogue file lists.
 pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Plan> {
     for fw in &sel.frameworks {
@@ -141,8 +145,14 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
         }
     }
     let mut out = Plan::default();
+    let by_default = sel.frameworks.is_empty() && sel.functions.is_empty();
+    let mut opt_in = Vec::new();
     for file in &catalogue.files {
         if !sel.frameworks.is_empty() && !sel.frameworks.contains(&file.framework) {
+            continue;
+        }
+        if by_default && !file.framework.in_default_run() {
+            opt_in.push(file.framework.to_string());
             continue;
         }
         for f in &file.functions {
@@ -177,6 +187,9 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
                 out.functions.push(f.row(file.framework));
             }
         }
+    }
+    if out.cases.is_empty() && !opt_in.is_empty() {
+        bail!("nothing to run: {} runs only when selected (--framework {})", opt_in.join(", "), opt_in.join(","));
     }
     if out.cases.is_empty() {
         bail!("nothing to run: the selection matches no case");
@@ -326,6 +339,31 @@ skip = "needs a GPU"
         assert_eq!(p.cases[3].spec.catalogue().unwrap().skip.as_deref(), Some("needs a GPU"));
         assert_eq!(p.functions.len(), 2);
     }
+
+    #[test]
+    fn onnxruntime_runs_only_when_selected() {
+        let ort = r#"format = 1
+framework = "onnxruntime"
+version = "1"
+[[function]]
+name = "ai.onnx.Sin"
+[[function.case]]
+inputs = [{ shape = [3] }]
+"#;
+        let both = Catalogue::new(vec![parse("t.toml", ORT_TORCH).unwrap(), parse("o.toml", ort).unwrap()]).unwrap();
+        let fws = |sel: &Selection| plan(&both, sel, 0).unwrap().frameworks();
+        assert_eq!(fws(&Selection::default()), [Framework::Torch]);
+        let chosen = Selection { frameworks: vec![Framework::Onnxruntime], ..Selection::default() };
+        assert_eq!(fws(&chosen), [Framework::Onnxruntime]);
+        let named = Selection { functions: vec!["ai.onnx.Sin".into()], ..Selection::default() };
+        assert_eq!(fws(&named), [Framework::Onnxruntime]);
+        let alone = Catalogue::new(vec![parse("o.toml", ort).unwrap()]).unwrap();
+        let e = plan(&alone, &Selection::default(), 0).unwrap_err().to_string();
+        assert!(e.contains("onnxruntime runs only when selected (--framework onnxruntime)"), "{e}");
+    }
+
+    const ORT_TORCH: &str =
+        "format = 1\nframework = \"torch\"\nversion = \"1\"\n[[function]]\nname = \"torch.sin\"\n[[function.case]]\n";
 
     #[test]
     fn shard_of_is_a_fixed_function_of_the_name() {

@@ -152,7 +152,7 @@ fn unknown_functions_devices_and_frameworks_are_named() {
         .code(2)
         .stderr(predicate::str::contains("unknown framework `caffe`"));
     mlport().args(["run", "--modes", "eager,jit", "--db"]).arg(&db).assert().code(2).stderr(predicate::str::contains(
-        "for '--modes <MODE>': unknown mode `jit` (expected eager, compiled or compiled_fullgraph)",
+        "for '--modes <MODE>': unknown mode `jit` (expected eager, compiled, compiled_fullgraph, onnx or stablehlo)",
     ));
     mlport()
         .args(["run", "--device", "cpu/jit", "--db"])

@@ -12,7 +12,6 @@ mod common;
 use std::path::Path;
 
 use common::mlport;
-use mlport::model::ResultRow;
 use mlport::model::{Outcome, Reason, Target};
 use mlport::store::Store;
 use serde_json::Value;
@@ -25,11 +24,7 @@ fn run_fixture(db: &Path) {
     common::run_catalogue(db, "modes", &modes);
 }
 
-fn result<'a>(rows: &'a [ResultRow], function: &str, target: &str) -> &'a ResultRow {
-    rows.iter()
-        .find(|r| r.function.name == function && r.result.device.as_str() == target)
-        .unwrap_or_else(|| panic!("no result of {function} on {target}"))
-}
+use common::result_on as result;
 
 #[test]
 fn compiled_targets_compile_fail_to_compile_and_recompile() {

@@ -1,6 +1,6 @@
 //! SLOW (about 2–4 minutes on 2 cores; runs once in every `cargo test`, so once in CI): the
 //! kill -9 soak of issue 23. `mlport run` of a small NumPy + PyTorch plan
-//! (tests/fixtures/faults) is killed with SIGKILL at 20 random moments, seeded
+//! (tests/fixtures/faults) is killed with SIGKILL at 20 random moments (`MLPORT_SOAK_KILLS`), seeded
 //! (`MLPORT_SOAK_SEED`, default 23), each followed by `mlport run --resume` (or a fresh `run`
 //! when the kill came before the run was stored), until a command ends on its own; then the
 //! store must equal an uninterrupted baseline run in every (case, target) outcome, comparison
@@ -19,7 +19,11 @@ use common::{fixture, python};
 use mlport::stats::SplitMix64;
 use mlport::store::Store;
 
-const KILLS: usize = 20;
+/// Kills per soak: `MLPORT_SOAK_KILLS`, default 20 (issue 23). `.ci/run` sets a smaller count
+/// (README, "Tests"): CI runs the same soak at fewer kills to keep within its time budget.
+fn kills() -> usize {
+    std::env::var("MLPORT_SOAK_KILLS").ok().and_then(|s| s.parse().ok()).filter(|&n| n > 0).unwrap_or(20)
+}
 const TAG: &str = "MLPORT_TEST_TAG";
 
 /// `mlport run` of the soak plan into `db` (or `--resume latest` of it), tagged, stderr to `log`.
@@ -87,6 +91,7 @@ fn stored_run(db: &Path) -> bool {
 
 #[test]
 fn slow_soak_kill9_at_twenty_random_moments_then_resume_loses_nothing() {
+    let kills = kills();
     let seed: u64 = std::env::var("MLPORT_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(23);
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("mlport.log");
@@ -112,14 +117,14 @@ fn slow_soak_kill9_at_twenty_random_moments_then_resume_loses_nothing() {
     let (mut injected, mut survived, mut rounds, mut left_behind) = (0usize, 0usize, 0usize, 0usize);
     let mut lost: Vec<String> = Vec::new();
     let horizon_ms = (wall.as_millis() as u64).max(1000);
-    while injected < KILLS {
+    while injected < kills {
         rounds += 1;
         let db = tmp.path().join(format!("soak-{rounds}.db"));
         let tag = format!("soak-{}-{rounds}", std::process::id());
         let mut in_round = 0;
         loop {
             let mut child = start(&db, stored_run(&db), &tag, &log);
-            if injected == KILLS {
+            if injected == kills {
                 // Every fault is in: this one runs to its end.
                 let s = wait_up_to(&mut child, Duration::from_secs(300)).expect("the last resume ends");
                 assert!(s.success(), "the last resume failed: {}", std::fs::read_to_string(&log).unwrap());
@@ -168,5 +173,5 @@ fn slow_soak_kill9_at_twenty_random_moments_then_resume_loses_nothing() {
     );
     assert!(lost.is_empty(), "lost or changed after kill -9 and --resume:\n{}", lost.join("\n"));
     assert_eq!(left_behind, 0, "processes outlived a killed mlport");
-    assert_eq!(survived, KILLS);
+    assert_eq!(survived, kills);
 }

@@ -8,6 +8,8 @@
 //! - `torch.nonzero` runs through torch_xla's CPU fallback: `silent_fallback`, naming `aten::nonzero`;
 //! - `torch.Tensor.numpy` fails on xla:0 only: device-attributable, counted;
 //! - `torch.reshape` to an impossible shape fails on both: not attributable, not counted;
+//! - `x.max().item()` (`aten::_local_scalar_dense`) is a host read, not a fallback: it passes;
+//! - a case whose later calls reach `aten::nonzero` is a `silent_fallback` after its first call;
 //! - `cuda:0`, asked for on a machine without it, is unavailable, never a failure;
 //! - `report --paper-compare` sets the paper's TPU v3 statuses (imported) beside these.
 
@@ -42,16 +44,10 @@ fn store() -> &'static Path {
 }
 
 fn rows() -> Vec<ResultRow> {
-    let store = Store::open(store()).unwrap();
-    let run = store.latest_run().unwrap().unwrap().id;
-    store.results(run).unwrap()
+    common::latest_results(store())
 }
 
-fn result<'a>(rows: &'a [ResultRow], function: &str, target: &str) -> &'a ResultRow {
-    rows.iter()
-        .find(|r| r.function.name == function && r.result.device.as_str() == target)
-        .unwrap_or_else(|| panic!("no result of {function} on {target}"))
-}
+use common::result_on as result;
 
 fn report_json() -> Value {
     let out = common::stdout(mlport().args(["report", "--format", "json", "--db"]).arg(store()));
@@ -100,6 +96,25 @@ fn an_operator_without_a_lowering_is_a_silent_fallback_naming_it() {
 }
 
 #[test]
+fn a_tensor_read_as_a_number_is_a_host_read_not_a_fallback() {
+    let rows = rows();
+    // `x.max().item()` goes through aten::_local_scalar_dense, which torch_xla counts with its
+    // CPU fallbacks; the computation stayed on the device.
+    let r = result(&rows, "torch.Tensor.item", "xla:0");
+    assert_eq!((r.result.outcome, r.result.reason), (Outcome::Pass, None), "{:?}", r.result);
+}
+
+#[test]
+fn an_operator_reached_only_after_the_first_call_is_a_silent_fallback() {
+    let rows = rows();
+    let r = result(&rows, "torch.Tensor.nonzero", "xla:0");
+    assert_eq!((r.result.outcome, r.result.reason), (Outcome::Fail, Some(Reason::SilentFallback)), "{:?}", r.result);
+    let message = r.result.message.as_deref().unwrap();
+    assert!(message.contains("after the first call: aten::nonzero ("), "{message}");
+    assert_eq!(result(&rows, "torch.Tensor.nonzero", "cpu").result.outcome, Outcome::Pass);
+}
+
+#[test]
 fn failures_count_against_xla_only_where_the_cpu_passed() {
     let rows = rows();
     // Fails on xla:0, passes on cpu: the device's failure.
@@ -120,9 +135,10 @@ fn failures_count_against_xla_only_where_the_cpu_passed() {
     assert_eq!((reshape["failed"].as_u64(), reshape["not_attributable"].as_u64()), (Some(0), Some(1)));
     assert_eq!(reshape["status"], Value::Null, "no counted case: the function was not run on xla:0");
     assert_eq!(function(xla, "torch.nonzero")["reasons"]["silent_fallback"].as_u64(), Some(1));
-    // sin, sum, Tensor.numpy and nonzero were run; 2 successes, 2 complete failures.
-    assert_eq!(xla["functions_run"].as_u64(), Some(4));
-    assert_eq!((xla["success"]["count"].as_u64(), xla["complete_failure"]["count"].as_u64()), (Some(2), Some(2)));
+    // sin, sum, Tensor.item, Tensor.numpy, nonzero and Tensor.nonzero were run; 3 successes, 3
+    // complete failures.
+    assert_eq!(xla["functions_run"].as_u64(), Some(6));
+    assert_eq!((xla["success"]["count"].as_u64(), xla["complete_failure"]["count"].as_u64()), (Some(3), Some(3)));
 }
 
 #[test]

@@ -98,11 +98,42 @@ pub struct ModeRow {
     pub failures: Vec<CompiledFailure>,
 }
 
-/// The whole eager-against-compiled view of a run.
+/// Which transformed targets the view puts against eager: the compilers (`report --modes`) or
+/// the export routes (`report --routes`, docs/ir-routes.md). Both are counted and timed alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    /// `X/compiled`, `X/compiled_fullgraph`.
+    Compiled,
+    /// `X/onnx`, `X/onnx_openvino`, `X/stablehlo`.
+    Routes,
+}
+
+impl View {
+    /// Whether targets in `mode` belong to the view.
+    pub fn includes(self, mode: Mode) -> bool {
+        match self {
+            View::Compiled => mode.is_compiled() && !mode.is_route(),
+            View::Routes => mode.is_route(),
+        }
+    }
+
+    /// The mode an eager-only framework is said to lack (`no result on cpu/compiled`).
+    fn first_mode(self) -> Mode {
+        match self {
+            View::Compiled => Mode::Compiled,
+            View::Routes => Mode::Onnx,
+        }
+    }
+}
+
+/// The whole eager-against-compiled (or eager-against-route) view of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModesReport {
     /// The run's id.
     pub run: i64,
+    /// Compilers or export routes.
+    pub view: View,
     /// The run's portability report the rows were counted from: its header gives the
     /// framework and Python versions, seed and reference.
     pub portability: PortabilityReport,
@@ -116,11 +147,17 @@ pub struct ModesReport {
 
 /// Builds the view from a run's results (as [`crate::store::Store::results`] returns them) and
 /// devices; `stats_seed` seeds the bootstrap (the run's seed when `None`).
-pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], stats_seed: Option<u64>) -> ModesReport {
+pub fn build(
+    run: &RunSummary,
+    devices: &[DeviceInfo],
+    results: &[ResultRow],
+    stats_seed: Option<u64>,
+    view: View,
+) -> ModesReport {
     let portability = portability::build(run, devices, results, &ReportOptions::default());
     let stats = StatsConfig { seed: stats_seed.unwrap_or(run.info.seed), ..Default::default() };
     let mut rows = Vec::new();
-    for t in portability.targets.iter().filter(|t| t.device.mode().is_compiled()) {
+    for t in portability.targets.iter().filter(|t| view.includes(t.device.mode())) {
         let eager = t.device.base();
         let compare = |measure: Measure| {
             let opts = SlowdownOptions {
@@ -143,15 +180,24 @@ pub fn build(run: &RunSummary, devices: &[DeviceInfo], results: &[ResultRow], st
         .filter(|t| t.device.mode() == Mode::Eager)
         .filter(|t| !rows.iter().any(|r| r.framework == t.framework && r.eager == t.device))
         .map(|t| {
-            let compiled = t.device.with_mode(Mode::Compiled);
+            let compiled = t.device.with_mode(view.first_mode());
             let why = devices
                 .iter()
-                .find(|d| d.framework == t.framework && d.device == compiled && !d.available)
+                .find(|d| {
+                    d.framework == t.framework
+                        && d.device.base() == t.device
+                        && view.includes(d.device.mode())
+                        && !d.available
+                })
                 .map_or_else(|| format!("no result on {compiled}"), |d| d.detail.clone());
             (t.framework, why)
         })
         .collect();
-    ModesReport { run: run.id, portability, rows, eager_only, rule: rule_text() }
+    let rule = match view {
+        View::Compiled => rule_text(),
+        View::Routes => routes_rule_text(),
+    };
+    ModesReport { run: run.id, view, portability, rows, eager_only, rule }
 }
 
 fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &SlowdownReport) -> ModeRow {
@@ -290,6 +336,26 @@ pub fn rule_text() -> String {
     )
 }
 
+/// How the routes view counts, in words: its footer.
+pub fn routes_rule_text() -> String {
+    format!(
+        "Per framework, device and export route, its functions exported and run elsewhere against eager X \
+         (X/onnx: torch.onnx.export(dynamo=True), jax2onnx or tf2onnx, then ONNX Runtime on the device's execution \
+         provider; X/onnx_openvino: the same ONNX model run by OpenVINO on the CPU; X/stablehlo: jax.export's serialized StableHLO compiled and run by IREE; docs/ir-routes.md). \
+         functions: functions with a counted case on the route. export and run: every counted case exported, ran \
+         and agreed with eager. fail: at least one counted case failed on the route (reasons count cases: \
+         export_error, the exporter refused; not_implemented or dtype_unsupported, the runtime has no kernel or the \
+         format no type for it; compile_error, the runtime refused the model otherwise). changed answer: at least one \
+         case disagreed with eager beyond tolerance, or changed an output's dtype. A failure counts only if the \
+         same case passed eagerly on the same device; the others are not attributable. First call: the median over \
+         functions of each function's median first call (export, load or compile, and the first run). Route/eager: \
+         per function the median steady-state time on the route over eager (below 1 is faster on the route), over \
+         the cases timed in both; then the median and geometric mean over functions (bootstrap {:.0}% interval) and \
+         the share faster on the route.",
+        100.0 * StatsConfig::default().level
+    )
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -347,7 +413,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn example() -> ModesReport {
-        build(&run_summary(), &devices(), &results(), None)
+        build(&run_summary(), &devices(), &results(), None, View::Compiled)
     }
 
     #[test]

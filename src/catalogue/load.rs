@@ -673,7 +673,10 @@ op = "svd"
         assert_eq!(case(&own)["modes"], json!(["eager"]), "the case's own wins");
         for (bad, says) in [
             ("modes = []", "`modes` lists no mode"),
-            ("modes = [\"jit\"]", "`modes`: unknown mode `jit` (expected eager, compiled or compiled_fullgraph)"),
+            (
+                "modes = [\"jit\"]",
+                "`modes`: unknown mode `jit` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)",
+            ),
             ("modes = [\"eager\", \"eager\"]", "`modes` lists eager twice"),
             ("modes = \"eager\"", "invalid type"),
         ] {

@@ -256,7 +256,7 @@ pub struct ImportPytestJsonArgs {
     /// The pytest-json-report file.
     #[arg(value_name = "REPORT.json")]
     pub report: PathBuf,
-    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    /// The framework the suite tests: numpy, torch, jax or tensorflow (aliases np, pytorch, tf).
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
     /// The device the suite ran on: cpu, cuda:N, tpu:N, xla:N, mps or xpu:N.
@@ -317,7 +317,7 @@ pub struct PytestArgs {
     /// The test files or folders, as you would give them to pytest.
     #[arg(value_name = "PATH", required = true, num_args = 1..)]
     pub path: Vec<PathBuf>,
-    /// The framework the suite tests: numpy, torch, jax or tensorflow.
+    /// The framework the suite tests: numpy, torch, jax or tensorflow (aliases np, pytorch, tf).
     #[arg(long, value_name = "NAME")]
     pub framework: Framework,
     /// The device to run on, passed to the tests as MLPORT_DEVICE.
@@ -474,7 +474,9 @@ pub struct RunArgs {
     /// A catalogue file or folder of *.toml instead of the built-in one.
     #[arg(long, value_name = "PATH")]
     pub catalogue: Option<PathBuf>,
-    /// Frameworks to run (default: all in the catalogue).
+    /// Frameworks to run: numpy, torch, jax, tensorflow, onnxruntime (aliases np, pytorch, tf,
+    /// ort; default: all in the catalogue but onnxruntime, an add-on that runs only when named
+    /// here or by --function).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a
@@ -636,6 +638,12 @@ pub struct ReportArgs {
     /// and the distribution of compiled/eager steady-state ratios.
     #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks"])]
     pub modes: bool,
+    /// Eager against the export routes (`X/onnx`, `X/onnx_openvino`, `X/stablehlo`; docs/ir-routes.md), per
+    /// framework and device: how many functions export and run, fail (export_error,
+    /// not_implemented, ...) or change their answer, the export + load cost (first calls) and
+    /// the distribution of route/eager steady-state ratios.
+    #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks", "modes"])]
+    pub routes: bool,
     /// The dtype matrix: per function × device, which dtypes pass, fail (with the reason) or
     /// give a wrong result, and the id of every case that did not pass.
     #[arg(long, conflicts_with_all = ["slowdown", "frameworks", "functions"])]

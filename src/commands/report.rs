@@ -60,6 +60,8 @@ enum Which<'a> {
     Slowdown(&'a [SlowdownSpec]),
     Paper,
     Modes,
+    /// `--routes`: eager against the export routes.
+    Routes,
     Overview,
     Dtypes,
     Frameworks,
@@ -151,6 +153,8 @@ impl<'a> Which<'a> {
             Which::Paper
         } else if args.modes {
             Which::Modes
+        } else if args.routes {
+            Which::Routes
         } else if all && args.functions {
             bail!(
                 "--functions lists one run's failing functions and --run all is the overview of every run; pick a \
@@ -207,10 +211,20 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
     let out = match Which::of(&args)? {
         Which::Slowdown(specs) => slowdown(&store, &args, specs, format)?,
         Which::Paper => render::paper::render(&paper(&store, &args)?, format),
-        Which::Modes => {
+        Which::Modes | Which::Routes => {
+            let view = if matches!(Which::of(&args)?, Which::Routes) {
+                analysis::modes::View::Routes
+            } else {
+                analysis::modes::View::Compiled
+            };
             let run = Picked::of(&store, &args, one_run(&args), None)?;
-            let rep =
-                analysis::modes::build(&run.summary, &run.devices(&store)?, &run.results(&store)?, args.stats_seed);
+            let rep = analysis::modes::build(
+                &run.summary,
+                &run.devices(&store)?,
+                &run.results(&store)?,
+                args.stats_seed,
+                view,
+            );
             render::modes::render(&rep, format)
         }
         Which::Campaign => campaign(&store, &args, &opts, format)?,
@@ -312,6 +326,7 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
             return Ok(ExitStatus::Ok);
         }
         Which::PaperCompare => bail!("--format html does not show --paper-compare (use table, markdown, json or csv)"),
+        Which::Routes => bail!("--format html does not show --routes yet (use table, markdown, json or csv)"),
         Which::Overview => bail!(
             "--format html shows one run (or one machine of a campaign); --run all is not in the page (use table, markdown, json or csv)"
         ),
@@ -325,7 +340,13 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
         analysis::dtypes::build(picked.summary.id, picked.summary.origin.source, &results, &comparisons, &|_| true);
     let frameworks =
         analysis::frameworks::build(picked.summary.id, &results, &comparisons, &picked.references(store)?, &|_| true);
-    let modes = analysis::modes::build(&picked.summary, &picked.devices(store)?, &results, args.stats_seed);
+    let modes = analysis::modes::build(
+        &picked.summary,
+        &picked.devices(store)?,
+        &results,
+        args.stats_seed,
+        analysis::modes::View::Compiled,
+    );
     let sds: Vec<analysis::SlowdownReport> = match which {
         Which::Slowdown(specs) => specs.iter().map(|s| slowdown_report(store, args, s)).collect::<Result<_>>()?,
         _ => Vec::new(),

@@ -23,6 +23,7 @@ use crate::model::{CaseRow, Framework, RunInfo, RunOrigin, RunSource, RunState, 
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
+use crate::pyenv;
 use crate::runner::schedule::{self, Layout};
 use crate::runner::{self, Ending, RunConfig};
 use crate::store::{Location, Store, StoreError};
@@ -314,6 +315,15 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         Start::Resume(r) => r.devices.as_ref(),
         Start::New(_) => devices.as_ref(),
     };
+    // An export route (`cpu/onnx`) needs its converters and runtimes: installed on first use; so
+    // does the onnxruntime framework (its operator catalogue), from the same add-on.
+    let ort = start.frameworks().contains(&Framework::Onnxruntime);
+    let routes = asked.is_some_and(|d| d.iter().any(|t| t.mode().is_route())) || modes.iter().any(|m| m.is_route());
+    if (ort || routes)
+        && let Err(e) = pyenv::addon::ensure_ir_routes(&env)
+    {
+        eprintln!("mlport: {e:#}\nmlport: the export routes are reported unavailable; the rest of the run goes on");
+    }
     let xla_python =
         if asked.is_some_and(|d| d.iter().any(Target::is_xla)) && start.frameworks().contains(&Framework::Torch) {
             env::xla_python(&args.python)

@@ -18,11 +18,28 @@ pub enum Framework {
     /// TensorFlow (`tensorflow`, also parsed from `tf`); the managed environment installs
     /// `tensorflow-cpu` except on Apple silicon.
     Tensorflow,
+    /// ONNX Runtime (`onnxruntime`, also parsed from `ort`): single ONNX operators built with
+    /// `onnx.helper` and run in an `InferenceSession` on the execution provider of the device
+    /// (`catalogue/onnxruntime.toml`). Its packages are an add-on of the main stack
+    /// (`python/ir-routes.lock`), so it runs only when selected (`--framework onnxruntime`).
+    Onnxruntime,
 }
 
 impl Framework {
-    /// All frameworks, in report order.
+    /// The frameworks of the main stack (`python/requirements.lock`), in report order: the ones
+    /// `mlport env` probes and a stack installs. Add-on frameworks are in [`Framework::ADD_ONS`].
     pub const ALL: [Framework; 4] = [Framework::Numpy, Framework::Torch, Framework::Jax, Framework::Tensorflow];
+
+    /// Frameworks whose packages are an add-on of the main stack (`python/ir-routes.lock`),
+    /// installed on first use: ONNX Runtime.
+    pub const ADD_ONS: [Framework; 1] = [Framework::Onnxruntime];
+
+    /// Whether `mlport run` without `--framework` (and without `--function`) runs this
+    /// framework's catalogue: every main-stack framework does; an add-on ([`Framework::ADD_ONS`])
+    /// runs only when selected, so a plain run never installs its packages.
+    pub fn in_default_run(self) -> bool {
+        !Self::ADD_ONS.contains(&self)
+    }
 
     /// The lowercase name stored in every durable format, used in case keys and passed to the
     /// worker's `--framework` (`torch`).
@@ -32,6 +49,7 @@ impl Framework {
             Framework::Torch => "torch",
             Framework::Jax => "jax",
             Framework::Tensorflow => "tensorflow",
+            Framework::Onnxruntime => "onnxruntime",
         }
     }
 }
@@ -40,12 +58,36 @@ impl Framework {
     /// Why this framework has no `mode` (docs/modes.md), `None` when it has: NumPy runs
     /// eagerly only; `compiled_fullgraph` is torch's alone (`jax.jit` and
     /// `tf.function(jit_compile=True)` always compile the whole call, so their `compiled` is
-    /// already whole-graph).
+    /// already whole-graph); the `stablehlo` route is JAX's alone (docs/ir-routes.md).
     pub fn lacks_mode(self, mode: super::Mode) -> Option<String> {
         use super::Mode;
         match (self, mode) {
             (_, Mode::Eager) => None,
+            (Framework::Numpy, m) if m.is_route() => {
+                Some(format!("numpy has no {m} route: NumPy is the float64 reference and runs eagerly only"))
+            }
             (Framework::Numpy, _) => Some("numpy has no compiled mode: NumPy runs eagerly only".into()),
+            (Framework::Onnxruntime, m) if m.is_route() => Some(format!(
+                "onnxruntime has no {m} route: its cases are ONNX models already, run in ONNX Runtime directly"
+            )),
+            (Framework::Onnxruntime, _) => Some(
+                "onnxruntime has no compiled mode: an ONNX model is already a whole graph, optimised once when its \
+                 InferenceSession is created (part of each case's setup)"
+                    .into(),
+            ),
+            (_, Mode::OnnxOpenvino) if !matches!(self, Framework::Torch | Framework::Jax | Framework::Tensorflow) => {
+                Some(format!("{self} has no onnx_openvino route"))
+            }
+            (Framework::Torch, Mode::Stablehlo) => Some(
+                "torch has no stablehlo route: mlport exports StableHLO from JAX only (jax.export); torch_xla's \
+                 StableHLO exporter is not a route yet"
+                    .into(),
+            ),
+            (Framework::Tensorflow, Mode::Stablehlo) => Some(
+                "tensorflow has no stablehlo route: mlport exports StableHLO from JAX only (jax.export); \
+                 TensorFlow's MLIR bridge is not a route yet"
+                    .into(),
+            ),
             (Framework::Jax | Framework::Tensorflow, Mode::CompiledFullgraph) => Some(format!(
                 "{self} has no compiled_fullgraph mode: its compiler always takes the whole call, so `compiled` is \
                  already whole-graph (compiled_fullgraph is torch.compile(fullgraph=True))"
@@ -69,7 +111,24 @@ impl FromStr for Framework {
             "torch" | "pytorch" => Ok(Framework::Torch),
             "jax" => Ok(Framework::Jax),
             "tensorflow" | "tf" => Ok(Framework::Tensorflow),
-            _ => Err(format!("unknown framework `{s}` (expected numpy, torch, jax or tensorflow)")),
+            "onnxruntime" | "ort" => Ok(Framework::Onnxruntime),
+            _ => Err(format!("unknown framework `{s}` (expected numpy, torch, jax, tensorflow or onnxruntime)")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Framework;
+
+    #[test]
+    fn onnxruntime_parses_from_its_alias_and_is_opt_in() {
+        assert_eq!("ort".parse::<Framework>(), Ok(Framework::Onnxruntime));
+        assert_eq!("onnxruntime".parse::<Framework>(), Ok(Framework::Onnxruntime));
+        assert_eq!(Framework::Onnxruntime.to_string(), "onnxruntime");
+        assert_eq!(serde_json::to_string(&Framework::Onnxruntime).unwrap(), "\"onnxruntime\"");
+        assert!(!Framework::Onnxruntime.in_default_run());
+        assert!(Framework::ALL.iter().all(|f| f.in_default_run()));
+        assert!(Framework::Onnxruntime.lacks_mode(super::super::Mode::Compiled).is_some());
     }
 }

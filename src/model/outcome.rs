@@ -96,6 +96,11 @@ pub enum Reason {
     /// A compiler (XLA, Inductor) rejected the function: a graph break it cannot handle, a
     /// data-dependent shape, a tracer error.
     CompileError,
+    /// An export route's exporter refused the function (docs/ir-routes.md): `torch.onnx.export`,
+    /// `jax2onnx`, `tf2onnx` or `jax.export` raised — an operator without a lowering to the
+    /// interchange format, a data-dependent shape, a Python side effect. The exporter's message
+    /// is kept.
+    ExportError,
     /// Compiled more than once for the same inputs (first call and steady state of one case,
     /// compiled mode); the count is in the message and the result's `compiles`.
     Recompiles,
@@ -110,7 +115,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in DESIGN.md's order (the derived `Ord`).
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::NotImplemented,
         Reason::DtypeUnsupported,
         Reason::WrongResult,
@@ -120,6 +125,7 @@ impl Reason {
         Reason::Crash,
         Reason::SilentFallback,
         Reason::CompileError,
+        Reason::ExportError,
         Reason::Recompiles,
         Reason::ApiMissing,
         Reason::HarnessError,
@@ -138,6 +144,7 @@ impl Reason {
             Reason::Crash => "crash",
             Reason::SilentFallback => "silent_fallback",
             Reason::CompileError => "compile_error",
+            Reason::ExportError => "export_error",
             Reason::Recompiles => "recompiles",
             Reason::ApiMissing => "api_missing",
             Reason::HarnessError => "harness_error",

@@ -22,25 +22,49 @@ pub enum Mode {
     /// (`compile_error`): what accelerators that need whole graphs (XLA, export) see. Stores
     /// before schema 9 called this mode `compiled` (migration 9 renames their torch targets).
     CompiledFullgraph,
+    /// An export route (docs/ir-routes.md): the case's function exported to ONNX (torch:
+    /// `torch.onnx.export(dynamo=True)`; JAX: `jax2onnx`; TensorFlow: `tf2onnx` with an explicit
+    /// input signature) and run in ONNX Runtime on the execution provider that matches the device.
+    Onnx,
+    /// An export route (docs/ir-routes.md): the same ONNX model as [`Mode::Onnx`] (same
+    /// exporters), run by OpenVINO's runtime (`openvino.Core().compile_model`, the `CPU` device
+    /// with its documented defaults but the worker's thread budget) instead of ONNX Runtime. CPU
+    /// only: OpenVINO's GPU plugin drives Intel GPUs, not CUDA devices.
+    OnnxOpenvino,
+    /// An export route (docs/ir-routes.md): JAX's function exported as serialized StableHLO
+    /// (`jax.export`, the serialization round trip included), compiled and run by IREE
+    /// (`llvm-cpu` on cpu, `cuda` on cuda:N).
+    Stablehlo,
 }
 
 impl Mode {
     /// Every mode, eager first.
-    pub const ALL: [Mode; 3] = [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph];
+    pub const ALL: [Mode; 6] =
+        [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph, Mode::Onnx, Mode::OnnxOpenvino, Mode::Stablehlo];
 
-    /// `eager`, `compiled` or `compiled_fullgraph`: the suffix of a target (`cpu/compiled`), the
-    /// worker's `--mode` and the catalogue's `modes` spelling.
+    /// `eager`, `compiled`, `compiled_fullgraph`, `onnx`, `onnx_openvino` or `stablehlo`: the suffix of a target
+    /// (`cpu/compiled`, `cpu/onnx`), the worker's `--mode` and the catalogue's `modes` spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Eager => "eager",
             Mode::Compiled => "compiled",
             Mode::CompiledFullgraph => "compiled_fullgraph",
+            Mode::Onnx => "onnx",
+            Mode::OnnxOpenvino => "onnx_openvino",
+            Mode::Stablehlo => "stablehlo",
         }
     }
 
-    /// Whether a compiler runs the case (every mode but eager).
+    /// Whether the case runs transformed rather than as written — compiled or exported (every
+    /// mode but eager); such a target is judged against eager on its own device.
     pub fn is_compiled(self) -> bool {
         self != Mode::Eager
+    }
+
+    /// Whether the mode is an export route (`onnx`, `onnx_openvino`, `stablehlo`): the function leaves its
+    /// framework through an interchange format and runs on another runtime.
+    pub fn is_route(self) -> bool {
+        matches!(self, Mode::Onnx | Mode::OnnxOpenvino | Mode::Stablehlo)
     }
 }
 
@@ -53,16 +77,16 @@ impl fmt::Display for Mode {
 impl FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown mode `{s}` (expected eager, compiled or compiled_fullgraph)"))
+        Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
+            format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)")
+        })
     }
 }
 
 /// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `xla:N`, `mps` or `xpu:N`) and an
 /// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
-/// `cuda:0`); the compiled modes are written `cpu/compiled` and `cpu/compiled_fullgraph`. `cpu/eager` parses to `cpu`, so a
+/// `cuda:0`); the compiled modes are written `cpu/compiled` and `cpu/compiled_fullgraph`, the export routes
+/// `cpu/onnx` and `cpu/stablehlo`. `cpu/eager` parses to `cpu`, so a
 /// target has one spelling. Everything keyed by device (the store, reports, slowdowns,
 /// audits) is keyed by target.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -152,8 +176,8 @@ impl Target {
 
 impl FromStr for Target {
     type Err = String;
-    /// Accepts the canonical device spellings, optionally followed by `/eager`, `/compiled`
-    /// or `/compiled_fullgraph`; `cuda` alone means `cuda:0`.
+    /// Accepts the canonical device spellings, optionally followed by `/eager`, `/compiled`,
+    /// `/compiled_fullgraph`, `/onnx` or `/stablehlo`; `cuda` alone means `cuda:0`.
     fn from_str(s: &str) -> Result<Self, String> {
         match s.split_once(MODE_SEPARATOR) {
             Some((device, mode)) => {
@@ -224,6 +248,17 @@ mod tests {
         assert_eq!(t.with_mode(Mode::CompiledFullgraph).as_str(), "cpu/compiled_fullgraph");
         assert!(Mode::CompiledFullgraph.is_compiled() && Mode::Compiled.is_compiled() && !Mode::Eager.is_compiled());
         assert!("cpu/fullgraph".parse::<Target>().unwrap_err().contains("compiled_fullgraph"));
+        let onnx: Target = "cuda/onnx".parse().unwrap();
+        assert_eq!((onnx.as_str(), onnx.mode()), ("cuda:0/onnx", Mode::Onnx));
+        assert_eq!(
+            onnx.reference_target(&Target::cpu()).as_str(),
+            "cuda:0",
+            "a route is judged against eager on its device"
+        );
+        assert!(Mode::Onnx.is_route() && Mode::Stablehlo.is_route() && !Mode::Compiled.is_route());
+        let ov: Target = "cpu/onnx_openvino".parse().unwrap();
+        assert!(ov.mode().is_route() && ov.mode().is_compiled());
+        assert!("cpu/openvino".parse::<Target>().unwrap_err().contains("onnx_openvino or stablehlo"));
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct ErrorReport<'a> {
 /// The exception type the worker reports when outputs come back on the host.
 const SILENT_FALLBACK: &str = "mlport.SilentFallback";
 
+/// The exception type the worker reports when an export route's exporter refused the function.
+const EXPORT_ERROR: &str = "mlport.ExportError";
+
 /// The failure reason for a failed case (DESIGN.md taxonomy), decided from exception type and
 /// message. Rules, in order (the first that matches decides):
 ///
@@ -38,7 +41,8 @@ const SILENT_FALLBACK: &str = "mlport.SilentFallback";
 ///    separately (`rule_import`).
 /// 3. phase `resolve` with `AttributeError`/`ImportError`/`ModuleNotFoundError` ⇒ `api_missing`,
 ///    unless a shared library failed to load (`rule_resolve`).
-/// 4. `mlport.SilentFallback` ⇒ `silent_fallback` (`rule_silent_fallback`).
+/// 4. `mlport.SilentFallback` ⇒ `silent_fallback` (`rule_silent_fallback`); `mlport.ExportError`
+///    (an export route's exporter refused the function) ⇒ `export_error` (`rule_export`).
 /// 5. the target device is absent from this process ⇒ `harness_error`: the core should never
 ///    have sent the case, and the framework is not to blame (`rule_device_unavailable`).
 /// 6. out of memory ⇒ `out_of_memory` (`rule_out_of_memory`).
@@ -67,11 +71,12 @@ pub fn classify(framework: Framework, e: &ErrorReport) -> Reason {
     let ty = short_type(e.error_type);
     let lower = e.message.to_ascii_lowercase();
     let m = lower.as_str();
-    let rules: [&dyn Fn() -> Option<Reason>; 15] = [
+    let rules: [&dyn Fn() -> Option<Reason>; 16] = [
         &|| rule_harness(e),
         &|| rule_import(e),
         &|| rule_resolve(e, ty, m),
         &|| rule_silent_fallback(e),
+        &|| rule_export(e),
         &|| rule_device_unavailable(m),
         &|| rule_out_of_memory(ty, m),
         &|| rule_signature_mismatch(ty, m),
@@ -118,6 +123,13 @@ fn rule_resolve(e: &ErrorReport, ty: &str, m: &str) -> Option<Reason> {
 /// Example: `mlport.SilentFallback: output on cpu, expected cuda:0`.
 fn rule_silent_fallback(e: &ErrorReport) -> Option<Reason> {
     (e.error_type == SILENT_FALLBACK).then_some(Reason::SilentFallback)
+}
+
+/// Rule 4b: the worker's export route reports that the exporter (`torch.onnx.export`,
+/// `jax2onnx`, `tf2onnx`, `jax.export`) refused the function as `mlport.ExportError` with the
+/// exporter's own message (docs/ir-routes.md) ⇒ `export_error`.
+fn rule_export(e: &ErrorReport) -> Option<Reason> {
+    (e.error_type == EXPORT_ERROR).then_some(Reason::ExportError)
 }
 
 /// Rule 5: the target device does not exist in this process ⇒ `harness_error`. A case must
@@ -311,6 +323,9 @@ fn rule_tf_kernel_registry(m: &str) -> Option<Reason> {
 ///   bfloat16 not in list of allowed values`, `RFFT requires tf.float32 or tf.float64 inputs`,
 ///   ``Input `a` must have `float`-like `dtype` (saw complex64)``.
 /// - SciPy: `convolve2d not available for this type.`
+/// - ONNX Runtime (an export route's model): `INVALID_GRAPH : This is an invalid model. Type
+///   Error: Type 'tensor(bfloat16)' of input parameter (a_0) of operator (Sin) in node
+///   (node_sin) is invalid.` — the ONNX operator's schema has no such type.
 fn rule_dtype_specific(m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "unsupported dtype",
@@ -328,6 +343,14 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
         "-like `dtype` (saw ",
         // scipy.signal.convolve2d: convolve2d not available for this type.
         "not available for this type",
+        // ONNX Runtime: an operator used at a type outside its ONNX schema.
+        "type error: type 'tensor(",
+        // ONNX Runtime's CPU build has no complex tensors: `MLDataType for: tensor(complex64) is
+        // not currently registered or supported`.
+        "is not currently registered or supported",
+        // IREE llvm-cpu links no bfloat16 conversion routine (`iree-lld: error: undefined
+        // symbol: __truncsfbf2`).
+        "undefined symbol: __truncsfbf2",
     ];
     let torch_dispatch = quoted_after(m, " not implemented for '").is_some_and(is_torch_scalar_type);
     let tf_attr = tf_attr_value_not_allowed(m).is_some_and(|v| TF_DTYPES.contains(&v));
@@ -343,7 +366,10 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
 /// 'x' not found for platform cpu`, `NOT_FOUND: No FFI handler registered for cuhybrid_eig_real
 /// on a platform Host`, Pallas' `Only interpret mode is supported on CPU backend.`, torch_xla's
 /// `RuntimeError: Error while lowering: [] aten::isnan` (no XLA lowering for the op; from the
-/// paper's PyTorch TPU report).
+/// paper's PyTorch TPU report), ONNX Runtime's `NOT_IMPLEMENTED : Could not find an
+/// implementation for Exp(13) node with name ''` (no kernel for the operator at that dtype on
+/// the session's execution provider; docs/ir-routes.md), IREE's `error: failed to legalize
+/// operation 'stablehlo.custom_call' that was explicitly marked illegal` (no lowering for it).
 fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
     const PHRASES: &[&str] = &[
         "not currently implemented for the",
@@ -352,6 +378,12 @@ fn rule_not_implemented_specific(m: &str) -> Option<Reason> {
         "no ffi handler registered",
         "only interpret mode is supported",
         "no registered implementation for custom call",
+        "could not find an implementation for",
+        // IREE: no lowering for a StableHLO operation (JAX's LAPACK custom calls on cpu).
+        "failed to legalize operation",
+        // ONNX Runtime: an operator the exporter emitted that it has no kernel for at that opset
+        // (`No Op registered for CumProd with domain_version of 18`).
+        "no op registered for",
     ];
     let torch_backend = m.contains("could not run '") && m.contains("backend");
     (torch_backend || contains_any(m, PHRASES)).then_some(Reason::NotImplemented)
@@ -599,6 +631,7 @@ fn framework_roots(framework: Framework) -> &'static [&'static str] {
         Framework::Torch => &["torch", "torchvision", "torchaudio", "torch_xla", "functorch"],
         Framework::Jax => &["jax", "jaxlib"],
         Framework::Tensorflow => &["tensorflow", "keras", "tf_keras"],
+        Framework::Onnxruntime => &["onnxruntime", "onnx"],
     }
 }
 
@@ -732,6 +765,57 @@ mod tests {
             compiled: false,
         };
         assert_eq!(classify(Jax, &e), Reason::HarnessError);
+    }
+
+    /// Export routes (docs/ir-routes.md): the exporter's refusal, and ONNX Runtime's two
+    /// refusals — an operator at a type outside its schema, a kernel missing for a type.
+    #[test]
+    fn export_route_failures() {
+        let report =
+            |ty, msg| ErrorReport { error_type: ty, message: msg, phase: "first_call", harness: false, compiled: true };
+        let c = |ty, msg| classify(Framework::Torch, &report(ty, msg));
+        assert_eq!(
+            c("mlport.ExportError", "ConversionError: Failed to convert the exported program"),
+            Reason::ExportError
+        );
+        assert_eq!(
+            c(
+                "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph",
+                "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. Type Error: Type 'tensor(bfloat16)' of \
+                 input parameter (a_0) of operator (Sin) in node (node_sin) is invalid."
+            ),
+            Reason::DtypeUnsupported
+        );
+        assert_eq!(
+            c(
+                "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented",
+                "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Erf(13) node with name 'n0'"
+            ),
+            Reason::NotImplemented
+        );
+        assert_eq!(
+            c("iree.compiler.tools.binaries.CompilerToolError", "Error invoking IREE compiler tool iree-compile"),
+            Reason::CompileError
+        );
+        assert_eq!(
+            c(
+                "iree.compiler.tools.binaries.CompilerToolError",
+                "Error invoking IREE compiler tool iree-compile Error code: 1 Diagnostics: x.py:213:40: error: failed to \
+                 legalize operation 'stablehlo.custom_call' that was explicitly marked illegal"
+            ),
+            Reason::NotImplemented
+        );
+        let ort = "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph";
+        let cumprod = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, (\"node_CumProd_0\", \
+                       CumProd, \"\", -1) : (\"in_0\": tensor(float),) , Error No Op registered for CumProd with \
+                       domain_version of 18";
+        assert_eq!(c(ort, cumprod), Reason::NotImplemented);
+        let complex = "[ONNXRuntimeError] : 1 : FAIL : Exception during loading: MLDataType for: tensor(complex64) is \
+                       not currently registered or supported";
+        assert_eq!(c("onnxruntime.capi.onnxruntime_pybind11_state.Fail", complex), Reason::DtypeUnsupported);
+        let bf16 = "Error invoking IREE compiler tool iree-compile Error code: 1 Diagnostics: iree-lld: error: \
+                    undefined symbol: __truncsfbf2";
+        assert_eq!(c("iree.compiler.tools.binaries.CompilerToolError", bf16), Reason::DtypeUnsupported);
     }
 
     #[test]
@@ -1045,5 +1129,19 @@ mod tests {
         let rank = "Input `a` must have `float`-like `dtype` (saw complex64).";
         assert_eq!(call(Tf, "TypeError", rank), Reason::DtypeUnsupported);
         assert_eq!(call(Numpy, "ValueError", "convolve2d not available for this type."), Reason::DtypeUnsupported);
+    }
+
+    #[test]
+    fn onnx_runtime_missing_kernels_are_not_implemented() {
+        // Captured from onnxruntime 1.32.0 (CPUExecutionProvider) creating a session for one node.
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented";
+        let exp =
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Exp(13) node with name ''";
+        assert_eq!(run(Framework::Onnxruntime, ty, exp, "setup"), Reason::NotImplemented);
+        // A model outside the operator's schema is the caller's error, not a missing kernel.
+        let invalid = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. Type Error: Type \
+                       'tensor(int32)' of input parameter (x0) of operator (Sin) in node () is invalid.";
+        let ty = "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph";
+        assert_ne!(run(Framework::Onnxruntime, ty, invalid, "setup"), Reason::NotImplemented);
     }
 }

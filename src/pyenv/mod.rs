@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::Framework;
 
+pub mod addon;
 pub mod stack;
 
 pub use stack::{Accelerator, Choice, Stack};
@@ -27,7 +28,7 @@ pub use stack::{Accelerator, Choice, Stack};
 pub const LOCK: &str = include_str!("../../python/requirements.lock");
 
 /// Marker written once an environment is complete: lock hash and install outcome.
-const MARKER: &str = "mlport-env.json";
+pub(crate) const MARKER: &str = "mlport-env.json";
 
 /// Top-level packages the main stack installs for each framework (the lock pins them and
 /// their deps); see [`Stack::packages`] for the others.
@@ -52,14 +53,17 @@ pub struct PythonEnv {
 /// What an environment holds: the lock it follows, the frameworks installed into it and
 /// those whose install failed. Frameworks asked for later are added to the same env.
 #[derive(Serialize, Deserialize, Default)]
-struct Marker {
+pub(crate) struct Marker {
     lock_sha256: String,
     #[serde(default)]
     installed: Vec<Framework>,
     failed: BTreeMap<Framework, String>,
+    /// Add-ons installed since ([`addon`]): `ir-routes:<lock hash>`.
+    #[serde(default)]
+    pub(crate) addons: Vec<String>,
 }
 
-fn read_marker(path: &Path) -> Option<Marker> {
+pub(crate) fn read_marker(path: &Path) -> Option<Marker> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
@@ -158,7 +162,7 @@ pub fn ensure_stack(choice: Choice, frameworks: &[Framework]) -> Result<PythonEn
     Ok(PythonEnv { python, managed: true, install_failures: marker.failed, stack: Some(choice) })
 }
 
-fn spinner(msg: &str) -> ProgressBar {
+pub(crate) fn spinner(msg: &str) -> ProgressBar {
     let pb = ProgressBar::new_spinner();
     pb.set_style(ProgressStyle::with_template("{spinner} {elapsed:>4} {msg:.dim}").expect("valid template"));
     pb.enable_steady_tick(Duration::from_millis(120));
@@ -168,7 +172,7 @@ fn spinner(msg: &str) -> ProgressBar {
 
 /// Runs a command, streaming its output into `log` and its last line into the spinner.
 /// `prefix` says what the step is; pip's latest line follows it.
-fn run_logged(cmd: &mut Command, prefix: &str, pb: &ProgressBar, log: &Path) -> Result<(bool, String)> {
+pub(crate) fn run_logged(cmd: &mut Command, prefix: &str, pb: &ProgressBar, log: &Path) -> Result<(bool, String)> {
     use std::io::Write;
     let mut logf = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     writeln!(logf, "$ {cmd:?}")?;
@@ -301,7 +305,7 @@ fn install(dir: &Path, stack: Stack, frameworks: &[Framework]) -> Result<BTreeMa
 /// bootstrapped under the cache folder when needed; a fallback to pip is logged in `log`.
 ///
 /// Errors: `MLPORT_INSTALLER` is not `auto`/`uv`/`pip`, or it is `uv` and uv cannot be had.
-fn pick_installer(base: &str, pb: &ProgressBar, log: &Path) -> Result<installer::Installer> {
+pub(crate) fn pick_installer(base: &str, pb: &ProgressBar, log: &Path) -> Result<installer::Installer> {
     let pref = installer::Preference::from_env(std::env::var("MLPORT_INSTALLER").ok().as_deref())?;
     pb.set_message(format!("getting uv {} (pip install uv)", installer::UV_VERSION));
     let (chosen, fell_back) = installer::choose(pref, || installer::bootstrap_uv(base, &cache_dir()))?;
@@ -344,6 +348,7 @@ pub fn package_version(python: &Path, fw: Framework) -> Option<String> {
         Framework::Jax => "['jax']",
         Framework::Torch => "['torch']",
         Framework::Numpy => "['numpy']",
+        Framework::Onnxruntime => "['onnxruntime', 'onnxruntime-gpu']",
     };
     let code = format!(
         "import importlib.metadata as m\nfor n in {names}:\n    try:\n        print(m.version(n)); break\n    except m.PackageNotFoundError: pass"

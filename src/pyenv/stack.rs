@@ -83,20 +83,20 @@ impl Stack {
 
     /// Top-level packages installed for `fw` in this stack (the lock pins them and their
     /// dependencies; an extra such as `jax[cuda13]` installs the lock's pins of its plugin).
-    /// NumPy brings the tools `mlport pytest` runs suites with in the main and CUDA stacks; the
-    /// main stack adds the model libraries the workloads build from (torchvision with torch,
-    /// flax with jax; keras comes with tensorflow).
+    /// NumPy brings the tools `mlport pytest` runs suites with in the main and CUDA stacks.
     pub fn packages(self, fw: Framework) -> &'static [&'static str] {
         match (self, fw) {
             (Stack::TorchXla, Framework::Numpy) => &["numpy"],
             (Stack::TorchXla, Framework::Torch) => &["torch", "torch-xla"],
             (Stack::TorchXla, _) => &[],
             (_, Framework::Numpy) => &["numpy", "scipy", "pytest", "pytest-json-report"],
-            (Stack::Main, Framework::Torch) => &["torch", "torchvision"],
             (_, Framework::Torch) => &["torch"],
             (Stack::Cuda, Framework::Jax) => &["jax[cuda13]", "jaxlib"],
-            (Stack::Main, Framework::Jax) => &["jax", "jaxlib", "flax"],
             (Stack::Cuda, Framework::Tensorflow) => &["tensorflow[and-cuda]"],
+            (_, Framework::Jax) => &["jax", "jaxlib"],
+            // An add-on of the main stack (python/ir-routes.lock), installed on first use, not
+            // from requirements.lock.
+            (_, Framework::Onnxruntime) => &[],
             (_, Framework::Tensorflow) => {
                 if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
                     &["tensorflow"]

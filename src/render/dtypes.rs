@@ -59,6 +59,7 @@ pub fn reason_mark(r: Reason) -> char {
         Reason::Crash => 'C',
         Reason::SilentFallback => 'F',
         Reason::CompileError => 'X',
+        Reason::ExportError => 'E',
         Reason::Recompiles => 'R',
         Reason::ApiMissing => 'A',
         Reason::HarnessError => 'H',

@@ -15,7 +15,7 @@ use super::json::versioned;
 use super::markdown::escape;
 use super::portability::words::versions;
 use super::units::{count_of, interval, latency, ratio, reasons};
-use crate::analysis::modes::{ModeRow, ModesReport};
+use crate::analysis::modes::{ModeRow, ModesReport, View};
 use crate::model::{Framework, Reason};
 
 /// The `format` of the JSON document.
@@ -39,6 +39,36 @@ const COLUMNS: [&str; 14] = [
     "geometric mean [95% CI]",
     "faster compiled",
 ];
+
+/// The routes view's columns (`report --routes`): the same numbers, named for export routes.
+const ROUTE_COLUMNS: [&str; 14] = [
+    "framework",
+    "target",
+    "functions",
+    "export and run",
+    "fail",
+    "failure reasons (cases)",
+    "recompile",
+    "changed answer",
+    "graph breaks (functions)",
+    "route only",
+    "first call eager → route (export, load, run)",
+    "route/eager median",
+    "geometric mean [95% CI]",
+    "faster on the route",
+];
+
+/// The `format` of the routes view's JSON document.
+pub const ROUTES_JSON_FORMAT: &str = "mlport.routes";
+/// Its version; bumped on any incompatible change.
+pub const ROUTES_JSON_VERSION: u32 = 1;
+
+fn columns(view: View) -> [&'static str; 14] {
+    match view {
+        View::Compiled => COLUMNS,
+        View::Routes => ROUTE_COLUMNS,
+    }
+}
 
 fn opt_latency(ns: Option<f64>) -> String {
     ns.map_or("—".into(), latency)
@@ -76,7 +106,7 @@ fn cells(r: &ModeRow) -> Vec<String> {
 
 /// The eager-vs-compiled summary as a grid (also the HTML page's section).
 pub fn grid(rep: &ModesReport) -> Grid {
-    let mut g = Grid::new(COLUMNS).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13]);
+    let mut g = Grid::new(columns(rep.view)).right_aligned(&[2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13]);
     for r in &rep.rows {
         g.push(cells(r));
     }
@@ -147,7 +177,8 @@ pub fn histogram(r: &ModeRow) -> String {
     if rows.is_empty() {
         return rows;
     }
-    format!("{} on {} vs {}, compiled/eager steady state:\n{rows}", r.framework, r.compiled, r.eager)
+    let ratio = if r.compiled.mode().is_route() { "route/eager" } else { "compiled/eager" };
+    format!("{} on {} vs {}, {ratio} steady state:\n{rows}", r.framework, r.compiled, r.eager)
 }
 
 /// Every reason with its count, most frequent first: `compile_error 2, wrong_result 1`.
@@ -216,20 +247,32 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
                 eager_only: &rep.eager_only,
                 rule: &rep.rule,
             };
-            versioned(JSON_FORMAT, JSON_VERSION, &body)
+            match rep.view {
+                View::Compiled => versioned(JSON_FORMAT, JSON_VERSION, &body),
+                View::Routes => versioned(ROUTES_JSON_FORMAT, ROUTES_JSON_VERSION, &body),
+            }
         }
         Format::Csv => csv(rep),
         Format::Table | Format::Markdown => {
             let md = format == Format::Markdown;
             let mut out = String::new();
-            let title = format!("Eager vs compiled, run {}", rep.run);
+            let routes = rep.view == View::Routes;
+            let title = if routes {
+                format!("Eager vs export routes, run {}", rep.run)
+            } else {
+                format!("Eager vs compiled, run {}", rep.run)
+            };
             if md {
                 let _ = writeln!(out, "# {title}\n\n{}\n", escape(&versions(&rep.portability)));
             } else {
                 let _ = writeln!(out, "{title}\n{}", versions(&rep.portability));
             }
             if rep.rows.is_empty() {
-                out.push_str("No framework ran in both modes (run with `mlport run --modes eager,compiled`).\n");
+                out.push_str(if routes {
+                    "No framework ran eagerly and on an export route (run with `mlport run --modes eager,onnx,stablehlo`).\n"
+                } else {
+                    "No framework ran in both modes (run with `mlport run --modes eager,compiled`).\n"
+                });
             } else {
                 out.push_str(&if md { grid(rep).markdown() } else { grid(rep).table() + "\n" });
             }
@@ -248,7 +291,11 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
             }
             let failures = failures_grid(rep);
             if !failures.rows.is_empty() {
-                let heading = "Functions that fail, recompile or change their answer under the compiler";
+                let heading = if routes {
+                    "Functions that fail or change their answer on the route"
+                } else {
+                    "Functions that fail, recompile or change their answer under the compiler"
+                };
                 if md {
                     let _ = write!(out, "\n## {heading}\n\n{}", failures.markdown());
                 } else {
@@ -257,7 +304,11 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
             }
             let only = compiled_only_grid(rep);
             if !only.rows.is_empty() {
-                let heading = "Functions that fail eagerly but run compiled";
+                let heading = if routes {
+                    "Functions that fail eagerly but run on the route"
+                } else {
+                    "Functions that fail eagerly but run compiled"
+                };
                 if md {
                     let _ = write!(out, "\n## {heading}\n\n{}", only.markdown());
                 } else {
@@ -296,7 +347,7 @@ mod tests {
     #[test]
     fn without_compiled_results_it_says_how_to_get_them() {
         let rows: Vec<ResultRow> = results().into_iter().filter(|r| r.result.device.mode() == Mode::Eager).collect();
-        let rep = build(&run_summary(), &[], &rows, None);
+        let rep = build(&run_summary(), &[], &rows, None, View::Compiled);
         assert!(rep.rows.is_empty());
         assert!(render(&rep, Format::Table).contains("--modes eager,compiled"));
         assert_eq!(rep.eager_only.len(), 2);

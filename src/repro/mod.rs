@@ -195,6 +195,16 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let text = render(ctx)?;
     let script = out.join(&script_name);
     std::fs::write(&script, text).with_context(|| format!("cannot write {}", script.display()))?;
+    if r.device.mode().is_route() {
+        // The script exports and runs through the same route code as the worker, beside it.
+        let (name, source) = crate::worker::SOURCES
+            .iter()
+            .find(|(n, _)| *n == "mlport_routes.py")
+            .expect("the worker sources hold mlport_routes.py");
+        let path = out.join(name);
+        std::fs::write(&path, source).with_context(|| format!("cannot write {}", path.display()))?;
+        files.push(path);
+    }
     Ok(Written {
         script,
         files,
@@ -265,14 +275,27 @@ fn python_str(s: &str) -> String {
     out
 }
 
-/// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), for the script.
+/// How mlport's compiled mode compiles a case of `fw` (docs/modes.md), or its export route
+/// exports and runs it (docs/ir-routes.md), for the script.
 fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
+    use crate::model::Mode;
+    match (fw, mode) {
+        (Framework::Torch, Mode::Onnx) => return "torch.onnx.export(dynamo=True) -> ONNX Runtime",
+        (Framework::Jax, Mode::Onnx) => return "jax2onnx -> ONNX Runtime",
+        (Framework::Tensorflow, Mode::Onnx) => return "tf2onnx -> ONNX Runtime",
+        (Framework::Torch, Mode::OnnxOpenvino) => return "torch.onnx.export(dynamo=True) -> OpenVINO",
+        (Framework::Jax, Mode::OnnxOpenvino) => return "jax2onnx -> OpenVINO",
+        (Framework::Tensorflow, Mode::OnnxOpenvino) => return "tf2onnx -> OpenVINO",
+        (_, Mode::Stablehlo) => return "jax.export (StableHLO, serialized) -> IREE",
+        _ => {}
+    }
     match fw {
         Framework::Torch if mode == crate::model::Mode::CompiledFullgraph => "torch.compile(fullgraph=True)",
         Framework::Torch => "torch.compile (graph breaks allowed)",
         Framework::Jax => "jax.jit",
         Framework::Tensorflow => "tf.function(jit_compile=True)",
         Framework::Numpy => "none: NumPy runs eagerly",
+        Framework::Onnxruntime => "none: ONNX Runtime runs the operator's InferenceSession",
     }
 }
 

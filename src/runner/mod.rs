@@ -247,6 +247,11 @@ fn framework_ready(
                 });
                 sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
             }
+            Some(_) if let Some(Some(why)) = h.routes.get(d.mode().as_str()).filter(|_| d.mode().is_route()) => {
+                // An export route whose converter or runtime this environment lacks.
+                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail: why.clone() });
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+            }
             Some((_, detail)) => {
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
             }

@@ -195,6 +195,7 @@ fn returns(q: &str) -> Option<String> {
                 Framework::Numpy => "numpy.ndarray",
                 Framework::Jax => "jax.Array",
                 Framework::Tensorflow => "tensorflow.Tensor",
+                Framework::Onnxruntime => return None,
             }
             .to_string(),
         );

@@ -266,6 +266,7 @@ fn placeholder_hello() -> Hello {
         packages: Default::default(),
         threads: None,
         settings: Default::default(),
+        routes: Default::default(),
     }
 }
 

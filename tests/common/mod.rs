@@ -162,3 +162,21 @@ pub fn suite_python() -> PathBuf {
     })
     .clone()
 }
+
+/// The results of the latest run in the SQLite store `db`.
+pub fn latest_results(db: &std::path::Path) -> Vec<mlport::model::ResultRow> {
+    let store = mlport::store::Store::open(db).unwrap();
+    let run = store.latest_run().unwrap().unwrap().id;
+    store.results(run).unwrap()
+}
+
+/// The result of `function` on `target` among `rows`; panics naming both when there is none.
+pub fn result_on<'a>(
+    rows: &'a [mlport::model::ResultRow],
+    function: &str,
+    target: &str,
+) -> &'a mlport::model::ResultRow {
+    rows.iter()
+        .find(|r| r.function.name == function && r.result.device.as_str() == target)
+        .unwrap_or_else(|| panic!("no result of {function} on {target}"))
+}

@@ -228,7 +228,7 @@ mod tests {
         let run = crate::analysis::portability::tests::run_summary();
         (
             crate::analysis::frameworks::build(run.id, &[], &[], &[], &|_| true),
-            crate::analysis::modes::build(&run, &[], &[], None),
+            crate::analysis::modes::build(&run, &[], &[], None, crate::analysis::modes::View::Compiled),
         )
     }
 

@@ -17,9 +17,11 @@ Synchronisation per adapter (after every timed call):
 Silent fallback: TensorFlow soft device placement is turned off; PyTorch's MPS CPU
 fallback is disabled through PYTORCH_ENABLE_MPS_FALLBACK=0; for every framework the
 outputs' devices are checked against the target after the first call. On xla:N/tpu:N the
-torch adapter also reads torch_xla's metrics after the first call: each `aten::NAME` counter
-counts calls of an operator PyTorch/XLA has no lowering for and ran on the host CPU
-(`torch_xla.debug.metrics`, counters cleared just before the call).
+torch adapter also reads torch_xla's metrics after the first call and again after the steady
+state (or --quick's second call): each `aten::NAME` counter counts calls of an operator
+PyTorch/XLA has no lowering for and ran on the host CPU (`torch_xla.debug.metrics`, counters
+cleared just before the first call); `aten::_local_scalar_dense`, a tensor read as a Python
+number (`.item()`), is a host read, not a fallback, and is left out.
 Framework defaults as shipped: JAX runs with jax_enable_x64 OFF, as JAX users have it,
 unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64, or a JAX float64 self-reference):
 an int64/float64 case then gets int32/float32 arrays, as a JAX user's code would. Every
@@ -51,11 +53,14 @@ op-by-op). In `compiled` mode the case's timed callable is compiled as a whole:
               could fold; compilations counted as traces
   tensorflow  tf.function(jit_compile=True); compilations counted as traces
   numpy       has no compiled mode (load refuses it); only torch has compiled_fullgraph
+  onnxruntime has no compiled mode either: its model is a graph already, optimised once when
+              the case's InferenceSession is created (setup, untimed)
 Case code may choose a smaller compile boundary with ctx.compile(f); the whole callable
 is then left as it is.
 """
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
@@ -65,13 +70,14 @@ import sys
 import numpy as np
 
 import mlport_inputs as inputs
+import mlport_routes as routes
 
 JAX_X64 = os.environ.get("MLPORT_JAX_X64") == "1"
 
 _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
-MODES = ("eager", "compiled", "compiled_fullgraph")
+MODES = ("eager", "compiled", "compiled_fullgraph") + routes.ROUTES
 DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
@@ -115,7 +121,7 @@ def package_versions():
 
     out = {}
     for name in ("numpy", "scipy", "torch", "torch-xla", "jax", "jaxlib", "tensorflow", "tensorflow-cpu", "keras",
-                 "ml_dtypes"):
+                 "ml_dtypes", "onnx", "onnxruntime", "onnxruntime-gpu"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -202,11 +208,15 @@ class Adapter:
 
     def __init__(self, device, mode="eager"):
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r} (eager, compiled or compiled_fullgraph)")
+            raise ValueError(f"unknown mode {mode!r} ({', '.join(MODES)})")
         self.device = device
         self.mode = mode
         # Either compiled mode; compiled_fullgraph differs from compiled for torch only.
-        self.compiled = mode != "eager"
+        self.compiled = mode in ("compiled", "compiled_fullgraph")
+        # An export route (mlport_routes): cases leave the framework through ONNX or StableHLO.
+        self.route = None
+        if mode in routes.ROUTES:
+            self.route = routes.Route(mode, self.name, device)
         if mode == "compiled_fullgraph" and not self.has_fullgraph:
             raise ValueError(f"{self.name} has no compiled_fullgraph mode: its compiled mode already takes the whole call")
         self.kind, self.index = parse_device(device)
@@ -254,6 +264,11 @@ class Adapter:
     def context(self, fn, dtype, seed):
         return Ctx(self, fn, dtype, seed)
 
+    def resolve(self, qualified):
+        """The object a catalogue function's name denotes (module-level `resolve`, an attribute
+        walk); AttributeError/ImportError when this framework version has none (api_missing)."""
+        return resolve(qualified)
+
     def on_device(self):
         return contextlib.nullcontext()
 
@@ -270,7 +285,16 @@ class Adapter:
         """Called just before a case's first call: start counting host fallbacks (torch_xla)."""
 
     def fallback_check(self, out):
+        """After the first call: why the call did not run (wholly) on the target device, or None."""
         return None
+
+    def steady_fallback_check(self):
+        """After the calls that follow the first: a fallback seen only then, or None."""
+        return None
+
+    def is_array(self, x):
+        """Whether `x` is one of the framework's arrays (an export route's graph input)."""
+        return isinstance(x, np.ndarray)
 
     def to_numpy(self, leaf):
         """(array, canonical dtype name) or None when the leaf is not array-like."""
@@ -501,22 +525,47 @@ class TorchAdapter(Adapter):
         if self.xla is not None:
             self.xla[2].clear_counters()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
+    HOST_READS = frozenset({"aten::_local_scalar_dense"})
+
+    def xla_fallbacks(self):
+        """torch_xla's `aten::NAME` counters since the last clear, host reads left out: "" when none,
+        else "aten::NAME (Nx), ..." (torch_xla/csrc/aten_cpu_fallback.cpp counts each operator it
+        ran through its CPU fallback)."""
+        met = self.xla[2]
+        fell = sorted(n for n in met.counter_names() if n.startswith("aten::") and n not in self.HOST_READS)
+        return ", ".join(f"{n} ({met.counter_value(n)}x)" for n in fell)
+
+    def steady_fallback_check(self):
+        """After the calls that follow the first: operators that fell back to the host only then
+        (the counters are cleared once, before the first call, which had none). None when none."""
+        if self.xla is None:
+            return None
+        calls = self.xla_fallbacks()
+        if calls:
+            return f"ran on the host through PyTorch/XLA's CPU fallback after the first call: {calls}"
+        return None
+
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
         if self.xla is not None:
             # torch_xla counts each operator it ran through its CPU fallback as `aten::NAME`
             # (torch_xla/csrc/aten_cpu_fallback.cpp); cleared just before the first call.
-            met = self.xla[2]
-            fell = sorted(n for n in met.counter_names() if n.startswith("aten::"))
-            if fell:
-                calls = ", ".join(f"{n} ({met.counter_value(n)}x)" for n in fell)
+            calls = self.xla_fallbacks()
+            if calls:
                 return f"ran on the host through PyTorch/XLA's CPU fallback: {calls}"
         want = self.native_device.type
         for leaf in leaves(out):
             if isinstance(leaf, self.torch.Tensor) and leaf.device.type != want:
                 return f"output on {leaf.device}, expected {self.device}"
         return None
+
+    def is_array(self, x):
+        return isinstance(x, self.torch.Tensor)
 
     def to_numpy(self, leaf):
         t = self.torch
@@ -611,6 +660,10 @@ class JaxAdapter(Adapter):
             if hasattr(leaf, "block_until_ready"):
                 leaf.block_until_ready()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
@@ -618,6 +671,9 @@ class JaxAdapter(Adapter):
             if isinstance(leaf, self.jax.Array) and self.native_device not in leaf.devices():
                 return f"output on {leaf.devices()}, expected {self.device}"
         return None
+
+    def is_array(self, x):
+        return isinstance(x, self.jax.Array)
 
     def to_numpy(self, leaf):
         if isinstance(leaf, self.jax.Array):
@@ -697,6 +753,10 @@ class TensorflowAdapter(Adapter):
         if self.kind != "cpu":
             self.tf.test.experimental.sync_devices()
 
+    # `aten::_local_scalar_dense` is a tensor read as a Python number (`.item()`, `bool(t)`,
+    # a library's own check of an `info` result): torch_xla counts it with the fallbacks, but the
+    # computation stayed on the device and only the scalar came back. A host read, not a missing
+    # lowering, so never a silent fallback; its cost shows in the steady-state time.
     def fallback_check(self, out):
         if self.kind == "cpu":
             return None
@@ -706,6 +766,9 @@ class TensorflowAdapter(Adapter):
             if isinstance(leaf, self.tf.Tensor) and dev and f"DEVICE:{want}:" not in dev.upper():
                 return f"output on {dev}, expected {self.device}"
         return None
+
+    def is_array(self, x):
+        return self.tf.is_tensor(x)
 
     def to_numpy(self, leaf):
         tf = self.tf
@@ -721,7 +784,179 @@ class TensorflowAdapter(Adapter):
         return super().to_numpy(leaf)
 
 
-ADAPTERS = {"numpy": NumpyAdapter, "torch": TorchAdapter, "jax": JaxAdapter, "tensorflow": TensorflowAdapter}
+class OnnxOp:
+    """A standard ONNX operator by its schema (`ai.onnx.Sin` resolves to `OnnxOp("Sin")`): what
+    `ctx.fn` is for an onnxruntime case. `since` is the newest opset that changed it."""
+
+    def __init__(self, op_type, schema):
+        self.op_type = op_type
+        self.since = schema.since_version
+
+    def __repr__(self):
+        return f"ai.onnx.{self.op_type}"
+
+
+class OrtCtx(Ctx):
+    """The onnxruntime case context: `ort_op` builds a one-node model and its session."""
+
+    def ort_op(self, inputs, attrs=None, opset=None, outputs=1):
+        """A one-node ONNX model of `ctx.fn` over `inputs` (NumPy arrays, graph inputs x0, x1, ...;
+        None for an optional input left out), with attributes `attrs`, at `opset` (default the
+        operator's newest version), checked with onnx.checker and typed by ONNX shape inference;
+        an InferenceSession for it on the target's execution provider, created here (setup,
+        untimed). Returns the timed call: `session.run(None, feeds)`, a list of `outputs` NumPy
+        arrays; where an input or output is bfloat16, which ORT's NumPy bridge refuses,
+        `session.run_with_ort_values` on OrtValues made once here, a list of OrtValues that the
+        adapter's to_numpy reads back after the call (measured here: ~5x the per-call cost of
+        `run` for a 4x6 Relu, 210 against 37 us, so it is used only where it must be)."""
+        return self._adapter.session(self.fn, inputs, attrs or {}, opset or self.fn.since, outputs)
+
+
+class OnnxruntimeAdapter(Adapter):
+    """ONNX Runtime, one ONNX operator per case. Functions are named `ai.onnx.<OpType>` and
+    resolve through `onnx.defs` (an operator this onnx version lacks is api_missing). Devices:
+    `cpu` runs on providers=["CPUExecutionProvider"], given explicitly; `cuda:N` on
+    [("CUDAExecutionProvider", {"device_id": N}), "CPUExecutionProvider"] where the installed
+    onnxruntime has that provider. Silent fallback, off the cpu: the session's providers
+    (`get_providers()`) must include the device's, and the first call runs with ORT's profiler
+    on, whose node events name the provider each node ran on: a node on another provider is a
+    silent fallback. Inputs and outputs are NumPy arrays (bfloat16 as ml_dtypes.bfloat16); a model
+    with a bfloat16 input or output, which ORT's NumPy bridge refuses, is fed OrtValues and its
+    outputs, OrtValues, are read back from their buffers after the call. `session.run` is
+    synchronous, so synchronize() has nothing to wait for. Threads: the
+    session's intra-op and inter-op thread counts are MLPORT_THREADS when set."""
+
+    name = "onnxruntime"
+
+    def __init__(self, device, mode="eager"):
+        if mode != "eager":
+            raise ValueError("onnxruntime has no compiled mode: an ONNX model is already a whole graph, optimised "
+                             "once when its InferenceSession is created")
+        super().__init__(device, mode)
+        import onnx
+        import onnxruntime
+
+        self.onnx = onnx
+        self.ort = onnxruntime
+        self.root = onnxruntime
+        self.version = onnxruntime.__version__
+        self._last = None
+        if self.kind == "cpu":
+            self.provider, self.providers = "CPUExecutionProvider", ["CPUExecutionProvider"]
+            self.native_device = "cpu"
+        elif self.kind == "cuda" and "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+            self.provider = "CUDAExecutionProvider"
+            self.providers = [("CUDAExecutionProvider", {"device_id": self.index}), "CPUExecutionProvider"]
+            self.native_device = f"cuda:{self.index}"
+
+    def resolve(self, qualified):
+        prefix, _, op_type = qualified.rpartition(".")
+        if prefix != "ai.onnx" or not op_type:
+            raise AttributeError(f"{qualified!r} is not a standard ONNX operator name (ai.onnx.<OpType>)")
+        if not self.onnx.defs.has(op_type):
+            raise AttributeError(f"onnx {self.onnx.__version__} has no operator {op_type!r}")
+        return OnnxOp(op_type, self.onnx.defs.get_schema(op_type))
+
+    def context(self, fn, dtype, seed):
+        return OrtCtx(self, fn, dtype, seed)
+
+    def settings(self):
+        return {"onnxruntime.providers": [p if isinstance(p, str) else p[0] for p in getattr(self, "providers", [])],
+                "onnx": self.onnx.__version__}
+
+    def devices(self):
+        out = [{"device": "cpu", "available": True, "native": "CPUExecutionProvider", "detail": ""}]
+        if "CUDAExecutionProvider" in self.ort.get_available_providers():
+            out.append({"device": "cuda:0", "available": True, "native": "CUDAExecutionProvider", "detail": ""})
+        return out
+
+    def session(self, op, inputs, attrs, opset, outputs):
+        """The timed call of one `op` node's InferenceSession; see OrtCtx.ort_op."""
+        helper = self.onnx.helper
+        names, infos, feeds = [], [], {}
+        self._keep = []  # the arrays the OrtValues point into
+        for i, x in enumerate(inputs):
+            if x is None:
+                names.append("")
+                continue
+            x = np.ascontiguousarray(x)
+            self._keep.append(x)
+            names.append(f"x{i}")
+            elem = self.onnx.TensorProto.BFLOAT16 if x.dtype.name == "bfloat16" else \
+                helper.np_dtype_to_tensor_dtype(x.dtype)
+            feeds[f"x{i}"] = x
+            infos.append(helper.make_tensor_value_info(f"x{i}", elem, x.shape))
+        outs = [f"y{i}" for i in range(outputs)]
+        node = helper.make_node(op.op_type, names, outs, **attrs)
+        graph = helper.make_graph([node], op.op_type, infos, [helper.make_tensor_value_info(o, 0, None) for o in outs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        # The newest IR version this onnxruntime reads (10 is ONNX 1.16's), whatever onnx writes.
+        model.ir_version = min(model.ir_version, 10)
+        model = self.onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        bf16 = self.onnx.TensorProto.BFLOAT16
+        ort_values = any(v.type.tensor_type.elem_type == bf16 for v in list(model.graph.input) + list(model.graph.output))
+        options = self.ort.SessionOptions()
+        if THREADS:
+            options.intra_op_num_threads = THREADS
+            options.inter_op_num_threads = THREADS
+        if self.kind != "cpu":
+            options.enable_profiling = True
+        session = self.ort.InferenceSession(model.SerializeToString(), options, providers=self.providers)
+        self._last = session
+        if not ort_values:
+            return functools.partial(session.run, None, feeds)
+        values = {}
+        for name, x in feeds.items():
+            if x.dtype.name == "bfloat16":
+                values[name] = self.ort.OrtValue.ortvalue_from_numpy_with_onnx_type(x.view(np.uint16), bf16)
+            else:
+                values[name] = self.ort.OrtValue.ortvalue_from_numpy(x)
+        return functools.partial(session.run_with_ort_values, None, values)
+
+    def to_framework(self, arr, spec, dtype):
+        p = self._passthrough(arr, spec)
+        if p is not None:
+            return p
+        want = NumpyAdapter.native_dtype(self, spec.get("dtype", dtype))
+        return arr if arr.dtype == want else arr.astype(want)
+
+    def native_dtype(self, name):
+        return NumpyAdapter.native_dtype(self, name)
+
+    def to_numpy(self, leaf):
+        if hasattr(leaf, "data_type") and hasattr(leaf, "data_ptr"):  # an OrtValue
+            if leaf.data_type() == "tensor(bfloat16)":
+                import ctypes
+
+                shape = tuple(leaf.shape())
+                n = int(np.prod(shape, dtype=np.int64))
+                raw = np.frombuffer((ctypes.c_uint16 * n).from_address(leaf.data_ptr()), np.uint16) if n else \
+                    np.zeros(0, np.uint16)
+                return raw.reshape(shape).astype(np.uint32).__lshift__(16).view(np.float32), "bfloat16"
+            leaf = leaf.numpy()
+        conv = super().to_numpy(leaf)
+        if conv is not None and conv[1] == "bfloat16":
+            return conv[0].astype(np.float32), "bfloat16"
+        return conv
+
+    def fallback_check(self, out):
+        session, self._last = self._last, None
+        if self.kind == "cpu" or session is None:
+            return None
+        used = session.get_providers()
+        if self.provider not in used:
+            return f"session providers {used}, expected {self.provider}"
+        import json
+
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+        away = sorted({f"{e['args'].get('op_name', e['name'])} on {e['args']['provider']}" for e in events
+                       if e.get("cat") == "Node" and e.get("args", {}).get("provider") not in (None, self.provider)})
+        return f"nodes ran off {self.provider}: {', '.join(away)}" if away else None
+
+
+ADAPTERS = {"numpy": NumpyAdapter, "torch": TorchAdapter, "jax": JaxAdapter, "tensorflow": TensorflowAdapter,
+            "onnxruntime": OnnxruntimeAdapter}
 
 
 def load(framework, device, mode="eager"):

@@ -1,7 +1,8 @@
 """mlport worker: runs catalogue cases for one framework on one device.
 
 Started by the mlport core (Rust), one process per (framework, target): a target is a
-device in an execution mode, eager or compiled (--mode; docs/modes.md). It is small
+device in an execution mode: eager, compiled, or an export route, onnx or stablehlo
+(--mode; docs/modes.md, docs/ir-routes.md). It is small
 and boring on purpose: import the framework, map the device name, build inputs, call,
 synchronise, time, write outputs, answer. Every decision (classification, statistics,
 storage) is made by the core.
@@ -19,7 +20,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -164,7 +165,7 @@ def run_case(adapter, req):
     case_filename = None
     try:
         try:
-            fn = adapters.resolve(case["function"])
+            fn = adapter.resolve(case["function"])
         except (AttributeError, ImportError, ModuleNotFoundError) as e:
             raise CaseError("resolve", e)
         phase = "inputs"
@@ -203,6 +204,15 @@ def run_case(adapter, req):
                     call = functools.partial(fn, *fw_inputs, **kwargs)
             except Exception as e:
                 raise CaseError("setup", e, harness=is_harness_error(e, case_filename))
+            if adapter.route is not None and not reference:
+                # An export route: the case's arrays become the exported graph's inputs (a
+                # code case's build runs again inside the exporter's trace); export and load
+                # happen at the first call (docs/ir-routes.md).
+                if case.get("code"):
+                    traced = lambda *a: build(ctx, *a, **kwargs)()  # noqa: E731
+                else:
+                    traced = lambda *a: fn(*a, **kwargs)  # noqa: E731
+                call = adapter.route.wrap(traced, fw_inputs, adapter.is_array)
             if compiled and not ctx.compiles.chosen_by_case:
                 # The whole timed callable is compiled; compilation happens at its first call.
                 call = adapter.compile(call, ctx.compiles)
@@ -222,17 +232,10 @@ def run_case(adapter, req):
                 if breaks is not None:  # torch: graph breaks Dynamo took (protocol 7)
                     result["graph_breaks"] = breaks
             phase = "outputs"
-            fallback = adapter.fallback_check(out)
+            # A route's outputs come back from its runtime as NumPy arrays by design.
+            fallback = adapter.fallback_check(out) if adapter.route is None or reference else None
             if fallback:
-                result["outcome"] = "fail"
-                result["error"] = {
-                    "type": "mlport.SilentFallback",
-                    "message": fallback,
-                    "traceback": "",
-                    "phase": "outputs",
-                    "harness": False,
-                }
-                return result
+                return silent_fallback(result, fallback, "outputs")
             try:
                 result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
             except inputs.OwnIOError:
@@ -274,6 +277,10 @@ def run_case(adapter, req):
                     breaks = ctx.compiles.breaks()
                     if breaks is not None:
                         result["graph_breaks"] = breaks
+            late = adapter.steady_fallback_check()
+            if late:  # the first call stayed on the device, a later one did not
+                result.pop("outputs", None)
+                return silent_fallback(result, late, "steady")
         result["outcome"] = "pass"
         return result
     except inputs.OwnIOError as e:  # mlport's own file, not the function: no outcome (protocol 8)
@@ -292,6 +299,13 @@ def run_case(adapter, req):
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, False)
         return result
+
+
+def silent_fallback(result, message, phase):
+    """The case ran, not (wholly) on its device: a failure the core classifies silent_fallback."""
+    result["outcome"] = "fail"
+    result["error"] = {"type": "mlport.SilentFallback", "message": message, "traceback": "", "phase": phase, "harness": False}
+    return result
 
 
 class _Quick(Exception):
@@ -464,6 +478,8 @@ def hello(adapter_or_error, framework, device, mode):
         msg["packages"] = adapters.package_versions()
         msg["threads"] = a.threads()
         msg["settings"] = a.settings()
+        # Export routes this framework could take on this device, each with why not (None: it can).
+        msg["routes"] = {r: adapters.routes.unavailable(r, framework, device) for r in adapters.routes.ROUTES}
         if os.environ.get("MLPORT_CPUS") and hasattr(os, "sched_getaffinity"):
             # The cores the worker is pinned to (`mlport run --jobs`), as the kernel has them.
             msg["settings"]["cpus"] = sorted(os.sched_getaffinity(0))
@@ -547,7 +563,7 @@ def main():
     p = argparse.ArgumentParser(description="mlport worker (protocol v%d)" % PROTOCOL_VERSION)
     p.add_argument("--framework", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph"])
+    p.add_argument("--mode", default="eager", choices=["eager", "compiled", "compiled_fullgraph", "onnx", "onnx_openvino", "stablehlo"])
     p.add_argument("--selftest", metavar="CATALOGUE_TOML")
     p.add_argument("--only")
     p.add_argument("--dtypes")
