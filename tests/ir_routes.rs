@@ -28,7 +28,15 @@ fn store() -> &'static Path {
         mlport()
             // Exports take seconds each (the first torch.onnx.export in a process ~15 s): a generous
             // limit, so a loaded machine does not turn them into timeouts.
-            .args(["run", "--modes", "eager,onnx,onnx_openvino,stablehlo", "--quick", "--timeout", "600", "--catalogue"])
+            .args([
+                "run",
+                "--modes",
+                "eager,onnx,onnx_openvino,stablehlo",
+                "--quick",
+                "--timeout",
+                "600",
+                "--catalogue",
+            ])
             .arg(common::fixture("ir"))
             .arg("--db")
             .arg(&db)

@@ -78,7 +78,9 @@ impl FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
-            format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)")
+            format!(
+                "unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)"
+            )
         })
     }
 }
