@@ -14,6 +14,7 @@
 //! stores the verdicts.
 
 mod pairs;
+pub mod whole_model;
 
 pub use pairs::{OutputPair, compare_outputs};
 

@@ -324,6 +324,18 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     {
         eprintln!("mlport: {e:#}\nmlport: the export routes are reported unavailable; the rest of the run goes on");
     }
+    // A workload that builds from torchvision or flax needs the models add-on: installed on first use.
+    let codes: Vec<&str> = match &start {
+        Start::Resume(r) => r.cases.iter().filter_map(|c| c.spec.catalogue()?.code.as_deref()).collect(),
+        Start::New(new) => new.plan.cases.iter().filter_map(|c| c.spec.catalogue()?.code.as_deref()).collect(),
+    };
+    for addon in pyenv::addon::needed(codes) {
+        if let Err(e) = pyenv::addon::ensure(&env, addon) {
+            eprintln!(
+                "mlport: {e:#}\nmlport: cases that import its modules fail as api_missing; the rest of the run goes on"
+            );
+        }
+    }
     let xla_python =
         if asked.is_some_and(|d| d.iter().any(Target::is_xla)) && start.frameworks().contains(&Framework::Torch) {
             env::xla_python(&args.python)
