@@ -21,6 +21,25 @@ pub struct Selection {
     pub functions: Vec<String>,
     /// Restricts each case's dtype sweep; empty means the declared sweep.
     pub dtypes: Vec<Dtype>,
+    /// Only API functions or only workloads (`--kind`); `None` plans both.
+    pub kind: Option<Kind>,
+}
+
+/// What a catalogue function is: one API call per case, or a workload (a whole model or
+/// composite computation per case, catalogue `kind = "workload"`; docs/workloads.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// Framework API functions (the paper's unit).
+    Functions,
+    /// Whole models, train steps and off-the-rut pairs.
+    Workloads,
+}
+
+impl Kind {
+    /// Whether a function (`workload`: its catalogue `kind` is `workload`) is of this kind.
+    pub fn admits(self, workload: bool) -> bool {
+        workload == (self == Kind::Workloads)
+    }
 }
 
 /// The planned functions and cases, in catalogue order.
@@ -156,7 +175,10 @@ pub fn plan(catalogue: &Catalogue, sel: &Selection, run_seed: u64) -> Result<Pla
             continue;
         }
         for f in &file.functions {
-            if f.reference_only || (!sel.functions.is_empty() && !sel.functions.contains(&f.name)) {
+            if f.reference_only
+                || (!sel.functions.is_empty() && !sel.functions.contains(&f.name))
+                || sel.kind.is_some_and(|k| !k.admits(f.workload))
+            {
                 continue;
             }
             let before = out.cases.len();

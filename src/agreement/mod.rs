@@ -13,10 +13,11 @@
 //! numeric work is [`crate::compare`]'s; this module decides what is compared with what and
 //! stores the verdicts.
 
+pub mod model_check;
 mod pairs;
 pub mod whole_model;
 
-pub use pairs::{OutputPair, compare_outputs};
+pub use pairs::{OutputPair, compare_outputs, tolerance};
 
 use std::collections::{HashMap, HashSet};
 
@@ -117,17 +118,24 @@ impl Checker {
         case: &CaseRow,
         result: &CaseResult,
     ) -> Result<Option<Decision>, StoreError> {
-        Ok(self.compare_float64(store, run, case, result)?.and_then(|(_, wrong)| wrong))
+        if is_workload(case) {
+            // Judged against its eager floor, which may not have run yet: in the closing pass.
+            return Ok(None);
+        }
+        Ok(self.compare_float64(store, run, case, result, model_check::Floor::Missing)?.and_then(|(_, wrong)| wrong))
     }
 
     /// [`Checker::check_float64`], also returning the stored comparison rows (`None` when
     /// nothing was compared).
+    /// A workload's rows become the whole-model verdict against `floor`
+    /// ([`model_check::apply`]); other cases ignore it.
     fn compare_float64(
         &self,
         store: &mut Store,
         run: i64,
         case: &CaseRow,
         result: &CaseResult,
+        floor: model_check::Floor<'_>,
     ) -> Result<Option<Compared>, StoreError> {
         if !matches!(result.outcome, Outcome::Pass | Outcome::WrongResult) {
             return Ok(None);
@@ -140,13 +148,44 @@ impl Checker {
         };
         let pair =
             OutputPair { spec, case_dtype, actual: &result.outputs, expected: &reference.outputs, check_dtype: false };
-        let rows = compare_outputs(&pair, &case.key, &result.device, &FLOAT64, &label);
+        let mut rows = compare_outputs(&pair, &case.key, &result.device, &FLOAT64, &label);
         if rows.is_empty() {
             return Ok(None);
+        }
+        if is_workload(case) {
+            model_check::apply(&mut rows, case_dtype, result, floor, Some(&reference.outputs));
         }
         let wrong = crate::outcome::wrong_result(&rows);
         store.record_comparisons(run, &case.key, &result.device, &rows, wrong.as_ref())?;
         Ok(Some((rows, wrong)))
+    }
+}
+
+/// Whether a case is a workload judged by the whole-model rule (its catalogue `compare` is
+/// `whole_model`, the workloads' default).
+fn is_workload(case: &CaseRow) -> bool {
+    case.spec
+        .catalogue()
+        .is_some_and(|s| s.is_workload() && s.compare == crate::model::Compare::One(crate::compare::Rule::WholeModel))
+}
+
+/// The floor a workload's result is judged against, its reference target
+/// ([`Target::reference_target`]: eager on the same device for compiled and exported targets,
+/// eager on the reference device for eager ones): itself when it is that target, else that
+/// target's result (`Missing` when it did not run to an answer).
+fn floor_of<'a>(
+    result: &CaseResult,
+    key: &str,
+    reference_device: &Target,
+    ran: &HashMap<(&str, &Target), &'a CaseResult>,
+) -> model_check::Floor<'a> {
+    let floor = result.device.reference_target(reference_device);
+    if result.device == floor {
+        return model_check::Floor::Itself;
+    }
+    match ran.get(&(key, &floor)) {
+        Some(r) => model_check::Floor::Other(r),
+        None => model_check::Floor::Missing,
     }
 }
 
@@ -203,9 +242,10 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
         let stored = earlier.remove(&(case.key.clone(), result.device.clone())).unwrap_or_default();
         let mut judged = decided(&stored);
         let seen = |against: &Against| done.contains(&(case.key.clone(), result.device.clone(), against.clone()));
+        let floor = floor_of(result, &case.key, reference_device, &ran);
         if !seen(&FLOAT64) && checker.reference_of(case).is_some() {
             summary.compared += 1;
-            if let Some((rows, verdict)) = checker.compare_float64(store, run, case, result)? {
+            if let Some((rows, verdict)) = checker.compare_float64(store, run, case, result, floor)? {
                 judged = decided(&rows);
                 if verdict.is_some() {
                     summary.wrong += 1;
@@ -227,14 +267,24 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
                 expected: &expected.outputs,
                 check_dtype: true,
             };
-            let rows = compare_outputs(&pair, &case.key, &result.device, &device_against, target.as_str());
+            let mut rows = compare_outputs(&pair, &case.key, &result.device, &device_against, target.as_str());
             if rows.is_empty() {
                 continue;
             }
             summary.compared += 1;
             let compiled = result.device.mode().is_compiled();
+            // A workload without a float64 golden run: the whole-model rule's cosine fallback
+            // against the target, whose verdict holds on any target.
+            let cosine = judged.is_empty()
+                && is_workload(case)
+                && model_check::apply(&mut rows, case_dtype, result, model_check::Floor::Other(expected), None)
+                    .is_some();
             // A result already wrong against float64 keeps that verdict and its message.
-            let verdict = crate::outcome::against_target(&rows, &judged, compiled).filter(|_| !wrong);
+            let verdict = if cosine {
+                crate::outcome::wrong_result(&rows).filter(|_| !wrong)
+            } else {
+                crate::outcome::against_target(&rows, &judged, compiled).filter(|_| !wrong)
+            };
             if verdict.as_ref().is_some_and(|d| d.outcome == Outcome::WrongResult) {
                 summary.wrong += 1;
             }

@@ -9,22 +9,27 @@
 //! `benchmarks/dynamo/common.py`'s `check_accuracy`, which builds the golden run by casting the
 //! model and inputs to float64 with `cast_to(torch.float64, ...)`):
 //!
-//! 1. pass when the candidate is within its dtype's tolerance of the golden run, elementwise
-//!    (`|c - g| <= atol + rtol * |g|`, the tolerance of [`crate::compare::Tolerance`]);
-//! 2. else pass when `RMSE(candidate, golden) <= multiplier * RMSE(eager float32, golden) +
-//!    tol / 10`, where `tol` is the dtype's `rtol` and `multiplier` is
-//!    [`RMSE_MULTIPLIER`] (2), or [`RMSE_MULTIPLIER_NOISY`] (3) for outputs of fewer than
-//!    [`SMALL_OUTPUT`] (1000) elements or bfloat16/float16 candidates, as in `same`: "In the
-//!    presence of noise, noise might dominate our error metric for smaller tensors";
-//! 3. where float64 cannot run (no golden), pass when the cosine similarity of candidate and
-//!    eager float32 is at least [`COSINE_MIN`] (0.99; `same(..., cos_similarity=True)`);
-//! 4. a model whose two eager runs on the same inputs differ is non-deterministic: its
-//!    verdict is [`ModelVerdict::NonDeterministic`] when the candidate stays within the spread
-//!    of the eager runs (RMSE to eager at most [`RMSE_MULTIPLIER_NOISY`] times the eager runs'
-//!    RMSE to each other), judged statistically rather than failed.
+//! The candidate is judged against the **floor**: the same case eager on the run's reference
+//! device at the same dtype (`same`'s `ref`, the eager model whose error the compiled one is
+//! held to; for a float32 workload, eager float32):
 //!
-//! A NaN in the candidate where neither golden nor eager has one fails; a NaN everywhere the
-//! eager run also has one is compared as equal (the `equal_nan` of `same`).
+//! 1. pass when the candidate is within its dtype's tolerance of the golden run, elementwise
+//!    (`|c - g| <= atol + rtol * |g|`, the case's tolerance, [`crate::compare::Tolerance`]);
+//! 2. else pass when `RMSE(candidate, golden) <= multiplier * RMSE(floor, golden) + rtol / 10`
+//!    with `multiplier` [`RMSE_MULTIPLIER`] (2), or [`RMSE_MULTIPLIER_NOISY`] (3) for outputs
+//!    of fewer than [`SMALL_OUTPUT`] (1000) elements or bfloat16/float16 candidates, as in
+//!    `same`: "In the presence of noise, noise might dominate our error metric for smaller
+//!    tensors";
+//! 3. where float64 cannot run (no golden), pass when the cosine similarity of candidate and
+//!    floor is at least [`COSINE_MIN`] (0.99; `same(..., cos_similarity=True)`);
+//! 4. a model whose two calls on the same inputs differ (the worker's repeat check, on the
+//!    floor or the candidate) is non-deterministic: [`ModelVerdict::NonDeterministic`] when the
+//!    candidate stays within the spread (RMSE to the floor at most [`RMSE_MULTIPLIER_NOISY`]
+//!    times the larger repeat RMSE), else wrong: judged statistically rather than failed.
+//!
+//! The floor itself cannot be held to its own error: it is the baseline ([`ModelRule::Floor`]),
+//! reported with its RMSE against the golden run, and fails only where its outputs are NaN or
+//! infinite where the golden run's are not (a comparison with NaN never passes).
 
 /// The RMSE multiplier for float32 (and wider) candidates of at least [`SMALL_OUTPUT`] elements.
 pub const RMSE_MULTIPLIER: f64 = 2.0;
@@ -40,10 +45,12 @@ pub const COSINE_MIN: f64 = 0.99;
 pub struct ModelOutputs<'a> {
     /// The candidate run (any target, mode or backend).
     pub candidate: &'a [f64],
-    /// The eager float32 run on the reference device: the error floor.
-    pub eager: &'a [f64],
-    /// A second eager run on the same inputs, when one was made (the determinism check).
-    pub eager_again: Option<&'a [f64]>,
+    /// The floor: eager on the reference device at the same dtype; `None` when the candidate
+    /// is the floor.
+    pub floor: Option<&'a [f64]>,
+    /// The larger of the floor's and the candidate's repeat RMSE (two calls on the same
+    /// inputs; [`crate::model::WorkloadMeasures::repeat_rmse`]); `None` when not measured.
+    pub spread: Option<f64>,
     /// The float64 golden run, when the model could be cast to float64.
     pub golden: Option<&'a [f64]>,
 }
@@ -77,8 +84,10 @@ pub enum ModelRule {
     RmseRatio,
     /// No golden run: cosine similarity with the eager run.
     Cosine,
-    /// The eager runs differ from each other: compared with their spread.
+    /// The model's repeated calls differ: compared with their spread.
     Spread,
+    /// The candidate is the floor: the baseline, judged only for non-finite values.
+    Floor,
 }
 
 impl ModelRule {
@@ -89,6 +98,7 @@ impl ModelRule {
             ModelRule::RmseRatio => "rmse_ratio",
             ModelRule::Cosine => "cosine",
             ModelRule::Spread => "spread",
+            ModelRule::Floor => "floor",
         }
     }
 }
@@ -111,13 +121,14 @@ pub struct ModelJudgement {
     pub verdict: ModelVerdict,
     /// The rule that decided.
     pub rule: ModelRule,
-    /// The candidate's error: RMSE against the golden run (or the eager run for `cosine`
-    /// and `spread`), in the output's units; for `cosine`, 1 − similarity.
+    /// The candidate's error: RMSE against the golden run (against the floor for `spread`), in
+    /// the output's units; for `cosine`, 1 − similarity; `NaN` when nothing measures it.
     pub error: f64,
-    /// The eager float32 error against the same golden run (RMSE; the eager runs' RMSE to each
-    /// other for `spread`; `NaN` for `cosine`).
-    pub eager_error: f64,
-    /// `error / eager_error` (infinite when the eager error is 0 and the error is not).
+    /// The floor's error against the same golden run (RMSE; the repeat spread for `spread`;
+    /// `NaN` for `cosine` and without a golden run).
+    pub floor_error: f64,
+    /// `error / floor_error` (infinite when the floor's error is 0 and the error is not; `NaN`
+    /// when either is unknown).
     pub ratio: f64,
 }
 
@@ -129,7 +140,7 @@ pub enum ModelCompareError {
     Length {
         /// The candidate's element count.
         candidate: usize,
-        /// Which other output (`eager`, `golden`, `second eager run`).
+        /// Which other output (`floor`, `golden`).
         other_name: &'static str,
         /// Its element count.
         other: usize,
@@ -174,66 +185,75 @@ fn check_len(candidate: &[f64], other: &[f64], other_name: &'static str) -> Resu
 /// Judges a candidate under the whole-model rule (the module's doc gives the rule and its
 /// source). Errors when the outputs are empty or of different lengths.
 pub fn judge(outputs: ModelOutputs<'_>, tol: ModelTolerance) -> Result<ModelJudgement, ModelCompareError> {
-    let ModelOutputs { candidate, eager, eager_again, golden } = outputs;
+    let ModelOutputs { candidate, floor, spread, golden } = outputs;
     if candidate.is_empty() {
         return Err(ModelCompareError::Empty);
     }
-    check_len(candidate, eager, "eager")?;
-    if let Some(again) = eager_again {
-        check_len(candidate, again, "second eager run")?;
-        let spread = rmse(eager, again);
-        if spread > 0.0 || eager.iter().zip(again).any(|(x, y)| x.is_nan() != y.is_nan()) {
-            let error = rmse(candidate, eager);
-            let verdict = if error <= RMSE_MULTIPLIER_NOISY * spread {
-                ModelVerdict::NonDeterministic
-            } else {
-                ModelVerdict::Wrong
-            };
-            return Ok(ModelJudgement {
-                verdict,
-                rule: ModelRule::Spread,
-                error,
-                eager_error: spread,
-                ratio: ratio(error, spread),
-            });
-        }
+    if let Some(f) = floor {
+        check_len(candidate, f, "floor")?;
+    }
+    if let Some(g) = golden {
+        check_len(candidate, g, "golden")?;
+    }
+    let floor_error = match (floor, golden) {
+        (Some(f), Some(g)) => rmse(f, g),
+        (None, Some(g)) => rmse(candidate, g),
+        _ => f64::NAN,
+    };
+    if let Some(spread) = spread.filter(|s| *s > 0.0) {
+        let error = floor.map_or(0.0, |f| rmse(candidate, f));
+        let verdict =
+            if error <= RMSE_MULTIPLIER_NOISY * spread { ModelVerdict::NonDeterministic } else { ModelVerdict::Wrong };
+        return Ok(ModelJudgement {
+            verdict,
+            rule: ModelRule::Spread,
+            error,
+            floor_error: spread,
+            ratio: ratio(error, spread),
+        });
     }
     let Some(golden) = golden else {
-        let similarity = cosine(candidate, eager);
+        let Some(floor) = floor else {
+            return Ok(ModelJudgement {
+                verdict: ModelVerdict::Agrees,
+                rule: ModelRule::Floor,
+                error: f64::NAN,
+                floor_error: f64::NAN,
+                ratio: f64::NAN,
+            });
+        };
+        let similarity = cosine(candidate, floor);
         let verdict = if similarity >= COSINE_MIN { ModelVerdict::Agrees } else { ModelVerdict::Wrong };
         return Ok(ModelJudgement {
             verdict,
             rule: ModelRule::Cosine,
             error: 1.0 - similarity,
-            eager_error: f64::NAN,
+            floor_error: f64::NAN,
             ratio: f64::NAN,
         });
     };
-    check_len(candidate, golden, "golden")?;
     let error = rmse(candidate, golden);
-    let eager_error = rmse(eager, golden);
     let within = candidate
         .iter()
         .zip(golden)
         .all(|(c, g)| (c.is_nan() && g.is_nan()) || (c - g).abs() <= tol.atol + tol.rtol * g.abs());
+    let judged = |verdict, rule| ModelJudgement { verdict, rule, error, floor_error, ratio: ratio(error, floor_error) };
     if within {
-        return Ok(ModelJudgement {
-            verdict: ModelVerdict::Agrees,
-            rule: ModelRule::WithinTolerance,
-            error,
-            eager_error,
-            ratio: ratio(error, eager_error),
-        });
+        return Ok(judged(ModelVerdict::Agrees, ModelRule::WithinTolerance));
     }
-    let multiplier = if tol.half || candidate.len() < SMALL_OUTPUT { RMSE_MULTIPLIER_NOISY } else { RMSE_MULTIPLIER };
-    let passes = error <= multiplier * eager_error + tol.rtol / 10.0;
-    Ok(ModelJudgement {
-        verdict: if passes { ModelVerdict::Agrees } else { ModelVerdict::Wrong },
-        rule: ModelRule::RmseRatio,
-        error,
-        eager_error,
-        ratio: ratio(error, eager_error),
-    })
+    if floor.is_none() {
+        // The baseline: wrong only where it is NaN or infinite and the golden run is not.
+        let verdict = if error.is_finite() { ModelVerdict::Agrees } else { ModelVerdict::Wrong };
+        return Ok(judged(verdict, ModelRule::Floor));
+    }
+    let passes = error <= multiplier(candidate.len(), tol.half) * floor_error + tol.rtol / 10.0;
+    Ok(judged(if passes { ModelVerdict::Agrees } else { ModelVerdict::Wrong }, ModelRule::RmseRatio))
+}
+
+/// The RMSE multiplier the rule applies to a candidate of `elements` values (`half`: a
+/// bfloat16 or float16 candidate).
+pub fn multiplier(elements: usize, half: bool) -> f64 {
+    if half || elements < SMALL_OUTPUT { RMSE_MULTIPLIER_NOISY } else { RMSE_MULTIPLIER }
 }
 
 #[cfg(test)]
@@ -251,28 +271,28 @@ mod tests {
         g.iter().enumerate().map(|(i, x)| x + noise(i)).collect()
     }
 
+    fn judge_vs(cand: &[f64], floor: Option<&[f64]>, golden: Option<&[f64]>) -> ModelJudgement {
+        judge(ModelOutputs { candidate: cand, floor, spread: None, golden }, F32).unwrap()
+    }
+
     #[test]
     fn within_tolerance_agrees() {
         let g = golden();
         let eager = plus(&g, |i| if i % 2 == 0 { 1e-7 } else { -1e-7 });
-        let j =
-            judge(ModelOutputs { candidate: &eager, eager: &eager, eager_again: None, golden: Some(&g) }, F32).unwrap();
-        assert_eq!(j.verdict, ModelVerdict::Agrees);
-        assert_eq!(j.rule, ModelRule::WithinTolerance);
+        let j = judge_vs(&eager, Some(&eager), Some(&g));
+        assert_eq!((j.verdict, j.rule), (ModelVerdict::Agrees, ModelRule::WithinTolerance));
         assert!((j.error - 1e-7).abs() < 1e-12, "{}", j.error);
     }
 
     #[test]
     fn accumulated_rounding_fails_allclose_but_agrees_by_rmse() {
-        // Eager float32 drifts 1e-4 from golden everywhere (RMSE 1e-4); the candidate drifts
+        // The floor drifts 1e-4 from golden everywhere (RMSE 1e-4); the candidate drifts
         // 1.5e-4 (RMSE 1.5e-4 <= 2 * 1e-4 + 1.3e-7): beyond float32's atol 1e-5, within the rule.
         let g = golden();
         let eager = plus(&g, |i| if i % 2 == 0 { 1e-4 } else { -1e-4 });
         let cand = plus(&g, |i| if i % 3 == 0 { 1.5e-4 } else { -1.5e-4 });
-        let j =
-            judge(ModelOutputs { candidate: &cand, eager: &eager, eager_again: None, golden: Some(&g) }, F32).unwrap();
-        assert_eq!(j.verdict, ModelVerdict::Agrees);
-        assert_eq!(j.rule, ModelRule::RmseRatio);
+        let j = judge_vs(&cand, Some(&eager), Some(&g));
+        assert_eq!((j.verdict, j.rule), (ModelVerdict::Agrees, ModelRule::RmseRatio));
         assert!((j.ratio - 1.5).abs() < 1e-9, "{}", j.ratio);
     }
 
@@ -282,8 +302,7 @@ mod tests {
         let g = golden();
         let eager = plus(&g, |i| if i % 2 == 0 { 1e-4 } else { -1e-4 });
         let cand = plus(&g, |i| if i % 2 == 0 { 2.5e-4 } else { -2.5e-4 });
-        let j =
-            judge(ModelOutputs { candidate: &cand, eager: &eager, eager_again: None, golden: Some(&g) }, F32).unwrap();
+        let j = judge_vs(&cand, Some(&eager), Some(&g));
         assert_eq!(j.verdict, ModelVerdict::Wrong);
         assert!((j.ratio - 2.5).abs() < 1e-9, "{}", j.ratio);
     }
@@ -294,9 +313,34 @@ mod tests {
         let g: Vec<f64> = golden().into_iter().take(10).collect();
         let eager = plus(&g, |i| if i % 2 == 0 { 1e-4 } else { -1e-4 });
         let cand = plus(&g, |i| if i % 2 == 0 { 2.5e-4 } else { -2.5e-4 });
-        let j =
-            judge(ModelOutputs { candidate: &cand, eager: &eager, eager_again: None, golden: Some(&g) }, F32).unwrap();
-        assert_eq!(j.verdict, ModelVerdict::Agrees);
+        assert_eq!(judge_vs(&cand, Some(&eager), Some(&g)).verdict, ModelVerdict::Agrees);
+        assert_eq!(multiplier(10, false), 3.0);
+        assert_eq!(multiplier(5000, true), 3.0);
+        assert_eq!(multiplier(5000, false), 2.0);
+    }
+
+    #[test]
+    fn the_floor_is_the_baseline_and_fails_only_when_not_finite() {
+        let g = golden();
+        let eager = plus(&g, |i| if i % 2 == 0 { 1e-3 } else { -1e-3 });
+        let j = judge_vs(&eager, None, Some(&g));
+        assert_eq!((j.verdict, j.rule), (ModelVerdict::Agrees, ModelRule::Floor));
+        assert!((j.error - 1e-3).abs() < 1e-12 && (j.ratio - 1.0).abs() < 1e-12, "{j:?}");
+        let mut nan = eager.clone();
+        nan[7] = f64::NAN;
+        assert_eq!(judge_vs(&nan, None, Some(&g)).verdict, ModelVerdict::Wrong);
+        let mut inf = eager;
+        inf[7] = f64::INFINITY;
+        assert_eq!(judge_vs(&inf, None, Some(&g)).verdict, ModelVerdict::Wrong);
+    }
+
+    #[test]
+    fn a_nan_where_the_golden_run_has_none_fails() {
+        let g = golden();
+        let eager = plus(&g, |i| if i % 2 == 0 { 1e-4 } else { -1e-4 });
+        let mut cand = eager.clone();
+        cand[3] = f64::NAN;
+        assert_eq!(judge_vs(&cand, Some(&eager), Some(&g)).verdict, ModelVerdict::Wrong);
     }
 
     #[test]
@@ -304,36 +348,36 @@ mod tests {
         let e = golden();
         let near = plus(&e, |i| if i % 2 == 0 { 0.01 } else { -0.01 });
         let far: Vec<f64> = e.iter().map(|x| -x).collect();
-        let ok = judge(ModelOutputs { candidate: &near, eager: &e, eager_again: None, golden: None }, F32).unwrap();
+        let ok = judge_vs(&near, Some(&e), None);
         assert_eq!((ok.verdict, ok.rule), (ModelVerdict::Agrees, ModelRule::Cosine));
-        let bad = judge(ModelOutputs { candidate: &far, eager: &e, eager_again: None, golden: None }, F32).unwrap();
+        let bad = judge_vs(&far, Some(&e), None);
         assert_eq!(bad.verdict, ModelVerdict::Wrong);
         assert!((bad.error - 2.0).abs() < 1e-9, "{}", bad.error);
     }
 
     #[test]
-    fn differing_eager_runs_are_flagged_not_failed() {
+    fn differing_repeats_are_flagged_not_failed() {
         let g = golden();
         let eager = plus(&g, |i| if i % 2 == 0 { 1e-3 } else { 0.0 });
-        let again = plus(&g, |i| if i % 2 == 0 { 0.0 } else { 1e-3 });
-        let cand = g.clone();
-        let j =
-            judge(ModelOutputs { candidate: &cand, eager: &eager, eager_again: Some(&again), golden: Some(&g) }, F32)
-                .unwrap();
+        let cand = plus(&g, |i| if i % 2 == 0 { 0.0 } else { 1e-3 });
+        // The spread: two calls 1e-3 apart on half the elements (RMSE 7.07e-4).
+        let spread = Some(rmse(&eager, &cand));
+        let j = judge(ModelOutputs { candidate: &cand, floor: Some(&eager), spread, golden: Some(&g) }, F32).unwrap();
         assert_eq!((j.verdict, j.rule), (ModelVerdict::NonDeterministic, ModelRule::Spread));
         let wild = plus(&g, |_| 1.0);
-        let j =
-            judge(ModelOutputs { candidate: &wild, eager: &eager, eager_again: Some(&again), golden: Some(&g) }, F32)
-                .unwrap();
+        let j = judge(ModelOutputs { candidate: &wild, floor: Some(&eager), spread, golden: Some(&g) }, F32).unwrap();
         assert_eq!(j.verdict, ModelVerdict::Wrong);
+        // The floor itself, non-deterministic: flagged.
+        let j = judge(ModelOutputs { candidate: &eager, floor: None, spread, golden: Some(&g) }, F32).unwrap();
+        assert_eq!(j.verdict, ModelVerdict::NonDeterministic);
     }
 
     #[test]
     fn length_mismatch_is_an_error() {
         let g = golden();
         let short = &g[..10];
-        let e = judge(ModelOutputs { candidate: short, eager: &g, eager_again: None, golden: None }, F32).unwrap_err();
-        assert_eq!(e, ModelCompareError::Length { candidate: 10, other_name: "eager", other: 2000 });
+        let e = judge(ModelOutputs { candidate: short, floor: Some(&g), spread: None, golden: None }, F32).unwrap_err();
+        assert_eq!(e, ModelCompareError::Length { candidate: 10, other_name: "floor", other: 2000 });
     }
 
     #[test]

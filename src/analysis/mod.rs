@@ -20,6 +20,7 @@ pub mod portability;
 pub mod slowdown;
 pub mod stops;
 pub mod suite;
+pub mod workloads;
 
 pub use excerpt::excerpt;
 pub use portability::{

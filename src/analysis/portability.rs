@@ -634,6 +634,7 @@ pub(crate) mod tests {
                 steady_stop: None,
                 runqueue_wait_ns: None,
                 steady_wall_ns: None,
+                measures: None,
                 outputs: json!(null),
                 wall_ms: 1.0,
                 finished_at: "2026-12-01T10:01:00Z".into(),

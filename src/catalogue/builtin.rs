@@ -2,13 +2,17 @@
 
 use super::{Catalogue, CatalogueError, parse};
 
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 8] = [
     ("catalogue/numpy.toml (built in)", include_str!("../../catalogue/numpy.toml")),
     ("catalogue/torch.toml (built in)", include_str!("../../catalogue/torch.toml")),
     ("catalogue/jax.toml (built in)", include_str!("../../catalogue/jax.toml")),
     ("catalogue/tensorflow.toml (built in)", include_str!("../../catalogue/tensorflow.toml")),
     // An add-on framework: planned only when selected (`Framework::in_default_run`).
     ("catalogue/onnxruntime.toml (built in)", include_str!("../../catalogue/onnxruntime.toml")),
+    // Workloads (docs/workloads.md): their functions join their framework's.
+    ("catalogue/workloads/torch.toml (built in)", include_str!("../../catalogue/workloads/torch.toml")),
+    ("catalogue/workloads/jax.toml (built in)", include_str!("../../catalogue/workloads/jax.toml")),
+    ("catalogue/workloads/tensorflow.toml (built in)", include_str!("../../catalogue/workloads/tensorflow.toml")),
 ];
 
 /// The built-in catalogue. An error here is a bug in a shipped file (a test loads it).

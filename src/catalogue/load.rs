@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::spec::{COMPARES, CaseTable, CompareSpec, FORMAT_VERSION, FileSpec, FunctionSpec};
 use super::{Case, CatalogueFile, Function, OwnReference};
 use crate::compare::Rule;
-use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework, Mode, OutDtype};
+use crate::model::{CaseSpec, Compare, Dtype, DtypeTolerance, Framework, Mode, OutDtype, RutRole, WorkloadSpec};
 
 /// The longest per-case timeout a catalogue or `--timeout` may ask for: one day, in s.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
@@ -163,6 +163,16 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
     if f.case.is_empty() {
         return Err(cx.err(at, format!("function `{name}` has no [[function.case]]")));
     }
+    let workload = match &f.kind {
+        None => false,
+        Some(k) => match k.get_ref().as_str() {
+            "function" => false,
+            "workload" => true,
+            other => {
+                return Err(cx.err_at(k, format!("unknown kind `{other}` (expected function or workload)")));
+            }
+        },
+    };
     let mut cases: Vec<Case> = Vec::new();
     for c in f.case {
         let span = c.span();
@@ -182,7 +192,7 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
         {
             c.modes = Some(Spanned::new(m.span(), m.get_ref().clone()));
         }
-        let case = case(cx, framework, &name, c, span.start)?;
+        let case = case(cx, framework, &name, c, span.start, workload)?;
         if cases.iter().any(|d| d.id == case.id) {
             return Err(cx.err(span.start, format!("case id `{}` is used twice in `{name}`", case.id)));
         }
@@ -204,6 +214,7 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
     };
     Ok(Function {
         name,
+        workload,
         paper: f.paper,
         decile,
         top20: f.top20,
@@ -213,6 +224,51 @@ fn function(cx: &Ctx, framework: Framework, f: FunctionSpec, at: usize) -> Resul
         reference_only,
         cases,
     })
+}
+
+/// A workload case's [`WorkloadSpec`] (`batch`, `rut_pair`, `rut_role`), `None` for a
+/// function's case, which may not use those keys. A workload's case must have `code`.
+fn workload_spec(cx: &Ctx, c: &CaseTable, at: usize, workload: bool) -> Result<Option<WorkloadSpec>, CatalogueError> {
+    if !workload {
+        let misplaced = [
+            ("batch", c.batch.as_ref().map(Spanned::span)),
+            ("rut_pair", c.rut_pair.as_ref().map(Spanned::span)),
+            ("rut_role", c.rut_role.as_ref().map(Spanned::span)),
+        ];
+        if let Some((name, span)) = misplaced.into_iter().find_map(|(n, s)| s.map(|s| (n, s))) {
+            return Err(
+                cx.err(span.start, format!("`{name}` belongs to workloads: give the function `kind = \"workload\"`"))
+            );
+        }
+        return Ok(None);
+    }
+    if c.code.is_none() {
+        return Err(cx.err(at, "a workload's case needs `code` that builds the model (docs/workloads.md)"));
+    }
+    let batch = match &c.batch {
+        Some(b) if *b.get_ref() < 1 => return Err(cx.err_at(b, "`batch` must be at least 1")),
+        Some(b) => Some(*b.get_ref() as u64),
+        None => None,
+    };
+    let rut_role = match &c.rut_role {
+        None => None,
+        Some(r) => Some(match r.get_ref().as_str() {
+            "monolithic" => RutRole::Monolithic,
+            "composed" => RutRole::Composed,
+            other => {
+                return Err(cx.err_at(r, format!("unknown rut_role `{other}` (expected monolithic or composed)")));
+            }
+        }),
+    };
+    let rut_pair = c.rut_pair.as_ref().map(|p| p.get_ref().clone());
+    match (&rut_pair, &c.rut_role) {
+        (Some(_), None) => {
+            return Err(cx.err(at, "`rut_pair` needs `rut_role` (monolithic or composed)"));
+        }
+        (None, Some(r)) => return Err(cx.err_at(r, "`rut_role` needs `rut_pair`")),
+        _ => {}
+    }
+    Ok(Some(WorkloadSpec { batch, rut_pair, rut_role }))
 }
 
 /// `dtype` as a [`Dtype`]; `None` for `T` where `allow_t` (an input that takes the swept dtype).
@@ -231,7 +287,14 @@ fn check_dtype(cx: &Ctx, at: usize, dtype: &str, allow_t: bool) -> Result<Option
     }
 }
 
-fn case(cx: &Ctx, framework: Framework, function: &str, c: CaseTable, at: usize) -> Result<Case, CatalogueError> {
+fn case(
+    cx: &Ctx,
+    framework: Framework,
+    function: &str,
+    c: CaseTable,
+    at: usize,
+    workload: bool,
+) -> Result<Case, CatalogueError> {
     let id = c.id.as_ref().map_or_else(|| "default".to_string(), |s| s.get_ref().clone());
     if let Some(s) = &c.id {
         bounded(cx, s.span().start, &id, "the case id")?;
@@ -268,7 +331,9 @@ fn case(cx: &Ctx, framework: Framework, function: &str, c: CaseTable, at: usize)
         super::inputs::check(i, &dtypes).map_err(|m| cx.err(at, m))?;
         inputs.push(serde_json::to_value(i).map_err(|e| cx.err(at, e.to_string()))?);
     }
+    let workload = workload_spec(cx, &c, at, workload)?;
     let compare = match c.compare.as_ref() {
+        None if workload.is_some() => Compare::One(Rule::WholeModel),
         None => Compare::One(Rule::AllClose),
         Some(cmp) => {
             let rules: Vec<&String> = match cmp.get_ref() {
@@ -348,6 +413,7 @@ fn case(cx: &Ctx, framework: Framework, function: &str, c: CaseTable, at: usize)
         skip: None,
         timeout_s: None,
         tolerance,
+        workload,
     };
     let line = line_col(cx.text, at).0;
     let reference = match (&c.reference, &c.reference_kwargs) {
@@ -502,6 +568,17 @@ pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "toml"))
             .collect();
+        // A `workloads/` folder beside the files holds each framework's workloads (as the
+        // built-in catalogue's does): read with them.
+        let workloads = path.join("workloads");
+        if workloads.is_dir() {
+            v.extend(
+                std::fs::read_dir(&workloads)
+                    .map_err(|source| CatalogueError::Io { path: workloads.display().to_string(), source })?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "toml")),
+            );
+        }
         v.sort();
         if v.is_empty() {
             return Err(CatalogueError::Empty { path: display });

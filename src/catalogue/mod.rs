@@ -29,6 +29,9 @@ pub struct CatalogueFile {
 pub struct Function {
     /// Fully qualified name, e.g. `torch.linalg.svd`.
     pub name: String,
+    /// `kind = "workload"`: each case builds a whole model or composite computation
+    /// (docs/workloads.md); its cases carry a [`crate::model::WorkloadSpec`].
+    pub workload: bool,
     /// The paper's test-file stem (the `name` in `paper-functions.json`), when the paper tested it.
     pub paper: Option<String>,
     /// The paper's usage decile, 10 (rarest) ..= 100 (most used).
@@ -107,17 +110,34 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// Builds a catalogue; a second file for a framework already present is an error.
+    /// Builds a catalogue. A framework has one file of functions and may have one of
+    /// workloads (every function `kind = "workload"`, `catalogue/workloads/<framework>.toml`),
+    /// whose functions join the first file's; any other second file for a framework, or a
+    /// function name in both, is an error.
     pub fn new(files: Vec<CatalogueFile>) -> Result<Catalogue, CatalogueError> {
         let mut out: Vec<CatalogueFile> = Vec::new();
         for f in files {
-            if let Some(prev) = out.iter().find(|g| g.framework == f.framework) {
-                return Err(CatalogueError::Invalid {
-                    path: f.path.clone(),
-                    line: 1,
-                    column: 1,
-                    message: format!("a second catalogue for {} (the first is {})", f.framework, prev.path),
-                });
+            let only_workloads = |g: &CatalogueFile| !g.functions.is_empty() && g.functions.iter().all(|x| x.workload);
+            if let Some(prev) = out.iter_mut().find(|g| g.framework == f.framework) {
+                let invalid =
+                    |message: String| CatalogueError::Invalid { path: f.path.clone(), line: 1, column: 1, message };
+                if only_workloads(&f) == only_workloads(prev) {
+                    return Err(invalid(format!(
+                        "a second catalogue for {} (the first is {}); a framework may add one file of workloads only",
+                        f.framework, prev.path
+                    )));
+                }
+                if let Some(twice) = f.functions.iter().find(|x| prev.functions.iter().any(|y| y.name == x.name)) {
+                    return Err(invalid(format!("`{}` is in {} too", twice.name, prev.path)));
+                }
+                if only_workloads(prev) {
+                    // The functions' file leads: it names the framework's catalogue and version.
+                    let workloads = std::mem::replace(prev, f);
+                    prev.functions.extend(workloads.functions);
+                } else {
+                    prev.functions.extend(f.functions);
+                }
+                continue;
             }
             out.push(f);
         }

@@ -61,6 +61,10 @@ pub struct FunctionSpec {
     /// (default false).
     #[serde(default)]
     pub reference_only: Option<Spanned<bool>>,
+    /// `function` (the default: one API call per case) or `workload` (each case builds a whole
+    /// model or composite computation in `code`: one forward or one train step; docs/workloads.md).
+    #[serde(default)]
+    pub kind: Option<Spanned<String>>,
     /// The `[[function.case]]` tables; at least one.
     #[serde(default)]
     pub case: Vec<Spanned<CaseTable>>,
@@ -143,6 +147,16 @@ pub struct CaseTable {
     /// zero-argument callable that is timed (docs/catalogue.md, "Python case code").
     #[serde(default)]
     pub code: Option<Spanned<String>>,
+    /// Workloads only: samples each call processes (the batch), for throughput; at least 1.
+    #[serde(default)]
+    pub batch: Option<Spanned<i64>>,
+    /// Workloads only: the off-the-rut pair the case belongs to (`conv2d`); with `rut_role`.
+    #[serde(default)]
+    pub rut_pair: Option<Spanned<String>>,
+    /// Workloads only: `monolithic` (the framework's own kernel, the pair's baseline) or
+    /// `composed` (the same mathematics from primitives); with `rut_pair`.
+    #[serde(default)]
+    pub rut_role: Option<Spanned<String>>,
 }
 
 /// A case's `compare` (one rule for every compared output, or one per compared output) or
@@ -224,8 +238,18 @@ pub struct InputSpec {
 pub const DISTS: [&str; 9] = ["normal", "uniform", "positive", "probs", "spd", "randint", "arange", "ones", "zeros"];
 
 /// Comparison rules a case may declare (`crate::compare::Rule` spells the same names).
-pub const COMPARES: [&str; 9] =
-    ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "ulp", "shape_dtype", "statistical", "none"];
+pub const COMPARES: [&str; 10] = [
+    "allclose",
+    "exact",
+    "sorted",
+    "up_to_sign",
+    "up_to_sign_rows",
+    "ulp",
+    "shape_dtype",
+    "statistical",
+    "none",
+    "whole_model",
+];
 
 /// Ways an input may be passed instead of a framework tensor.
 pub const PASS_AS: [&str; 4] = ["tensor", "numpy", "list", "scalar"];

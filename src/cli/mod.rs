@@ -496,6 +496,10 @@ pub struct RunArgs {
     /// Only these dtypes of each case's sweep.
     #[arg(long = "dtype", value_delimiter = ',', value_name = "DTYPE")]
     pub dtypes: Vec<Dtype>,
+    /// Only API functions, or only workloads (whole models, train steps, off-the-rut pairs;
+    /// docs/workloads.md); default both.
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<crate::plan::Kind>,
     /// Seed added to every case's input seed (stored with the run).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -644,6 +648,13 @@ pub struct ReportArgs {
     /// the distribution of route/eager steady-state ratios.
     #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks", "modes"])]
     pub routes: bool,
+    /// Whole models and off-the-rut workloads (docs/workloads.md): per workload × framework ×
+    /// target the status, the whole-model agreement (rule, RMSE against float64, ratio to the
+    /// eager floor's), first call, steady state, samples/s and peak memory; the rut table
+    /// (composed / monolithic steady state with bootstrap intervals); the same model across
+    /// frameworks.
+    #[arg(long, conflicts_with_all = ["slowdown", "functions", "dtypes", "frameworks", "modes", "routes"])]
+    pub workloads: bool,
     /// The dtype matrix: per function × device, which dtypes pass, fail (with the reason) or
     /// give a wrong result, and the id of every case that did not pass.
     #[arg(long, conflicts_with_all = ["slowdown", "frameworks", "functions"])]

@@ -62,6 +62,8 @@ enum Which<'a> {
     Modes,
     /// `--routes`: eager against the export routes.
     Routes,
+    /// `--workloads`: whole models and off-the-rut pairs.
+    Workloads,
     Overview,
     Dtypes,
     Frameworks,
@@ -155,6 +157,8 @@ impl<'a> Which<'a> {
             Which::Modes
         } else if args.routes {
             Which::Routes
+        } else if args.workloads {
+            Which::Workloads
         } else if all && args.functions {
             bail!(
                 "--functions lists one run's failing functions and --run all is the overview of every run; pick a \
@@ -226,6 +230,21 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
                 view,
             );
             render::modes::render(&rep, format)
+        }
+        Which::Workloads => {
+            let run = Picked::of(&store, &args, one_run(&args), None)?;
+            let stats = crate::stats::StatsConfig {
+                seed: args.stats_seed.unwrap_or(run.summary.info.seed),
+                ..Default::default()
+            };
+            let rep = analysis::workloads::build(
+                &run.summary,
+                &run.results(&store)?,
+                &run.comparisons(&store)?,
+                &run.references(&store)?,
+                &stats,
+            );
+            render::workloads::render(&rep, format)
         }
         Which::Campaign => campaign(&store, &args, &opts, format)?,
         Which::Overview => {
@@ -327,6 +346,7 @@ fn html(store: &Store, args: &ReportArgs, opts: &ReportOptions) -> Result<ExitSt
         }
         Which::PaperCompare => bail!("--format html does not show --paper-compare (use table, markdown, json or csv)"),
         Which::Routes => bail!("--format html does not show --routes yet (use table, markdown, json or csv)"),
+        Which::Workloads => bail!("--format html does not show --workloads yet (use table, markdown, json or csv)"),
         Which::Overview => bail!(
             "--format html shows one run (or one machine of a campaign); --run all is not in the page (use table, markdown, json or csv)"
         ),

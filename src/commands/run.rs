@@ -83,6 +83,7 @@ fn new_start(args: &RunArgs, placement: Option<&Placement>, layout: &Layout) -> 
         frameworks: values::dedup(&args.frameworks),
         functions: args.functions.clone(),
         dtypes: args.dtypes.clone(),
+        kind: args.kind,
     };
     let mut plan = plan::plan(&catalogue, &sel, args.seed)?;
     let mut origin = RunOrigin { machine: args.machine.clone(), label: args.label.clone(), ..RunOrigin::default() };

@@ -209,7 +209,7 @@ pub fn compare(
             c.ks_statistic = Some(test.statistic);
             c.ks_p_value = Some(test.p_value);
         }
-        Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp => {
+        Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp | Rule::WholeModel => {
             let (a, e): (Cow<NpyArray>, Cow<NpyArray>) = match rule {
                 Rule::Sorted => (Cow::Owned(sort_last_axis(actual)), Cow::Owned(sort_last_axis(expected))),
                 Rule::UpToSign { axis } => match align_signs(actual, expected, axis) {

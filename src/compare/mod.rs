@@ -17,3 +17,16 @@ pub use ks::{KsTest, kolmogorov_sf, ks_2samp};
 pub use metrics::{Comparison, KS_ALPHA, Verdict, compare};
 pub use npy::{Data, Dtype, NpyArray, NpyError, ShapeError, read_npy, write_npy};
 pub use rule::{Rule, Tolerance, UnknownRule};
+
+/// The real parts of every element of `a`, row-major, as float64 (integers and bools converted;
+/// complex data gives its real parts). For the whole-model rule, which flattens a model's outputs.
+pub fn real_f64(a: &NpyArray) -> Vec<f64> {
+    let mut re = vec![0.0; a.len()];
+    if a.dtype().is_complex() {
+        let mut im = vec![0.0; a.len()];
+        element::load_f64(a.data(), 0, &mut re, Some(&mut im));
+    } else {
+        element::load_f64(a.data(), 0, &mut re, None);
+    }
+    re
+}

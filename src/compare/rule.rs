@@ -45,12 +45,27 @@ pub enum Rule {
     Statistical,
     /// `none`: the output is never compared.
     None,
+    /// `whole_model` (the default of workloads): each output leaf is measured as `allclose`
+    /// does, and the verdict over all of them together is the whole-model rule's
+    /// (`crate::agreement::whole_model`: float64 golden run, RMSE ratio to eager's, cosine
+    /// fallback, non-determinism flagged).
+    WholeModel,
 }
 
 impl Rule {
     /// Every catalogue spelling, in the order of the variants.
-    pub const NAMES: [&'static str; 9] =
-        ["allclose", "exact", "sorted", "up_to_sign", "up_to_sign_rows", "ulp", "shape_dtype", "statistical", "none"];
+    pub const NAMES: [&'static str; 10] = [
+        "allclose",
+        "exact",
+        "sorted",
+        "up_to_sign",
+        "up_to_sign_rows",
+        "ulp",
+        "shape_dtype",
+        "statistical",
+        "none",
+        "whole_model",
+    ];
 
     /// The catalogue spelling. [`Rule::UpToSign`] gives `up_to_sign_rows` for axis −1 and
     /// `up_to_sign` for any other axis; `Display` spells other axes out (`up_to_sign(axis=0)`).
@@ -65,13 +80,17 @@ impl Rule {
             Rule::ShapeDtype => "shape_dtype",
             Rule::Statistical => "statistical",
             Rule::None => "none",
+            Rule::WholeModel => "whole_model",
         }
     }
 
     /// True for the rules decided element by element after an optional reordering
     /// (`allclose`, `exact`, `sorted`, `up_to_sign*`, `ulp`).
     pub fn is_elementwise(self) -> bool {
-        matches!(self, Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp)
+        matches!(
+            self,
+            Rule::AllClose | Rule::Exact | Rule::Sorted | Rule::UpToSign { .. } | Rule::Ulp | Rule::WholeModel
+        )
     }
 }
 
@@ -87,7 +106,7 @@ impl fmt::Display for Rule {
 /// An unknown rule name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "unknown comparison rule {0:?} (known: allclose, exact, sorted, up_to_sign, up_to_sign_rows, ulp, shape_dtype, statistical, none)"
+    "unknown comparison rule {0:?} (known: allclose, exact, sorted, up_to_sign, up_to_sign_rows, ulp, shape_dtype, statistical, none, whole_model)"
 )]
 pub struct UnknownRule(pub String);
 
@@ -106,6 +125,7 @@ impl FromStr for Rule {
             "shape_dtype" => Rule::ShapeDtype,
             "statistical" => Rule::Statistical,
             "none" => Rule::None,
+            "whole_model" => Rule::WholeModel,
             other => {
                 let axis = other.strip_prefix("up_to_sign(axis=").and_then(|r| r.strip_suffix(')'));
                 match axis.and_then(|a| a.parse().ok()) {

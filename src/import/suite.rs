@@ -327,6 +327,7 @@ impl Suite<'_> {
                     steady_stop: None,
                     runqueue_wait_ns: None,
                     steady_wall_ns: None,
+                    measures: None,
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };

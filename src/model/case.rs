@@ -154,12 +154,42 @@ pub struct CaseResult {
     /// Wall time of the steady state over which `runqueue_wait_ns` was taken, ns.
     #[serde(default)]
     pub steady_wall_ns: Option<u64>,
+    /// Workloads only (catalogue `kind = "workload"`): the worker's peak resident set, device
+    /// memory and the repeat check ([`WorkloadMeasures`]). `None` for other cases, imports and
+    /// stores older than schema version 13.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measures: Option<WorkloadMeasures>,
     /// Output descriptions (index, dtype, shape, .npy path) as JSON.
     pub outputs: serde_json::Value,
     /// Wall time of the whole case including harness work, in ms.
     pub wall_ms: f64,
     /// When the case ended: RFC 3339 UTC with milliseconds.
     pub finished_at: String,
+}
+
+/// What a workload's worker measured beside its timing (protocol 10, schema 13), stored as
+/// JSON in `results.measures`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadMeasures {
+    /// The worker's peak resident set size during the case (build, first call and steady
+    /// state), bytes: Linux's `VmHWM` from `/proc/self/status`, reset before the case by
+    /// writing `5` to `/proc/self/clear_refs` (proc(5)). Includes the framework already
+    /// loaded. `None` where the kernel offers neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// Peak device memory the framework allocated during the case, bytes
+    /// (`torch.cuda.max_memory_allocated` after `reset_peak_memory_stats`); `None` on the cpu
+    /// and for frameworks that do not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_peak_bytes: Option<u64>,
+    /// RMSE between the first call's outputs and a second call's on the same inputs (every
+    /// output flattened to float64 in order): 0 for a deterministic model. The whole-model rule
+    /// flags a model whose eager runs differ (`crate::agreement::whole_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_rmse: Option<f64>,
+    /// Elements NaN in one of the two calls only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_nan_mismatch: Option<u64>,
 }
 
 impl FunctionRow {
@@ -209,6 +239,7 @@ impl CaseResult {
             steady_stop: None,
             runqueue_wait_ns: None,
             steady_wall_ns: None,
+            measures: None,
             samples_ns: Vec::new(),
             session_first_calls_ns: Vec::new(),
             block_sizes: Vec::new(),

@@ -14,7 +14,7 @@ mod run;
 mod spec;
 mod target;
 
-pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop};
+pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop, WorkloadMeasures};
 pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
@@ -23,5 +23,5 @@ pub use run::{
     DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunRecord, RunSource, RunState, RunSummary, RunSwitches,
     Shard,
 };
-pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, Spec};
+pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, RutRole, Spec, WorkloadSpec};
 pub use target::{Mode, Target};

@@ -108,6 +108,55 @@ pub struct CaseSpec {
     /// Per-dtype overrides of `rtol`/`atol`, which they win over.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty", serialize_with = "by_name")]
     pub tolerance: BTreeMap<Dtype, DtypeTolerance>,
+    /// Set on the cases of a workload (catalogue `kind = "workload"`, docs/workloads.md): a whole
+    /// model or composite computation, judged by the whole-model rule and measured for memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
+}
+
+/// What a workload case adds to a case (docs/workloads.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Samples each call processes (the batch), for throughput in samples/s; `None` when the
+    /// catalogue states none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
+    /// The off-the-rut pair the case belongs to (`conv2d`): the same mathematics written as the
+    /// framework's own kernel and composed from primitives (Barham & Isard, "Machine Learning
+    /// Systems are Stuck in a Rut", HotOS 2019).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rut_pair: Option<String>,
+    /// Its side of the pair; set exactly when `rut_pair` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rut_role: Option<RutRole>,
+}
+
+/// A case's side of an off-the-rut pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RutRole {
+    /// The framework's own (monolithic) kernel: the pair's baseline.
+    Monolithic,
+    /// The same mathematics composed from primitives (or a Python loop).
+    Composed,
+}
+
+impl RutRole {
+    /// `monolithic` or `composed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RutRole::Monolithic => "monolithic",
+            RutRole::Composed => "composed",
+        }
+    }
+}
+
+impl CaseSpec {
+    /// True for the cases of a workload ([`CaseSpec::workload`]).
+    pub fn is_workload(&self) -> bool {
+        self.workload.is_some()
+    }
 }
 
 impl CaseSpec {
@@ -130,6 +179,7 @@ impl CaseSpec {
             skip: None,
             timeout_s: None,
             tolerance: BTreeMap::new(),
+            workload: None,
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod scan;
 pub mod slowdown;
 pub mod suite;
 pub mod units;
+pub mod workloads;
 
 pub use format::Format;
 pub use portability::{

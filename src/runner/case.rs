@@ -99,6 +99,7 @@ pub fn execute_case(
             r.runqueue_wait_ns = reply.runqueue_wait_ns;
             r.steady_wall_ns = reply.steady_wall_ns;
             r.steady_stop = reply.steady_stop;
+            r.measures = reply.measures;
             r.outputs = reply.outputs;
             r.compiles = compiles;
             r.graph_breaks = graph_breaks;

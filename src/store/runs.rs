@@ -306,7 +306,7 @@ impl Store {
                  r.stderr_tail, r.first_call_ns, r.wall_ms, r.outputs, r.finished_at, r.compiles, \
                  r.runqueue_wait_ns, r.steady_wall_ns, r.graph_breaks, r.session_first_calls, \
                  EXISTS (SELECT 1 FROM comparisons m WHERE m.result_id = r.id AND m.verdict <> 'incomparable'), \
-                 r.steady_stop \
+                 r.steady_stop, r.measures \
                  FROM results r JOIN cases c ON c.id = r.case_id JOIN functions f ON f.id = c.function_id \
                  WHERE r.run_id = $1 ORDER BY c.ordinal, r.device",
                 params![run],
@@ -334,6 +334,10 @@ impl Store {
                         steady_wall_ns: row.get(31)?,
                         graph_breaks: row.get(32)?,
                         steady_stop: parse_opt(row, 35)?,
+                        measures: match row.get::<Option<String>>(36)? {
+                            Some(t) => Some(serde_json::from_str(&t).map_err(|e| row.error(36, e))?),
+                            None => None,
+                        },
                         session_first_calls_ns: match row.get::<Option<String>>(33)? {
                             Some(t) => serde_json::from_str(&t).map_err(|e| row.error(33, e))?,
                             None => Vec::new(),
@@ -555,22 +559,22 @@ pub(super) fn case_values(
     .to_vec())
 }
 
-/// The insert of a `results` row and its columns, in the order of [`result_values`] (`$1..$21`).
+/// The insert of a `results` row and its columns, in the order of [`result_values`] (`$1..$22`).
 macro_rules! result_insert {
     () => {
         "INSERT INTO results (run_id, case_id, device, outcome, reason, error_type, message, \
          traceback, phase, signal, stderr_tail, first_call_ns, wall_ms, outputs, finished_at, compiles, \
-         runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop, session_first_calls)"
+         runqueue_wait_ns, steady_wall_ns, graph_breaks, steady_stop, session_first_calls, measures)"
     };
 }
 
 /// [`result_insert!`] as a constant, for multi-row inserts of new results.
 const RESULT_COLUMNS: &str = result_insert!();
 
-/// The upsert of a result (`$1..$21`), returning its id: run by both engines.
+/// The upsert of a result (`$1..$22`), returning its id: run by both engines.
 const RESULT_UPSERT: &str = concat!(
     result_insert!(),
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
      ON CONFLICT (case_id, device) DO UPDATE SET \
      outcome = excluded.outcome, reason = excluded.reason, error_type = excluded.error_type, \
      message = excluded.message, traceback = excluded.traceback, phase = excluded.phase, \
@@ -579,21 +583,21 @@ const RESULT_UPSERT: &str = concat!(
      outputs = excluded.outputs, finished_at = excluded.finished_at, compiles = excluded.compiles, \
      runqueue_wait_ns = excluded.runqueue_wait_ns, steady_wall_ns = excluded.steady_wall_ns, \
      graph_breaks = excluded.graph_breaks, steady_stop = excluded.steady_stop, \
-     session_first_calls = excluded.session_first_calls \
+     session_first_calls = excluded.session_first_calls, measures = excluded.measures \
      RETURNING id"
 );
 
 /// PostgreSQL: a result and its samples in one statement (so one round trip, and atomic on its
 /// own): the result's upsert, the samples beyond the new count deleted (a replaced result may
-/// have had more), and the new samples — `$23` (ns) and `$24` (calls per sample) as `BIGINT[]`,
-/// numbered from 0 — inserted or replacing those at the same index. `$22` is the sample count.
+/// have had more), and the new samples — `$24` (ns) and `$25` (calls per sample) as `BIGINT[]`,
+/// numbered from 0 — inserted or replacing those at the same index. `$23` is the sample count.
 static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH r AS ({RESULT_UPSERT}), \
-         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $22) \
+         gone AS (DELETE FROM samples WHERE result_id IN (SELECT id FROM r) AND idx >= $23) \
          INSERT INTO samples (result_id, idx, ns, calls) \
          SELECT r.id, s.idx - 1, s.ns, s.calls FROM r, \
-         unnest($23::bigint[], $24::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
+         unnest($24::bigint[], $25::bigint[]) WITH ORDINALITY AS s (ns, calls, idx) \
          ON CONFLICT (result_id, idx) DO UPDATE SET ns = excluded.ns, calls = excluded.calls"
     )
 });
@@ -601,7 +605,7 @@ static RESULT_WITH_SAMPLES_PG: std::sync::LazyLock<String> = std::sync::LazyLock
 /// One sample of a result as stored: (ns per call, calls in its block; NULL for single calls).
 type SampleRow = (i64, Option<i64>);
 
-/// A result's row values (`$1..$21` of [`RESULT_UPSERT`]) and its samples as (ns, calls per
+/// A result's row values (`$1..$22` of [`RESULT_UPSERT`]) and its samples as (ns, calls per
 /// sample), each checked to fit the store's signed 64-bit integers.
 ///
 /// Errors: [`StoreError::Invalid`] for a duration or count beyond `i64`, or outputs that cannot
@@ -628,6 +632,7 @@ fn result_values(
     r.session_first_calls_ns.iter().try_for_each(|&ns| ctx.int(ns, "session first call").map(|_| ()))?;
     let session_first_calls = (!r.session_first_calls_ns.is_empty())
         .then(|| serde_json::to_string(&r.session_first_calls_ns).expect("a list of integers serialises"));
+    let measures = r.measures.as_ref().map(|m| serde_json::to_string(m).expect("numbers serialise"));
     let values = params![
         run,
         case,
@@ -649,7 +654,8 @@ fn result_values(
         steady_wall,
         graph_breaks,
         r.steady_stop.map(|x| x.as_str()),
-        session_first_calls
+        session_first_calls,
+        measures
     ]
     .to_vec();
     Ok((values, samples))
@@ -1029,6 +1035,12 @@ pub(super) mod tests {
             steady_stop: Some(crate::model::SteadyStop::Budget),
             runqueue_wait_ns: Some(1_500_000),
             steady_wall_ns: Some(101_000_000),
+            measures: Some(crate::model::WorkloadMeasures {
+                peak_rss_bytes: Some(1 << 30),
+                device_peak_bytes: None,
+                repeat_rmse: Some(0.0),
+                repeat_nan_mismatch: Some(0),
+            }),
             outputs: json!([{"index": 0, "dtype": "int64", "shape": [4, 5], "path": "o/0.npy"}]),
             wall_ms: 12.75,
             finished_at: "2026-12-01T10:00:03Z".into(),

@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 10, name: "run switches that change results", sql: V10 },
     Migration { version: 11, name: "timing that stops when it knows enough: why each steady state ended", sql: V11 },
     Migration { version: 12, name: "imported sessions: each session's first timed call", sql: V12 },
+    Migration { version: 13, name: "workloads: peak memory and the repeat check", sql: V13 },
 ];
 
 /// A new run's globally unique id: 128 bits from the operating system's random source
@@ -325,6 +326,13 @@ ALTER TABLE results ADD COLUMN steady_stop TEXT;
 /// method of "The Grand Illusion" averages them all (`mlport report --paper`).
 const V12: &str = "
 ALTER TABLE results ADD COLUMN session_first_calls TEXT;
+";
+
+/// Version 13: workloads (catalogue `kind = "workload"`, docs/workloads.md) store what their
+/// worker measured beside timing — peak resident set, device memory, the repeat check — as JSON
+/// of [`crate::model::WorkloadMeasures`] (`measures`; NULL for other results and older ones).
+const V13: &str = "
+ALTER TABLE results ADD COLUMN measures TEXT;
 ";
 
 #[cfg(test)]

@@ -288,6 +288,14 @@ class Adapter:
         """After the first call: why the call did not run (wholly) on the target device, or None."""
         return None
 
+    def device_peak_reset(self):
+        """Workloads: start counting the device's peak allocated memory (frameworks that report it)."""
+
+    def device_peak(self):
+        """Peak device memory the framework allocated since `device_peak_reset`, bytes; None on
+        the cpu and where the framework does not report it."""
+        return None
+
     def steady_fallback_check(self):
         """After the calls that follow the first: a fallback seen only then, or None."""
         return None
@@ -440,6 +448,15 @@ class TorchAdapter(Adapter):
             out["torch.compile fullgraph"] = self.mode == "compiled_fullgraph"
             out["TORCHINDUCTOR_CACHE_DIR"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         return out
+
+    def device_peak_reset(self):
+        if self.kind == "cuda":
+            self.torch.cuda.reset_peak_memory_stats(self.native_device)
+
+    def device_peak(self):
+        if self.kind == "cuda":
+            return int(self.torch.cuda.max_memory_allocated(self.native_device))
+        return None
 
     def begin_case(self):
         if self.compiled:

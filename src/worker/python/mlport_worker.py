@@ -20,7 +20,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -183,6 +183,10 @@ def run_case(adapter, req):
         except Exception as e:  # our own spec handling: a harness error
             raise CaseError("inputs", e, harness=True)
         adapter.begin_case()
+        workload = bool(case.get("workload")) and not reference
+        if workload:  # peak memory is the case's own: reset the kernel's high-water mark
+            reset_peak_rss()
+            adapter.device_peak_reset()
         ctx = adapter.context(fn, dtype, req.get("seed", 0))
         compiled = ctx.compiles is not None and not reference
         with adapter.on_device():
@@ -253,6 +257,16 @@ def run_case(adapter, req):
                     result["outputs"] = adapters.save_outputs(adapter, out, out_dir, req.get("case_key") or label)
                 result["outcome"] = "pass"
                 return result
+            if workload:
+                # The repeat check: a second call on the same inputs (docs/workloads.md).
+                phase = "repeat"
+                try:
+                    again = call()
+                    adapter.synchronize(again)
+                    result["measures"] = repeat_measures(adapter, out, again)
+                except Exception as e:
+                    raise CaseError("repeat", e, harness=is_harness_error(e, case_filename))
+                again = None
             phase = "steady"
             out = None  # the first call's output is saved: let its memory go before timing
             try:
@@ -277,6 +291,14 @@ def run_case(adapter, req):
                     breaks = ctx.compiles.breaks()
                     if breaks is not None:
                         result["graph_breaks"] = breaks
+            if workload:
+                m = result.setdefault("measures", {})
+                peak = peak_rss_bytes()
+                if peak is not None:
+                    m["peak_rss_bytes"] = peak
+                dev = adapter.device_peak()
+                if dev is not None:
+                    m["device_peak_bytes"] = dev
             late = adapter.steady_fallback_check()
             if late:  # the first call stayed on the device, a later one did not
                 result.pop("outputs", None)
@@ -299,6 +321,52 @@ def run_case(adapter, req):
         result["outcome"] = "fail"
         result["error"] = error_dict(e, phase, False)
         return result
+
+
+def reset_peak_rss():
+    """Resets this process's peak resident set size (`VmHWM`) to its current size: writing "5"
+    to /proc/self/clear_refs (proc(5), Linux 4.0+). Silently nothing elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_bytes():
+    """This process's peak resident set size since the last reset, bytes (`VmHWM` of
+    /proc/self/status, in kB); None where the kernel has none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def repeat_measures(adapter, first, second):
+    """RMSE between two calls' outputs (every array leaf flattened to float64, in order) and
+    the count of elements NaN in one of them only. A measurement; the core judges it."""
+    import numpy as np
+
+    def flat(out):
+        parts = []
+        for leaf in adapters.leaves(out):
+            conv = adapter.to_numpy(leaf)
+            if conv is not None:
+                parts.append(np.asarray(conv[0]).astype(np.float64, copy=False).ravel())
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    a, b = flat(first), flat(second)
+    if a.shape != b.shape:  # JSON has no infinity: the largest double says "differs utterly"
+        return {"repeat_rmse": sys.float_info.max}
+    both = np.isnan(a) & np.isnan(b)
+    one = np.isnan(a) ^ np.isnan(b)
+    d = np.where(both, 0.0, a - b)
+    rmse = float(np.sqrt(np.mean(np.square(d)))) if d.size else 0.0
+    return {"repeat_rmse": rmse if np.isfinite(rmse) else sys.float_info.max, "repeat_nan_mismatch": int(one.sum())}
 
 
 def silent_fallback(result, message, phase):
@@ -576,6 +644,11 @@ def main():
     p.add_argument("--only")
     p.add_argument("--dtypes")
     a = p.parse_args()
+    # Keras 3 reads its backend at import: a torch, JAX or TensorFlow worker's `keras` runs on
+    # that framework (keras/torch, keras/jax, keras/tensorflow; docs/workloads.md).
+    backend = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "tf": "tensorflow"}.get(a.framework)
+    if backend:
+        os.environ["KERAS_BACKEND"] = backend
     if a.selftest:
         selftest(a.framework, a.device, a.mode, a.selftest, a.only, a.dtypes.split(",") if a.dtypes else None)
     else:

@@ -1,0 +1,229 @@
+//! `mlport report --workloads` as a terminal table, Markdown, CSV or JSON
+//! ([`crate::analysis::workloads`] computes it). Table and Markdown: the workloads table, the
+//! rut table, the cross-framework table and the rules. CSV: the workloads table's numbers (ns,
+//! bytes, samples/s; empty when unknown). JSON: everything, `{"format": "mlport.workloads",
+//! "version": 1}`.
+
+use std::fmt::Write as _;
+
+use super::Format;
+use super::csv::Csv;
+use super::grid::Grid;
+use super::json::versioned;
+use super::markdown::escape;
+use super::units::{interval, latency, ratio};
+use crate::analysis::workloads::{JSON_FORMAT, JSON_VERSION, WorkloadRow, WorkloadsReport};
+
+/// `1.23 GiB`, `512 MiB`: bytes in binary units, three significant digits.
+pub fn bytes(n: u64) -> String {
+    let n = n as f64;
+    let (v, unit) = if n >= 1024.0 * 1024.0 * 1024.0 {
+        (n / (1024.0 * 1024.0 * 1024.0), "GiB")
+    } else if n >= 1024.0 * 1024.0 {
+        (n / (1024.0 * 1024.0), "MiB")
+    } else if n >= 1024.0 {
+        (n / 1024.0, "KiB")
+    } else {
+        return format!("{n:.0} B");
+    };
+    if v >= 100.0 { format!("{v:.0} {unit}") } else { format!("{v:.3} {unit}").replace(".000", "") }
+}
+
+fn sci(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2e}")).unwrap_or_else(|| "—".into())
+}
+
+/// The status cell: `pass`, `pass (non-deterministic)`, `wrong_result`, `fail (out_of_memory)`.
+fn status(r: &WorkloadRow) -> String {
+    let base = r.outcome.as_str().to_string();
+    match (&r.reason, r.non_deterministic) {
+        (_, true) => format!("{base} (non-deterministic)"),
+        (Some(reason), _) if reason != &base => format!("{base} ({reason})"),
+        _ => base,
+    }
+}
+
+fn workloads_grid(rep: &WorkloadsReport) -> Grid {
+    let mut g = Grid::new([
+        "framework",
+        "workload",
+        "target",
+        "status",
+        "rule",
+        "RMSE vs float64",
+        "× floor",
+        "first call",
+        "steady state",
+        "samples/s",
+        "peak RSS",
+    ])
+    .right_aligned(&[5, 6, 7, 8, 9, 10]);
+    for r in &rep.rows {
+        let dtype = r.dtype.map(|d| format!(" ({d})")).filter(|d| d != " (float32)").unwrap_or_default();
+        g.push([
+            r.framework.to_string(),
+            format!("{} {}{dtype}", r.function, r.case_id),
+            r.target.to_string(),
+            status(r),
+            r.rule.clone().unwrap_or_else(|| "—".into()),
+            sci(r.rmse),
+            r.ratio.map(ratio).unwrap_or_else(|| "—".into()),
+            r.first_call_ns.map(|n| latency(n as f64)).unwrap_or_else(|| "—".into()),
+            r.steady_ns.map(latency).unwrap_or_else(|| "—".into()),
+            r.samples_per_s.map(|s| format!("{s:.1}")).unwrap_or_else(|| "—".into()),
+            match (r.peak_rss_bytes, r.device_peak_bytes) {
+                (Some(h), Some(d)) => format!("{} (device {})", bytes(h), bytes(d)),
+                (Some(h), None) => bytes(h),
+                _ => "—".into(),
+            },
+        ]);
+    }
+    g
+}
+
+fn rut_grid(rep: &WorkloadsReport) -> Grid {
+    let mut g = Grid::new([
+        "pair",
+        "framework",
+        "target",
+        "composed",
+        "monolithic",
+        "composed",
+        "monolithic",
+        "composed / monolithic",
+    ])
+    .right_aligned(&[5, 6, 7]);
+    for r in &rep.rut {
+        g.push([
+            r.pair.clone(),
+            r.framework.to_string(),
+            r.target.to_string(),
+            r.composed.clone(),
+            r.monolithic.clone(),
+            latency(r.composed_ns),
+            latency(r.monolithic_ns),
+            format!("{} {}", ratio(r.ratio.point), interval(&r.ratio)),
+        ]);
+    }
+    g
+}
+
+fn cross_grid(rep: &WorkloadsReport) -> Grid {
+    let mut g =
+        Grid::new(["workload", "framework", "against", "verdict", "rule", "RMSE vs float64", "max |Δ| vs first"])
+            .right_aligned(&[5, 6]);
+    for r in &rep.cross {
+        g.push([
+            format!("{} {}", r.op, r.case_id),
+            r.framework.to_string(),
+            r.against.to_string(),
+            r.verdict.clone().unwrap_or_else(|| r.note.clone().unwrap_or_else(|| "—".into())),
+            r.rule.clone().unwrap_or_else(|| "—".into()),
+            sci(r.rmse),
+            sci(r.max_abs_vs_first),
+        ]);
+    }
+    g
+}
+
+fn csv(rep: &WorkloadsReport) -> String {
+    let num = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
+    let int = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_default();
+    let mut out = Csv::new();
+    out.row([
+        "framework",
+        "function",
+        "case",
+        "dtype",
+        "target",
+        "result_id",
+        "outcome",
+        "reason",
+        "rule",
+        "rmse",
+        "floor_rmse",
+        "ratio",
+        "non_deterministic",
+        "first_call_ns",
+        "steady_ns",
+        "samples_per_s",
+        "peak_rss_bytes",
+        "device_peak_bytes",
+    ]);
+    for r in &rep.rows {
+        out.row([
+            r.framework.to_string(),
+            r.function.clone(),
+            r.case_id.clone(),
+            r.dtype.map(|d| d.to_string()).unwrap_or_default(),
+            r.target.to_string(),
+            r.result_id.to_string(),
+            r.outcome.as_str().to_string(),
+            r.reason.clone().unwrap_or_default(),
+            r.rule.clone().unwrap_or_default(),
+            num(r.rmse),
+            num(r.floor_rmse),
+            num(r.ratio),
+            r.non_deterministic.to_string(),
+            int(r.first_call_ns),
+            num(r.steady_ns),
+            num(r.samples_per_s),
+            int(r.peak_rss_bytes),
+            int(r.device_peak_bytes),
+        ]);
+    }
+    out.finish()
+}
+
+/// Renders the report in `format`.
+pub fn render(rep: &WorkloadsReport, format: Format) -> String {
+    match format {
+        Format::Json => versioned(JSON_FORMAT, JSON_VERSION, rep),
+        Format::Csv => csv(rep),
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            let mut out = String::new();
+            let section = |out: &mut String, title: &str, g: &Grid| {
+                if md {
+                    let _ = write!(out, "\n## {title}\n\n{}", g.markdown());
+                } else {
+                    let _ = write!(out, "\n{title}\n{}\n", g.table());
+                }
+            };
+            let title = format!("Workloads, run {}", rep.run);
+            let _ = writeln!(out, "{}", if md { format!("# {title}") } else { title });
+            if rep.rows.is_empty() {
+                out.push_str(
+                    "\nThe run has no workload (run `mlport run --kind workloads`, or a run without `--kind functions`).\n",
+                );
+                return out;
+            }
+            section(&mut out, "Whole models and workloads", &workloads_grid(rep));
+            if !rep.timed {
+                let _ = writeln!(out, "\nTimings are absent: the run was made with --quick.");
+            }
+            if !rep.rut.is_empty() {
+                section(&mut out, "Off the rut: composed vs the framework's own kernel", &rut_grid(rep));
+            }
+            if !rep.cross.is_empty() {
+                section(&mut out, "The same model across frameworks (eager, reference device)", &cross_grid(rep));
+            }
+            let rule = if md { escape(&rep.rule) } else { rep.rule.clone() };
+            let _ = writeln!(out, "\n{rule}");
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes;
+
+    #[test]
+    fn bytes_in_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.500 KiB");
+        assert_eq!(bytes(910_548_992), "868 MiB");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3 GiB");
+    }
+}
