@@ -217,7 +217,86 @@ pub fn render(rep: &WorkloadsReport, format: Format) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::bytes;
+    use super::*;
+    use crate::analysis::workloads::{CrossRow, RutRow, rule_text};
+    use crate::model::{Dtype, Framework, Outcome, Target};
+    use crate::stats::Estimate;
+
+    /// A report written by hand (no run): two ResNet-18 rows, one rut pair, one cross row.
+    fn example() -> WorkloadsReport {
+        let row = |target: &str, outcome, rule: &str, ratio: f64, steady: Option<f64>| WorkloadRow {
+            framework: Framework::Torch,
+            function: "torchvision.models.resnet18".into(),
+            case_id: "forward".into(),
+            dtype: Some(Dtype::Float32),
+            target: target.parse::<Target>().unwrap(),
+            result_id: 7,
+            outcome,
+            reason: (outcome == Outcome::WrongResult).then(|| "wrong_result".into()),
+            message: None,
+            rule: Some(rule.into()),
+            rmse: Some(5.1e-7 * ratio),
+            floor_rmse: Some(5.1e-7),
+            ratio: Some(ratio),
+            non_deterministic: false,
+            first_call_ns: Some(2_490_000_000),
+            steady_ns: steady,
+            samples_per_s: steady.map(|ns| 2.0 / (ns * 1e-9)),
+            peak_rss_bytes: Some(910_548_992),
+            device_peak_bytes: None,
+        };
+        WorkloadsReport {
+            run: 3,
+            rows: vec![
+                row("cpu", Outcome::Pass, "floor", 1.0, Some(390e6)),
+                row("cpu/compiled", Outcome::WrongResult, "rmse_ratio", 17885.0, Some(377e6)),
+            ],
+            rut: vec![RutRow {
+                pair: "capsule".into(),
+                framework: Framework::Torch,
+                target: Target::cpu(),
+                monolithic: "capsule_conv".into(),
+                composed: "capsule_em".into(),
+                monolithic_ns: 1.4e6,
+                composed_ns: 9.9e6,
+                ratio: Estimate { point: 7.07, lower: 6.8, upper: 7.4, level: 0.95 },
+            }],
+            cross: vec![CrossRow {
+                op: "keras_resnet50".into(),
+                case_id: "forward".into(),
+                dtype: Some(Dtype::Float32),
+                framework: Framework::Jax,
+                against: Framework::Torch,
+                verdict: Some("agrees".into()),
+                rule: Some("rmse_ratio".into()),
+                rmse: Some(3.2e-5),
+                max_abs_vs_first: Some(1.1e-4),
+                note: None,
+            }],
+            timed: true,
+            rule: rule_text(),
+        }
+    }
+
+    #[test]
+    fn workloads_table_snapshot() {
+        insta::assert_snapshot!(render(&example(), Format::Table));
+    }
+
+    #[test]
+    fn workloads_markdown_snapshot() {
+        insta::assert_snapshot!(render(&example(), Format::Markdown));
+    }
+
+    #[test]
+    fn workloads_csv_snapshot() {
+        insta::assert_snapshot!(render(&example(), Format::Csv));
+    }
+
+    #[test]
+    fn workloads_json_snapshot() {
+        insta::assert_snapshot!(render(&example(), Format::Json));
+    }
 
     #[test]
     fn bytes_in_binary_units() {

@@ -1648,7 +1648,7 @@ pub(super) mod tests {
                  ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN plan_digest; \
                  ALTER TABLE runs DROP COLUMN jax_x64; ALTER TABLE results DROP COLUMN graph_breaks; \
                  ALTER TABLE runs DROP COLUMN switches; ALTER TABLE results DROP COLUMN steady_stop; \
-                 ALTER TABLE results DROP COLUMN session_first_calls; \
+                 ALTER TABLE results DROP COLUMN session_first_calls; ALTER TABLE results DROP COLUMN measures; \
                  DELETE FROM schema_version WHERE version >= 3;",
             )
             .unwrap();
@@ -1665,6 +1665,7 @@ pub(super) mod tests {
         assert!(store.run(run).unwrap().info.jax_x64, "before version 8 JAX's workers always turned 64-bit mode on");
         assert_eq!(store.run(run).unwrap().info.switches, None, "not recorded before version 10");
         assert_eq!(got.steady_stop, None, "not recorded before version 11");
+        assert_eq!(got.measures, None, "not recorded before version 13");
         assert!(got.session_first_calls_ns.is_empty(), "not recorded before version 12");
         // New results keep their block sizes.
         let mut r = full_result(&cases()[1].key, "cpu");
@@ -1698,7 +1699,7 @@ pub(super) mod tests {
             .execute_batch(
                 "ALTER TABLE results DROP COLUMN graph_breaks; ALTER TABLE runs DROP COLUMN switches; \
                  ALTER TABLE results DROP COLUMN steady_stop; ALTER TABLE results DROP COLUMN session_first_calls; \
-                 DELETE FROM schema_version WHERE version >= 9;",
+                 ALTER TABLE results DROP COLUMN measures; DELETE FROM schema_version WHERE version >= 9;",
             )
             .unwrap();
         drop(store);

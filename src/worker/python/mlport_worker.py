@@ -263,7 +263,7 @@ def run_case(adapter, req):
                 try:
                     again = call()
                     adapter.synchronize(again)
-                    result["measures"] = repeat_measures(adapter, out, again)
+                    result["measures"] = repeat_measures(adapter, out, again, case.get("outputs"))
                 except Exception as e:
                     raise CaseError("repeat", e, harness=is_harness_error(e, case_filename))
                 again = None
@@ -346,14 +346,17 @@ def peak_rss_bytes():
     return None
 
 
-def repeat_measures(adapter, first, second):
-    """RMSE between two calls' outputs (every array leaf flattened to float64, in order) and
-    the count of elements NaN in one of them only. A measurement; the core judges it."""
+def repeat_measures(adapter, first, second, selected=None):
+    """RMSE between two calls' outputs (every compared array leaf — the case's `outputs`, else
+    all — flattened to float64, in order) and the count of elements NaN in one of them only. A
+    measurement; the core judges it."""
     import numpy as np
 
     def flat(out):
         parts = []
-        for leaf in adapters.leaves(out):
+        for i, leaf in enumerate(adapters.leaves(out)):
+            if selected is not None and i not in selected:
+                continue
             conv = adapter.to_numpy(leaf)
             if conv is not None:
                 parts.append(np.asarray(conv[0]).astype(np.float64, copy=False).ravel())
