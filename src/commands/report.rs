@@ -19,7 +19,17 @@ use crate::workspace;
 /// The portability report of a run, built from the store.
 pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Result<analysis::PortabilityReport> {
     let summary = store.run(run_id)?;
-    let mut report = analysis::build(&summary, &store.devices(run_id)?, &store.results(run_id)?, opts);
+    // Workloads (whole models, rut pairs) are not API functions: they have their own report.
+    let (workloads, functions): (Vec<_>, Vec<_>) =
+        store.results(run_id)?.into_iter().partition(|r| r.case.spec.catalogue().is_some_and(|s| s.is_workload()));
+    let mut report = analysis::build(&summary, &store.devices(run_id)?, &functions, opts);
+    if !workloads.is_empty() {
+        report.run.notes.push(format!(
+            "{} of workloads (whole models, train steps, off-the-rut pairs) are not counted as functions here: \
+             `mlport report --workloads --run {run_id}`",
+            crate::render::units::plural(workloads.len(), "result")
+        ));
+    }
     // A missing float64 reference is said in every rendering (its cases count as unchecked).
     report.run.notes.extend(analysis::coverage::missing_references_note(&store.references(run_id)?));
     Ok(report)

@@ -70,7 +70,9 @@ fn workloads_grid(rep: &WorkloadsReport) -> Grid {
             r.ratio.map(ratio).unwrap_or_else(|| "—".into()),
             r.first_call_ns.map(|n| latency(n as f64)).unwrap_or_else(|| "—".into()),
             r.steady_ns.map(latency).unwrap_or_else(|| "—".into()),
-            r.samples_per_s.map(|s| format!("{s:.1}")).unwrap_or_else(|| "—".into()),
+            r.samples_per_s
+                .map(|s| if s >= 100.0 { format!("{s:.0}") } else { format!("{s:.1}") })
+                .unwrap_or_else(|| "—".into()),
             match (r.peak_rss_bytes, r.device_peak_bytes) {
                 (Some(h), Some(d)) => format!("{} (device {})", bytes(h), bytes(d)),
                 (Some(h), None) => bytes(h),
