@@ -238,18 +238,7 @@ pub struct InputSpec {
 pub const DISTS: [&str; 9] = ["normal", "uniform", "positive", "probs", "spd", "randint", "arange", "ones", "zeros"];
 
 /// Comparison rules a case may declare (`crate::compare::Rule` spells the same names).
-pub const COMPARES: [&str; 10] = [
-    "allclose",
-    "exact",
-    "sorted",
-    "up_to_sign",
-    "up_to_sign_rows",
-    "ulp",
-    "shape_dtype",
-    "statistical",
-    "none",
-    "whole_model",
-];
+pub const COMPARES: [&str; 10] = crate::compare::Rule::NAMES;
 
 /// Ways an input may be passed instead of a framework tensor.
 pub const PASS_AS: [&str; 4] = ["tensor", "numpy", "list", "scalar"];
