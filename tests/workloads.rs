@@ -197,7 +197,7 @@ fn report_workloads_in_every_format() {
     assert!(table.contains("pass (non-deterministic)") && table.contains("fail (out_of_memory)"), "{table}");
     assert!(table.contains("Timings are absent"), "{table}");
     let csv = common::stdout(mlport().args(["report", "--workloads", "--format", "csv", "--db", db]));
-    assert!(csv.starts_with("framework,function,case,dtype,target,result_id,outcome"), "{csv}");
+    assert!(csv.starts_with("framework,stack,function,case,dtype,target,result_id,outcome"), "{csv}");
     assert_eq!(csv.lines().count(), 11);
     let md = common::stdout(mlport().args(["report", "--workloads", "--format", "markdown", "--db", db]));
     assert!(md.starts_with("# Workloads, run "), "{md}");

@@ -155,6 +155,12 @@ pub fn verdict_name(v: ModelVerdict) -> &'static str {
 fn summary(j: &ModelJudgement, elements: usize, tol: ModelTolerance) -> String {
     let g = |v: f64| format!("{v:.2e}");
     let verdict = verdict_name(j.verdict).replace('_', "-");
+    if matches!(j.rule, ModelRule::RmseRatio | ModelRule::Floor) && !j.error.is_finite() {
+        return format!(
+            "whole model ({}): NaN or infinite outputs where float64 has finite ones: {verdict}",
+            j.rule.name()
+        );
+    }
     match j.rule {
         ModelRule::WithinTolerance => {
             format!(

@@ -32,8 +32,11 @@ pub const JSON_VERSION: u32 = 1;
 /// One workload case on one target.
 #[derive(Clone, Debug, Serialize)]
 pub struct WorkloadRow {
-    /// The framework (Keras workloads: the backend's framework, so `torch` is keras/torch).
+    /// The framework whose worker ran it.
     pub framework: Framework,
+    /// What ran it, for people: the framework, or `keras/<backend>` for a Keras workload (the
+    /// worker's framework is Keras 3's backend: [`stack`]).
+    pub stack: String,
     /// The catalogue function the workload is filed under.
     pub function: String,
     /// The case id (`forward`, `train_step`, `conv2d_im2col`, ...).
@@ -104,10 +107,10 @@ pub struct CrossRow {
     pub case_id: String,
     /// The dtype.
     pub dtype: Option<Dtype>,
-    /// This framework.
-    pub framework: Framework,
-    /// The framework whose float64 golden run and eager floor judge the others.
-    pub against: Framework,
+    /// This framework's worker, as [`stack`] names it (`keras/jax`).
+    pub framework: String,
+    /// The one whose float64 golden run and eager floor judge the others.
+    pub against: String,
     /// The whole-model verdict (`agrees`, `wrong`, `non_deterministic`), `None` when it could
     /// not be judged (see `note`).
     pub verdict: Option<String>,
@@ -136,6 +139,13 @@ pub struct WorkloadsReport {
     pub timed: bool,
     /// The rules, in words.
     pub rule: String,
+}
+
+/// What ran a workload, for people: `keras/<backend>` for a Keras workload (`keras.*`: a torch,
+/// JAX or TensorFlow worker runs Keras 3 with itself as the backend, `KERAS_BACKEND`), else the
+/// framework's name.
+pub fn stack(framework: Framework, function: &str) -> String {
+    if function.starts_with("keras.") { format!("keras/{framework}") } else { framework.to_string() }
 }
 
 /// The whole-model judgement a result's comparisons carry (`detail.whole_model` of its float64
@@ -175,6 +185,7 @@ pub fn build(
         let batch = spec.workload.as_ref().and_then(|w| w.batch);
         rows.push(WorkloadRow {
             framework: r.case.framework,
+            stack: stack(r.case.framework, &r.case.function),
             function: r.case.function.clone(),
             case_id: r.case.case_id.clone(),
             dtype: r.case.dtype,
@@ -282,8 +293,8 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
                 op: op.to_string(),
                 case_id: case_id.to_string(),
                 dtype,
-                framework: m.case.framework,
-                against: first.case.framework,
+                framework: stack(m.case.framework, &m.case.function),
+                against: stack(first.case.framework, &first.case.function),
                 verdict: None,
                 rule: None,
                 rmse: None,
