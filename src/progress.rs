@@ -11,8 +11,6 @@ pub struct Progress {
     bar: ProgressBar,
     /// Cases planned per framework, to grow the bar when a framework has several devices.
     per_framework: std::collections::BTreeMap<crate::model::Framework, u64>,
-    /// Results recorded during this invocation, by outcome (for the closing summary line).
-    pub counts: std::collections::BTreeMap<Outcome, u64>,
 }
 
 impl Progress {
@@ -24,7 +22,7 @@ impl Progress {
                 .expect("valid template")
                 .progress_chars("=> "),
         );
-        Progress { bar, per_framework, counts: Default::default() }
+        Progress { bar, per_framework }
     }
 
     /// Prints a line above the bar (or plainly when there is no terminal).
@@ -88,7 +86,6 @@ impl EventSink for Progress {
                 ));
             }
             Event::CaseFinished { case, result } => {
-                *self.counts.entry(result.outcome).or_default() += 1;
                 self.bar.inc(1);
                 if matches!(result.outcome, Outcome::Timeout | Outcome::Crash) {
                     self.say(format!(

@@ -26,7 +26,7 @@ fn script_python() -> PathBuf {
     ort_python().unwrap_or_else(common::python)
 }
 
-/// The run of six operators of the built-in catalogue, made once for every test of this binary.
+/// The run of seven operators of the built-in catalogue, made once for every test of this binary.
 fn store() -> &'static Path {
     static DB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, db) = DB.get_or_init(|| {
@@ -34,7 +34,7 @@ fn store() -> &'static Path {
         let db = tmp.path().join("ort.db");
         let mut cmd = mlport();
         cmd.args(["run", "--framework", "ort", "--device", "cpu", "--quick", "--function"])
-            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK,ai.onnx.Reshape");
+            .arg("ai.onnx.Sin,ai.onnx.Exp,ai.onnx.Erf,ai.onnx.MatMul,ai.onnx.TopK,ai.onnx.Reshape,ai.onnx.Sigmoid");
         if let Some(python) = ort_python() {
             cmd.arg("--python").arg(python);
         }
@@ -144,4 +144,28 @@ fn repro_of_a_missing_kernel_raises_the_same_error() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "the script should fail as the case did");
     assert!(err.contains("Could not find an implementation for Exp("), "{err}");
+}
+
+#[test]
+fn sigmoids_negative_tail_loses_its_relative_accuracy() {
+    // ONNX Runtime's CPU Sigmoid gives 0 for x <= -18 where sigmoid(x) is a normal float32
+    // (1.5e-8 at -18): wrong against scipy.special.expit in float64. Its float64 kernel drifts
+    // too (9.348e-14 at -30 where sigmoid is 9.358e-14; 0 at -40).
+    let rows = rows(store());
+    let tail = |dtype: &str| {
+        rows.iter()
+            .find(|r| {
+                r.function.name == "ai.onnx.Sigmoid"
+                    && r.case.case_id == "negative_tail"
+                    && r.case.dtype.map(|d| d.to_string()).as_deref() == Some(dtype)
+            })
+            .unwrap_or_else(|| panic!("no negative_tail result at {dtype}"))
+    };
+    let f32 = tail("float32");
+    assert_eq!(f32.result.outcome, Outcome::WrongResult, "{:?}", f32.result.message);
+    let m = f32.result.message.as_deref().unwrap_or_default();
+    assert!(m.contains("scipy.special.expit"), "{m}");
+    assert_eq!(tail("float64").result.outcome, Outcome::WrongResult, "{:?}", tail("float64").result.message);
+    // The usual range still agrees.
+    assert_eq!(result(&rows, "ai.onnx.Sigmoid", "float32").result.outcome, Outcome::Pass);
 }

@@ -130,13 +130,11 @@ impl Catalogue {
                 if let Some(twice) = f.functions.iter().find(|x| prev.functions.iter().any(|y| y.name == x.name)) {
                     return Err(invalid(format!("`{}` is in {} too", twice.name, prev.path)));
                 }
-                if only_workloads(prev) {
-                    // The functions' file leads: it names the framework's catalogue and version.
-                    let workloads = std::mem::replace(prev, f);
-                    prev.functions.extend(workloads.functions);
-                } else {
-                    prev.functions.extend(f.functions);
-                }
+                // The functions' file leads: it names the framework's catalogue and version.
+                let (mut lead, workloads) = if only_workloads(prev) { (f, prev.clone()) } else { (prev.clone(), f) };
+                lead.path = format!("{} + {}", lead.path, workloads.path);
+                lead.functions.extend(workloads.functions);
+                *prev = lead;
                 continue;
             }
             out.push(f);

@@ -457,10 +457,18 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         Ending::Finished => {
             let left = pending_cases(&store, run_id)?;
             store.finish_run(run_id, if left == 0 { RunState::Finished } else { RunState::Incomplete })?;
-            let counts: Vec<String> = progress.counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
+            // The run's results by outcome as the store holds them after the closing comparison
+            // pass, which can make a pass a wrong_result (every workload is judged there). A
+            // resumed run counts all its results.
+            let results = store.results(run_id)?;
+            let mut by_outcome: std::collections::BTreeMap<crate::model::Outcome, u64> = Default::default();
+            for r in &results {
+                *by_outcome.entry(r.result.outcome).or_default() += 1;
+            }
+            let counts: Vec<String> = by_outcome.iter().map(|(o, n)| format!("{n} {o}")).collect();
             let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
             // Passes nothing could compare (docs/catalogue.md, "References"), over the whole run.
-            let unchecked = store.results(run_id)?.iter().filter(|r| r.unchecked(RunSource::Live)).count();
+            let unchecked = results.iter().filter(|r| r.unchecked(RunSource::Live)).count();
             let unchecked = match unchecked {
                 0 => String::new(),
                 n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),

@@ -1,5 +1,5 @@
-//! `mlport list`: the catalogue's files (framework, version, counts of functions, paper
-//! functions, cases and case × dtype instances), with `--functions` every function, with
+//! `mlport list`: the catalogue's files (framework, version, counts of functions, workloads,
+//! paper functions, cases and case × dtype instances), with `--functions` every function, with
 //! `--references` what judges the planned cases ([`crate::analysis::coverage`]).
 
 use super::grid::Grid;
@@ -8,16 +8,26 @@ use crate::catalogue::Catalogue;
 
 /// One row per catalogue file, newline-terminated.
 pub fn files_table(catalogue: &Catalogue) -> String {
-    let mut t =
-        Grid::new(["framework", "catalogue", "version", "functions", "from the paper", "cases", "case × dtype"]);
+    let mut t = Grid::new([
+        "framework",
+        "catalogue",
+        "version",
+        "functions",
+        "workloads",
+        "from the paper",
+        "cases",
+        "case × dtype",
+    ]);
     for f in &catalogue.files {
         let cases: usize = f.functions.iter().map(|g| g.cases.len()).sum();
         let instances: usize = f.functions.iter().flat_map(|g| g.cases.iter()).map(|c| c.dtypes.len()).sum();
+        let workloads = f.functions.iter().filter(|g| g.workload).count();
         t.push([
             f.framework.to_string(),
             f.path.clone(),
             f.version.clone(),
-            f.functions.len().to_string(),
+            (f.functions.len() - workloads).to_string(),
+            workloads.to_string(),
             f.functions.iter().filter(|g| g.paper.is_some()).count().to_string(),
             cases.to_string(),
             instances.to_string(),
@@ -44,6 +54,9 @@ pub fn functions(catalogue: &Catalogue) -> String {
             }
             if let Some(m) = &g.moved {
                 extra.push(format!("moved: {m}"));
+            }
+            if g.workload {
+                extra.push("workload".into());
             }
             out.push_str(&format!(
                 "  {:<50} {} case(s) [{}] {}\n",
