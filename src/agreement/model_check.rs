@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::whole_model::{self, ModelJudgement, ModelOutputs, ModelRule, ModelTolerance, ModelVerdict};
+use super::whole_model::{self, FloorOutputs, ModelJudgement, ModelOutputs, ModelRule, ModelTolerance, ModelVerdict};
 use crate::compare::{read_npy, real_f64};
 use crate::model::{CaseResult, ComparisonRow, ComparisonVerdict, Dtype};
 
@@ -44,18 +44,20 @@ pub fn flatten(outputs: &Value, indices: &[u32]) -> Result<Vec<f64>, String> {
     Ok(out)
 }
 
-/// The larger repeat RMSE of the candidate and its floor (the worker's two-call check);
-/// `None` when neither measured one.
-fn spread(candidate: &CaseResult, floor: Floor<'_>) -> Option<f64> {
-    let of = |r: &CaseResult| r.measures.and_then(|m| m.repeat_rmse);
-    let floor = match floor {
-        Floor::Other(f) => of(f),
-        _ => None,
+/// The larger repeat RMSE of the candidate and its floor (the worker's two-call check, over the
+/// elements finite in both calls), and whether either's NaN/infinity pattern changed between
+/// its calls.
+fn spread(candidate: &CaseResult, floor: Floor<'_>) -> (Option<f64>, bool) {
+    let sides: Vec<&CaseResult> = match floor {
+        Floor::Other(f) => vec![candidate, f],
+        _ => vec![candidate],
     };
-    match (of(candidate), floor) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
+    let rmse = sides
+        .iter()
+        .filter_map(|r| r.measures.and_then(|m| m.repeat_rmse))
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let pattern = sides.iter().any(|r| r.measures.and_then(|m| m.repeat_nan_mismatch).is_some_and(|n| n > 0));
+    (rmse, pattern)
 }
 
 /// Judges a workload's result from its comparison `rows` against `golden` (the float64 golden
@@ -76,24 +78,33 @@ pub fn apply(
         return None;
     }
     let indices: Vec<u32> = rows.iter().map(|r| r.output_index).collect();
+    // Each output was compared at its own dtype's tolerance: that decides "within tolerance"
+    // (against the golden run); the ratio rule's rtol/10 and the no-golden check use the widest.
+    let within = rows.iter().all(|r| r.verdict == ComparisonVerdict::Agree);
     let tol = ModelTolerance {
-        rtol: rows[0].rtol,
-        atol: rows[0].atol,
+        rtol: rows.iter().map(|r| r.rtol).fold(0.0, f64::max),
+        atol: rows.iter().map(|r| r.atol).fold(0.0, f64::max),
         half: matches!(case_dtype, Dtype::Float16 | Dtype::Bfloat16),
     };
     let judged = (|| -> Result<ModelJudgement, String> {
         let floor_values = match floor {
-            Floor::Itself => None,
             Floor::Other(f) => Some(flatten(&f.outputs, &indices)?),
-            Floor::Missing => return Err("the floor (eager on the reference device) has no answer".into()),
+            _ => None,
         };
         let cand = flatten(&candidate.outputs, &indices)?;
         let gold = golden.map(|g| flatten(g, &indices)).transpose()?;
+        let (spread, pattern_differs) = spread(candidate, floor);
         let outputs = ModelOutputs {
             candidate: &cand,
-            floor: floor_values.as_deref(),
-            spread: spread(candidate, floor),
+            floor: match (floor, floor_values.as_deref()) {
+                (Floor::Itself, _) => FloorOutputs::Itself,
+                (_, Some(v)) => FloorOutputs::Values(v),
+                _ => FloorOutputs::Missing,
+            },
+            spread,
+            pattern_differs,
             golden: gold.as_deref(),
+            within: golden.is_some().then_some(within),
         };
         whole_model::judge(outputs, tol).map_err(|e| e.to_string())
     })();
@@ -116,11 +127,11 @@ pub fn apply(
         "floor_rmse": finite(j.floor_error),
         "ratio": finite(j.ratio),
         "multiplier": (j.rule == ModelRule::RmseRatio).then(|| whole_model::multiplier(elements, tol.half)),
-        "non_deterministic": j.verdict == ModelVerdict::NonDeterministic,
+        "non_deterministic": j.non_deterministic,
     });
     let line = summary(&j, elements, tol);
     for r in rows.iter_mut() {
-        if j.verdict != ModelVerdict::Wrong {
+        if j.verdict == ModelVerdict::Agrees {
             r.verdict = ComparisonVerdict::Agree;
         }
         r.summary = format!("{line}; elementwise: {}", r.summary);
@@ -141,12 +152,11 @@ fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
-/// `agrees`, `wrong` or `non_deterministic`.
+/// `agrees` or `wrong`.
 pub fn verdict_name(v: ModelVerdict) -> &'static str {
     match v {
         ModelVerdict::Agrees => "agrees",
         ModelVerdict::Wrong => "wrong",
-        ModelVerdict::NonDeterministic => "non_deterministic",
     }
 }
 
@@ -154,7 +164,10 @@ pub fn verdict_name(v: ModelVerdict) -> &'static str {
 /// floor's 1.1e-6 (at most 2x): agrees`.
 fn summary(j: &ModelJudgement, elements: usize, tol: ModelTolerance) -> String {
     let g = |v: f64| format!("{v:.2e}");
-    let verdict = verdict_name(j.verdict).replace('_', "-");
+    let mut verdict = verdict_name(j.verdict).to_string();
+    if j.non_deterministic {
+        verdict.push_str(" (non-deterministic: two calls on the same inputs differ)");
+    }
     if matches!(j.rule, ModelRule::RmseRatio | ModelRule::Floor) && !j.error.is_finite() {
         return format!(
             "whole model ({}): NaN or infinite outputs where float64 has finite ones: {verdict}",
@@ -164,9 +177,7 @@ fn summary(j: &ModelJudgement, elements: usize, tol: ModelTolerance) -> String {
     match j.rule {
         ModelRule::WithinTolerance => {
             format!(
-                "whole model (tolerance): every output within rtol {}, atol {}; RMSE {} vs float64: {verdict}",
-                tol.rtol,
-                tol.atol,
+                "whole model (tolerance): every output within its tolerance of float64; RMSE {}: {verdict}",
                 g(j.error)
             )
         }
@@ -177,17 +188,19 @@ fn summary(j: &ModelJudgement, elements: usize, tol: ModelTolerance) -> String {
             g(j.floor_error),
             whole_model::multiplier(elements, tol.half)
         ),
-        ModelRule::Cosine => {
-            format!(
-                "whole model (cosine, no float64 run): 1 - cosine similarity with the floor {}: {verdict}",
-                g(j.error)
-            )
+        ModelRule::Cosine if j.floor_error.is_nan() && j.error == 0.0 => {
+            format!("whole model (cosine): equal to the floor within tolerance: {verdict}")
         }
+        ModelRule::Cosine => format!(
+            "whole model (cosine, without a float64 run or a usable floor: similarity at least {}); error {}: {verdict}",
+            whole_model::COSINE_MIN,
+            g(j.error)
+        ),
         ModelRule::Spread => format!(
-            "whole model (spread): two calls differ (RMSE {}); RMSE to the floor {}, {:.2}x the spread: {verdict}",
-            g(j.floor_error),
+            "whole model (spread): beyond the rules, but RMSE {} to the floor is {:.2}x the spread of two calls ({}): {verdict}",
             g(j.error),
-            j.ratio
+            j.ratio,
+            g(j.floor_error)
         ),
         ModelRule::Floor => {
             format!("whole model (floor): the eager baseline, RMSE {} vs float64: {verdict}", g(j.error))

@@ -321,9 +321,15 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
                 let j = whole_model::judge(
                     whole_model::ModelOutputs {
                         candidate: &cand,
-                        floor: (m.case.framework != first.case.framework).then_some(floor.as_slice()),
+                        floor: if m.case.framework == first.case.framework {
+                            whole_model::FloorOutputs::Itself
+                        } else {
+                            whole_model::FloorOutputs::Values(&floor)
+                        },
                         spread: None,
+                        pattern_differs: false,
                         golden: gold.as_deref(),
+                        within: None,
                     },
                     whole_model::ModelTolerance {
                         rtol: tol.rtol,

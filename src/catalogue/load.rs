@@ -363,6 +363,15 @@ fn case(
             }
         }
     };
+    if workload.is_none()
+        && let Some(cmp) = &c.compare
+        && match cmp.get_ref() {
+            CompareSpec::One(r) => r == "whole_model",
+            CompareSpec::PerOutput(list) => list.iter().any(|r| r == "whole_model"),
+        }
+    {
+        return Err(cx.err_at(cmp, "`whole_model` judges workloads only: give the function `kind = \"workload\"`"));
+    }
     let (compare, max_ulp) = ulp_rule(cx, &c, compare)?;
     let out_dtype = c.out_dtype.as_ref().map(|o| out_dtype(cx, o, c.outputs.as_deref())).transpose()?;
     let modes = c.modes.as_ref().map(|m| modes(cx, framework, m)).transpose()?;
@@ -712,6 +721,79 @@ op = "svd"
 
     fn error_of(text: &str) -> String {
         parse("cat/t.toml", text).unwrap_err().to_string()
+    }
+
+    const WORKLOAD: &str = r#"format = 1
+framework = "torch"
+version = "t1"
+
+[[function]]
+name = "torch.nn.modules.linear.Linear"
+kind = "workload"
+
+  [[function.case]]
+  id = "forward"
+  batch = 8
+  rut_pair = "linear"
+  rut_role = "composed"
+  inputs = [{ shape = [8, 4] }]
+  code = '''
+def build(ctx, x):
+    return lambda x=x: x
+'''
+"#;
+
+    #[test]
+    fn workloads_carry_batch_and_rut_pair_and_default_to_the_whole_model_rule() {
+        let f = parse("t.toml", WORKLOAD).unwrap();
+        assert!(f.functions[0].workload);
+        let c = json_of(&f.functions[0].cases[0]);
+        assert_eq!(c["compare"], json!("whole_model"));
+        assert_eq!(c["workload"], json!({"batch": 8, "rut_pair": "linear", "rut_role": "composed"}));
+        // An API function's spec has no `workload` key (its JSON is what earlier versions wrote).
+        assert!(json_of(&parse("t.toml", GOOD).unwrap().functions[0].cases[0]).get("workload").is_none());
+    }
+
+    #[test]
+    fn workload_keys_are_checked() {
+        let e = error_of(&WORKLOAD.replace("kind = \"workload\"", "kind = \"workloads\""));
+        assert!(e.starts_with("cat/t.toml:7:") && e.contains("unknown kind `workloads`"), "{e}");
+        let e = error_of(&WORKLOAD.replace("  batch = 8\n", "  batch = 0\n"));
+        assert!(e.contains("`batch` must be at least 1"), "{e}");
+        let e = error_of(&WORKLOAD.replace("  rut_role = \"composed\"\n", ""));
+        assert!(e.contains("`rut_pair` needs `rut_role`"), "{e}");
+        let e = error_of(&WORKLOAD.replace("  rut_pair = \"linear\"\n", ""));
+        assert!(e.contains("`rut_role` needs `rut_pair`"), "{e}");
+        let e = error_of(&WORKLOAD.replace("\"composed\"", "\"fused\""));
+        assert!(e.contains("unknown rut_role `fused`"), "{e}");
+        let no_code = WORKLOAD.split("  code = ").next().unwrap().to_string();
+        assert!(error_of(&no_code).contains("a workload's case needs `code`"), "{no_code}");
+        // Workload keys on an API function, and the whole-model rule outside a workload.
+        let e = error_of(&WORKLOAD.replace("kind = \"workload\"\n", ""));
+        assert!(e.contains("`batch` belongs to workloads"), "{e}");
+        let e = error_of(&GOOD.replace("compare = \"up_to_sign\"", "compare = \"whole_model\""));
+        assert!(e.starts_with("cat/t.toml:15:") && e.contains("`whole_model` judges workloads only"), "{e}");
+    }
+
+    #[test]
+    fn a_framework_takes_one_file_of_workloads_beside_its_functions() {
+        let functions = || parse("a.toml", GOOD).unwrap();
+        let workloads = |path: &str| parse(path, WORKLOAD).unwrap();
+        let c = crate::catalogue::Catalogue::new(vec![workloads("w.toml"), functions()]).unwrap();
+        let torch = c.file(Framework::Torch).unwrap();
+        assert_eq!((torch.path.as_str(), torch.version.as_str()), ("a.toml + w.toml", "t1"));
+        assert_eq!(torch.functions.iter().filter(|f| f.workload).count(), 1);
+        let e = crate::catalogue::Catalogue::new(vec![functions(), workloads("w.toml"), workloads("w2.toml")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a framework may add one file of workloads only"), "{e}");
+        let e = crate::catalogue::Catalogue::new(vec![functions(), functions()]).unwrap_err().to_string();
+        assert!(e.contains("a second catalogue for torch"), "{e}");
+        let twice = WORKLOAD.replace("torch.nn.modules.linear.Linear", "torch.linalg.svd");
+        let e = crate::catalogue::Catalogue::new(vec![functions(), parse("w.toml", &twice).unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("w.toml:9:") && e.contains("`torch.linalg.svd` is in a.toml too"), "{e}");
     }
 
     #[test]

@@ -116,20 +116,30 @@ impl Catalogue {
     /// function name in both, is an error.
     pub fn new(files: Vec<CatalogueFile>) -> Result<Catalogue, CatalogueError> {
         let mut out: Vec<CatalogueFile> = Vec::new();
+        let mut merged: Vec<Framework> = Vec::new();
         for f in files {
             let only_workloads = |g: &CatalogueFile| !g.functions.is_empty() && g.functions.iter().all(|x| x.workload);
             if let Some(prev) = out.iter_mut().find(|g| g.framework == f.framework) {
-                let invalid =
-                    |message: String| CatalogueError::Invalid { path: f.path.clone(), line: 1, column: 1, message };
-                if only_workloads(&f) == only_workloads(prev) {
-                    return Err(invalid(format!(
-                        "a second catalogue for {} (the first is {}); a framework may add one file of workloads only",
-                        f.framework, prev.path
-                    )));
+                let invalid = |line: usize, message: String| CatalogueError::Invalid {
+                    path: f.path.clone(),
+                    line,
+                    column: 1,
+                    message,
+                };
+                if only_workloads(&f) == only_workloads(prev) || merged.contains(&f.framework) {
+                    return Err(invalid(
+                        1,
+                        format!(
+                            "a second catalogue for {} (the first is {}); a framework may add one file of workloads only",
+                            f.framework, prev.path
+                        ),
+                    ));
                 }
                 if let Some(twice) = f.functions.iter().find(|x| prev.functions.iter().any(|y| y.name == x.name)) {
-                    return Err(invalid(format!("`{}` is in {} too", twice.name, prev.path)));
+                    let line = twice.cases.first().map_or(1, |c| c.line);
+                    return Err(invalid(line, format!("`{}` is in {} too", twice.name, prev.path)));
                 }
+                merged.push(f.framework);
                 // The functions' file leads: it names the framework's catalogue and version.
                 let (mut lead, workloads) = if only_workloads(prev) { (f, prev.clone()) } else { (prev.clone(), f) };
                 lead.path = format!("{} + {}", lead.path, workloads.path);

@@ -183,11 +183,13 @@ pub struct WorkloadMeasures {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_peak_bytes: Option<u64>,
     /// RMSE between the first call's outputs and a second call's on the same inputs (every
-    /// output flattened to float64 in order): 0 for a deterministic model. The whole-model rule
-    /// flags a model whose eager runs differ (`crate::agreement::whole_model`).
+    /// compared output flattened to float64 in order), over the elements finite in both calls:
+    /// 0 for a deterministic model. The whole-model rule flags a model whose calls differ
+    /// (`crate::agreement::whole_model`). `None` when the calls' outputs differ in shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_rmse: Option<f64>,
-    /// Elements NaN in one of the two calls only.
+    /// Elements where the two calls differ and one of them is NaN or infinite (all of them when
+    /// the outputs' shapes differ).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_nan_mismatch: Option<u64>,
 }
