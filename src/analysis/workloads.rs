@@ -363,12 +363,13 @@ pub fn rule_text() -> String {
          device); it agrees when every output is within its dtype's tolerance, else when its RMSE against the golden run \
          is at most {}x (float32, >= {} elements; {}x for smaller outputs and float16/bfloat16) the RMSE of its floor — \
          the same case eager, on the same device for compiled targets and on the reference device for eager ones — plus \
-         rtol/10. The floor itself is the baseline (wrong only where it is NaN or infinite). Without a golden run: cosine \
-         similarity with the floor >= {}. A model whose two calls on the same inputs differ is flagged non-deterministic \
-         and passes while within {}x that spread. Steady state: the median time per call; samples/s is the case's batch \
-         over it. Peak memory: the worker's resident set during the case (VmHWM, reset before the case; it includes the \
-         framework already loaded). Rut pairs: composed over monolithic steady-state median, with a 95% bootstrap \
-         interval (Barham & Isard, \"Machine Learning Systems are Stuck in a Rut\", HotOS 2019).",
+         rtol/10. The floor itself is the baseline (wrong only where it is NaN or infinite). Without a golden run or a \
+         usable floor: cosine similarity >= {}. A model whose two calls on the same inputs differ is flagged \
+         non-deterministic; one that fails the rules still passes within {}x that spread (rule spread). Steady state: \
+         the median time per call; samples/s is the case's batch over it. Peak memory: the worker's resident set during \
+         the case (VmHWM, reset before the case; it includes the framework already loaded). Rut pairs: composed over \
+         monolithic steady-state median, with a 95% bootstrap interval (Barham & Isard, \"Machine Learning Systems are \
+         Stuck in a Rut\", HotOS 2019).",
         whole_model::RMSE_MULTIPLIER,
         whole_model::SMALL_OUTPUT,
         whole_model::RMSE_MULTIPLIER_NOISY,
