@@ -213,7 +213,7 @@ fn report_workloads_in_every_format() {
     assert!(table.contains("pass (non-deterministic)") && table.contains("fail (out_of_memory)"), "{table}");
     assert!(table.contains("Timings are absent"), "{table}");
     let csv = common::stdout(mlport().args(["report", "--workloads", "--format", "csv", "--db", db]));
-    assert!(csv.starts_with("framework,stack,function,case,dtype,target,result_id,outcome"), "{csv}");
+    assert!(csv.starts_with("framework,function,case,dtype,target,result_id,outcome"), "{csv}");
     assert_eq!(csv.lines().count(), 13);
     let md = common::stdout(mlport().args(["report", "--workloads", "--format", "markdown", "--db", db]));
     assert!(md.starts_with("# Workloads, run "), "{md}");
@@ -227,4 +227,51 @@ fn report_workloads_in_every_format() {
         .filter(|c| c.case_key.contains("/deep_forward/") && c.against == Against::Float64)
         .collect();
     assert!(!deep.is_empty() && deep.iter().all(|c| c.verdict == ComparisonVerdict::Agree));
+}
+
+/// Keras 3 keyed by its backend: the built-in ResNet-50 workload and one op on keras-jax,
+/// keras-torch and keras-tensorflow, with the same seeded weights, compared output to output.
+#[test]
+fn keras_backends_run_the_same_model_with_the_same_weights_and_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("k.db");
+    mlport()
+        .args(["run", "--framework", "keras-jax,keras-torch,keras-tensorflow", "--quick", "--function"])
+        .args(["keras.applications.ResNet50,keras.ops.sin", "--db"])
+        .arg(&db)
+        .arg("--python")
+        .arg(common::python())
+        .timeout(std::time::Duration::from_secs(1200))
+        .assert()
+        .success();
+    let rows = common::latest_results(&db);
+    for fw in ["keras-jax", "keras-torch", "keras-tensorflow"] {
+        for function in ["keras.applications.ResNet50", "keras.ops.sin"] {
+            let r = rows
+                .iter()
+                .find(|r| r.function.framework.as_str() == fw && r.function.name == function)
+                .unwrap_or_else(|| panic!("no {function} on {fw}"));
+            assert_eq!(r.result.outcome, Outcome::Pass, "{fw} {function}: {:?}", r.result.message);
+        }
+    }
+    let store = Store::open(&db).unwrap();
+    let run = store.runs().unwrap().pop().unwrap();
+    let keras_jax = &run.info.frameworks[&mlport::model::Framework::KerasJax].version;
+    assert!(keras_jax.as_deref().is_some_and(|v| v.contains(" on jax ")), "{keras_jax:?}");
+    let json: Value = serde_json::from_str(&common::stdout(
+        mlport().args(["report", "--workloads", "--format", "json", "--db"]).arg(&db),
+    ))
+    .unwrap();
+    let cross = json["cross"].as_array().unwrap();
+    assert_eq!(cross.len(), 3, "{cross:?}");
+    for c in cross {
+        assert_eq!((c["op"].as_str(), c["verdict"].as_str()), (Some("keras_resnet50"), Some("agrees")), "{c}");
+        assert_eq!(c["against"], "keras-jax");
+    }
+    // The backends differ (float32 rounding) but not by much: the same weights reached each.
+    let differs =
+        cross.iter().filter(|c| c["framework"] != "keras-jax").map(|c| c["max_abs_vs_first"].as_f64().unwrap());
+    for d in differs {
+        assert!(d > 0.0 && d < 0.1, "{d}");
+    }
 }

@@ -9,7 +9,7 @@
 //!   — Barham & Isard's question: how much leaving the rut costs, and whether compiling closes
 //!   the gap;
 //! - **across frameworks**: a workload run by several frameworks on identical inputs and weights
-//!   (the same `op`; Keras 3's model on keras/jax, keras/torch and keras/tensorflow), each
+//!   (the same `op`; Keras 3's model on keras-jax, keras-torch and keras-tensorflow), each
 //!   framework's eager output judged by the whole-model rule against the first framework's
 //!   float64 golden run and eager floor.
 
@@ -32,11 +32,8 @@ pub const JSON_VERSION: u32 = 1;
 /// One workload case on one target.
 #[derive(Clone, Debug, Serialize)]
 pub struct WorkloadRow {
-    /// The framework whose worker ran it.
+    /// The framework (`keras-jax` for Keras 3 on JAX).
     pub framework: Framework,
-    /// What ran it, for people: the framework, or `keras/<backend>` for a Keras workload (the
-    /// worker's framework is Keras 3's backend: [`stack`]).
-    pub stack: String,
     /// The catalogue function the workload is filed under.
     pub function: String,
     /// The case id (`forward`, `train_step`, `conv2d_im2col`, ...).
@@ -107,10 +104,10 @@ pub struct CrossRow {
     pub case_id: String,
     /// The dtype.
     pub dtype: Option<Dtype>,
-    /// This framework's worker, as [`stack`] names it (`keras/jax`).
-    pub framework: String,
+    /// This framework (`keras-jax`).
+    pub framework: Framework,
     /// The one whose float64 golden run and eager floor judge the others.
-    pub against: String,
+    pub against: Framework,
     /// The whole-model verdict (`agrees`, `wrong`, `non_deterministic`), `None` when it could
     /// not be judged (see `note`).
     pub verdict: Option<String>,
@@ -139,13 +136,6 @@ pub struct WorkloadsReport {
     pub timed: bool,
     /// The rules, in words.
     pub rule: String,
-}
-
-/// What ran a workload, for people: `keras/<backend>` for a Keras workload (`keras.*`: a torch,
-/// JAX or TensorFlow worker runs Keras 3 with itself as the backend, `KERAS_BACKEND`), else the
-/// framework's name.
-pub fn stack(framework: Framework, function: &str) -> String {
-    if function.starts_with("keras.") { format!("keras/{framework}") } else { framework.to_string() }
 }
 
 /// The whole-model judgement a result's comparisons carry (`detail.whole_model` of its float64
@@ -185,7 +175,6 @@ pub fn build(
         let batch = spec.workload.as_ref().and_then(|w| w.batch);
         rows.push(WorkloadRow {
             framework: r.case.framework,
-            stack: stack(r.case.framework, &r.case.function),
             function: r.case.function.clone(),
             case_id: r.case.case_id.clone(),
             dtype: r.case.dtype,
@@ -293,8 +282,8 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
                 op: op.to_string(),
                 case_id: case_id.to_string(),
                 dtype,
-                framework: stack(m.case.framework, &m.case.function),
-                against: stack(first.case.framework, &first.case.function),
+                framework: m.case.framework,
+                against: first.case.framework,
                 verdict: None,
                 rule: None,
                 rmse: None,

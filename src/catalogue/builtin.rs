@@ -1,14 +1,17 @@
 //! The built-in catalogue, embedded at compile time from catalogue/*.toml.
 
-use super::{Catalogue, CatalogueError, parse};
+use super::{Catalogue, CatalogueError, parse_files};
 
-const FILES: [(&str, &str); 8] = [
+const FILES: [(&str, &str); 9] = [
     ("catalogue/numpy.toml (built in)", include_str!("../../catalogue/numpy.toml")),
     ("catalogue/torch.toml (built in)", include_str!("../../catalogue/torch.toml")),
     ("catalogue/jax.toml (built in)", include_str!("../../catalogue/jax.toml")),
     ("catalogue/tensorflow.toml (built in)", include_str!("../../catalogue/tensorflow.toml")),
     // An add-on framework: planned only when selected (`Framework::in_default_run`).
     ("catalogue/onnxruntime.toml (built in)", include_str!("../../catalogue/onnxruntime.toml")),
+    // Keras 3's ops and models, one file for its three backends (keras-jax, keras-torch,
+    // keras-tensorflow); run when selected.
+    ("catalogue/keras.toml (built in)", include_str!("../../catalogue/keras.toml")),
     // Workloads (docs/workloads.md): their functions join their framework's.
     ("catalogue/workloads/torch.toml (built in)", include_str!("../../catalogue/workloads/torch.toml")),
     ("catalogue/workloads/jax.toml (built in)", include_str!("../../catalogue/workloads/jax.toml")),
@@ -17,7 +20,11 @@ const FILES: [(&str, &str); 8] = [
 
 /// The built-in catalogue. An error here is a bug in a shipped file (a test loads it).
 pub fn builtin() -> Result<Catalogue, CatalogueError> {
-    Catalogue::new(FILES.iter().map(|(path, text)| parse(path, text)).collect::<Result<_, _>>()?)
+    let mut files = Vec::new();
+    for (path, text) in FILES {
+        files.extend(parse_files(path, text)?);
+    }
+    Catalogue::new(files)
 }
 
 #[cfg(test)]
@@ -25,7 +32,7 @@ mod tests {
     #[test]
     fn the_built_in_catalogue_is_valid_and_covers_the_paper() {
         let c = super::builtin().unwrap();
-        assert_eq!(c.files.len(), 5);
+        assert_eq!(c.files.len(), 8);
         let paper_count = |fw| c.file(fw).unwrap().functions.iter().filter(|f| f.paper.is_some()).count();
         assert_eq!(paper_count(crate::model::Framework::Torch), 63);
         assert_eq!(paper_count(crate::model::Framework::Tensorflow), 72);

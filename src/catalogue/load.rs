@@ -88,6 +88,27 @@ impl Ctx<'_> {
 /// Errors: [`CatalogueError::Invalid`] for a TOML syntax error, an unknown key, a format other
 /// than [`FORMAT_VERSION`], or any check of docs/catalogue.md that fails.
 pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
+    parse_as(path, text, None)
+}
+
+/// Parses one catalogue file into the catalogues it holds: one, or for `framework = "keras"`
+/// one per Keras backend (`keras-jax`, `keras-torch`, `keras-tensorflow`; the same functions,
+/// each checked for its backend).
+///
+/// Errors: as [`parse`].
+pub fn parse_files(path: &str, text: &str) -> Result<Vec<CatalogueFile>, CatalogueError> {
+    let keras = toml::from_str::<toml::Table>(text)
+        .ok()
+        .is_some_and(|t| t.get("framework").and_then(toml::Value::as_str) == Some("keras"));
+    if keras {
+        Framework::KERAS.iter().map(|&fw| parse_as(path, text, Some(fw))).collect()
+    } else {
+        Ok(vec![parse(path, text)?])
+    }
+}
+
+/// [`parse`], with the file's `framework = "keras"` read as `keras_as`.
+fn parse_as(path: &str, text: &str, keras_as: Option<Framework>) -> Result<CatalogueFile, CatalogueError> {
     let cx = Ctx { path, text };
 
     let spec: FileSpec = toml::from_str(text).map_err(|e| {
@@ -103,7 +124,13 @@ pub fn parse(path: &str, text: &str) -> Result<CatalogueFile, CatalogueError> {
             ),
         ));
     }
-    let framework: Framework = spec.framework.get_ref().parse().map_err(|m: String| cx.err_at(&spec.framework, m))?;
+    let framework: Framework = match (spec.framework.get_ref().as_str(), keras_as) {
+        ("keras", Some(fw)) => fw,
+        ("keras", None) => {
+            return Err(cx.err_at(&spec.framework, "a `keras` file holds three catalogues: read it with parse_files"));
+        }
+        (name, _) => name.parse().map_err(|m: String| cx.err_at(&spec.framework, m))?,
+    };
     bounded(&cx, spec.version.span().start, spec.version.get_ref(), "`version`")?;
     if spec.version.get_ref().trim().is_empty() {
         return Err(cx.err_at(&spec.version, "`version` must not be empty"));
@@ -596,12 +623,16 @@ pub fn load_path(path: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
     } else {
         vec![path.to_path_buf()]
     };
-    files.iter().map(|p| read_file(p)).collect()
+    let mut out = Vec::new();
+    for p in &files {
+        out.extend(read_file(p)?);
+    }
+    Ok(out)
 }
 
 /// Reads and parses one catalogue file, refusing what is not a regular file of at most
 /// [`MAX_FILE_BYTES`] before reading it.
-fn read_file(p: &Path) -> Result<CatalogueFile, CatalogueError> {
+fn read_file(p: &Path) -> Result<Vec<CatalogueFile>, CatalogueError> {
     use std::io::Read;
     use std::os::unix::fs::FileTypeExt;
     let shown = p.display().to_string();
@@ -647,7 +678,7 @@ fn read_file(p: &Path) -> Result<CatalogueFile, CatalogueError> {
             });
         }
     };
-    parse(&shown, &text)
+    parse_files(&shown, &text)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ mod load;
 pub mod spec;
 
 pub use builtin::builtin;
-pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse};
+pub use load::{CatalogueError, MAX_TIMEOUT_S, load_path, parse, parse_files};
 
 use crate::model::{CaseSpec, Dtype, Framework, FunctionRow};
 

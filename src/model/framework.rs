@@ -23,6 +23,18 @@ pub enum Framework {
     /// (`catalogue/onnxruntime.toml`). Its packages are an add-on of the main stack
     /// (`python/ir-routes.lock`), so it runs only when selected (`--framework onnxruntime`).
     Onnxruntime,
+    /// Keras 3 on JAX (`keras-jax`, also parsed from `keras/jax`): a JAX worker with
+    /// `KERAS_BACKEND=jax` whose catalogue is `keras.*` (`catalogue/keras.toml`, one file for the
+    /// three backends). Its ops run when it is selected (`--framework`), its workloads in every
+    /// run (docs/workloads.md).
+    #[serde(rename = "keras-jax")]
+    KerasJax,
+    /// Keras 3 on PyTorch (`keras-torch`, also `keras/torch`).
+    #[serde(rename = "keras-torch")]
+    KerasTorch,
+    /// Keras 3 on TensorFlow (`keras-tensorflow`, also `keras/tensorflow`, `keras-tf`).
+    #[serde(rename = "keras-tensorflow")]
+    KerasTensorflow,
 }
 
 impl Framework {
@@ -34,11 +46,39 @@ impl Framework {
     /// installed on first use: ONNX Runtime.
     pub const ADD_ONS: [Framework; 1] = [Framework::Onnxruntime];
 
+    /// Keras 3 keyed by its backend: each runs in its backend's worker with `KERAS_BACKEND` set,
+    /// from the one `catalogue/keras.toml`.
+    pub const KERAS: [Framework; 3] = [Framework::KerasJax, Framework::KerasTorch, Framework::KerasTensorflow];
+
     /// Whether `mlport run` without `--framework` (and without `--function`) runs this
     /// framework's catalogue: every main-stack framework does; an add-on ([`Framework::ADD_ONS`])
-    /// runs only when selected, so a plain run never installs its packages.
+    /// runs only when selected, so a plain run never installs its packages; so do the Keras
+    /// backends (their ops repeat the frameworks' own).
     pub fn in_default_run(self) -> bool {
-        !Self::ADD_ONS.contains(&self)
+        !Self::ADD_ONS.contains(&self) && !Self::KERAS.contains(&self)
+    }
+
+    /// The framework whose worker, devices, compiler and exporter this one uses: a Keras
+    /// framework's backend; the framework itself otherwise.
+    pub fn backend(self) -> Framework {
+        match self {
+            Framework::KerasJax => Framework::Jax,
+            Framework::KerasTorch => Framework::Torch,
+            Framework::KerasTensorflow => Framework::Tensorflow,
+            other => other,
+        }
+    }
+
+    /// The frameworks whose packages this one needs installed: its backend, and for Keras
+    /// TensorFlow too (Keras 3 comes with it in `python/requirements.lock`).
+    pub fn needs(self) -> Vec<Framework> {
+        if Self::KERAS.contains(&self) {
+            let mut v = vec![self.backend(), Framework::Tensorflow];
+            v.dedup();
+            v
+        } else {
+            vec![self]
+        }
     }
 
     /// The lowercase name stored in every durable format, used in case keys and passed to the
@@ -50,6 +90,9 @@ impl Framework {
             Framework::Jax => "jax",
             Framework::Tensorflow => "tensorflow",
             Framework::Onnxruntime => "onnxruntime",
+            Framework::KerasJax => "keras-jax",
+            Framework::KerasTorch => "keras-torch",
+            Framework::KerasTensorflow => "keras-tensorflow",
         }
     }
 }
@@ -61,6 +104,9 @@ impl Framework {
     /// already whole-graph); the `stablehlo` route is JAX's alone (docs/ir-routes.md).
     pub fn lacks_mode(self, mode: super::Mode) -> Option<String> {
         use super::Mode;
+        if self != self.backend() {
+            return self.backend().lacks_mode(mode).map(|why| format!("{self} runs on {}: {why}", self.backend()));
+        }
         match (self, mode) {
             (_, Mode::Eager) => None,
             (Framework::Numpy, m) if m.is_route() => {
@@ -112,7 +158,13 @@ impl FromStr for Framework {
             "jax" => Ok(Framework::Jax),
             "tensorflow" | "tf" => Ok(Framework::Tensorflow),
             "onnxruntime" | "ort" => Ok(Framework::Onnxruntime),
-            _ => Err(format!("unknown framework `{s}` (expected numpy, torch, jax, tensorflow or onnxruntime)")),
+            "keras-jax" | "keras/jax" => Ok(Framework::KerasJax),
+            "keras-torch" | "keras/torch" => Ok(Framework::KerasTorch),
+            "keras-tensorflow" | "keras/tensorflow" | "keras-tf" => Ok(Framework::KerasTensorflow),
+            _ => Err(format!(
+                "unknown framework `{s}` (expected numpy, torch, jax, tensorflow, onnxruntime, keras-jax, keras-torch or \
+                 keras-tensorflow)"
+            )),
         }
     }
 }
@@ -130,5 +182,22 @@ mod tests {
         assert!(!Framework::Onnxruntime.in_default_run());
         assert!(Framework::ALL.iter().all(|f| f.in_default_run()));
         assert!(Framework::Onnxruntime.lacks_mode(super::super::Mode::Compiled).is_some());
+    }
+
+    #[test]
+    fn keras_is_keyed_by_its_backend() {
+        use super::super::Mode;
+        assert_eq!("keras/jax".parse::<Framework>(), Ok(Framework::KerasJax));
+        assert_eq!(Framework::KerasTorch.to_string(), "keras-torch");
+        for fw in Framework::KERAS {
+            assert_eq!(serde_json::to_string(&fw).unwrap(), format!("\"{fw}\""));
+        }
+        assert_eq!(Framework::KerasTensorflow.backend(), Framework::Tensorflow);
+        assert_eq!(Framework::KerasJax.needs(), [Framework::Jax, Framework::Tensorflow]);
+        assert_eq!(Framework::KerasTensorflow.needs(), [Framework::Tensorflow]);
+        assert!(Framework::KERAS.iter().all(|f| !f.in_default_run()));
+        assert!(Framework::KerasTorch.lacks_mode(Mode::CompiledFullgraph).is_none());
+        let why = Framework::KerasJax.lacks_mode(Mode::CompiledFullgraph).unwrap();
+        assert!(why.starts_with("keras-jax runs on jax: jax has no compiled_fullgraph"), "{why}");
     }
 }

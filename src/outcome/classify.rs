@@ -632,6 +632,9 @@ fn framework_roots(framework: Framework) -> &'static [&'static str] {
         Framework::Jax => &["jax", "jaxlib"],
         Framework::Tensorflow => &["tensorflow", "keras", "tf_keras"],
         Framework::Onnxruntime => &["onnxruntime", "onnx"],
+        Framework::KerasJax => &["keras", "jax", "jaxlib"],
+        Framework::KerasTorch => &["keras", "torch"],
+        Framework::KerasTensorflow => &["keras", "tensorflow", "tf_keras"],
     }
 }
 

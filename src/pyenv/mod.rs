@@ -124,7 +124,11 @@ pub fn ensure_managed(frameworks: &[Framework]) -> Result<PythonEnv> {
 /// old, `venv` fails, or NumPy fails to install (the stack's install log is named).
 pub fn ensure_stack(choice: Choice, frameworks: &[Framework]) -> Result<PythonEnv> {
     let stack = choice.stack;
-    let frameworks: Vec<Framework> = frameworks.iter().copied().filter(|f| stack.frameworks().contains(f)).collect();
+    // A Keras backend needs its framework's packages (and Keras, which comes with TensorFlow).
+    let mut frameworks: Vec<Framework> =
+        frameworks.iter().flat_map(|f| f.needs()).filter(|f| stack.frameworks().contains(f)).collect();
+    frameworks.sort();
+    frameworks.dedup();
     let dir = stack_dir(stack);
     // One creator at a time: a second mlport waits here, then finds the marker.
     let parent = dir.parent().unwrap_or(&dir).to_path_buf();
@@ -349,6 +353,7 @@ pub fn package_version(python: &Path, fw: Framework) -> Option<String> {
         Framework::Torch => "['torch']",
         Framework::Numpy => "['numpy']",
         Framework::Onnxruntime => "['onnxruntime', 'onnxruntime-gpu']",
+        Framework::KerasJax | Framework::KerasTorch | Framework::KerasTensorflow => "['keras']",
     };
     let code = format!(
         "import importlib.metadata as m\nfor n in {names}:\n    try:\n        print(m.version(n)); break\n    except m.PackageNotFoundError: pass"

@@ -97,6 +97,8 @@ impl Stack {
             // An add-on of the main stack (python/ir-routes.lock), installed on first use, not
             // from requirements.lock.
             (_, Framework::Onnxruntime) => &[],
+            // Keras 3 comes with TensorFlow ([`Framework::needs`]).
+            (_, Framework::KerasJax | Framework::KerasTorch | Framework::KerasTensorflow) => &[],
             (_, Framework::Tensorflow) => {
                 if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
                     &["tensorflow"]

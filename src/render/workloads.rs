@@ -61,7 +61,7 @@ fn workloads_grid(rep: &WorkloadsReport) -> Grid {
     for r in &rep.rows {
         let dtype = r.dtype.map(|d| format!(" ({d})")).filter(|d| d != " (float32)").unwrap_or_default();
         g.push([
-            r.stack.clone(),
+            r.framework.to_string(),
             format!("{} {}{dtype}", r.function, r.case_id),
             r.target.to_string(),
             status(r),
@@ -117,8 +117,8 @@ fn cross_grid(rep: &WorkloadsReport) -> Grid {
     for r in &rep.cross {
         g.push([
             format!("{} {}", r.op, r.case_id),
-            r.framework.clone(),
-            r.against.clone(),
+            r.framework.to_string(),
+            r.against.to_string(),
             r.verdict.clone().unwrap_or_else(|| r.note.clone().unwrap_or_else(|| "—".into())),
             r.rule.clone().unwrap_or_else(|| "—".into()),
             sci(r.rmse),
@@ -134,7 +134,6 @@ fn csv(rep: &WorkloadsReport) -> String {
     let mut out = Csv::new();
     out.row([
         "framework",
-        "stack",
         "function",
         "case",
         "dtype",
@@ -156,7 +155,6 @@ fn csv(rep: &WorkloadsReport) -> String {
     for r in &rep.rows {
         out.row([
             r.framework.to_string(),
-            r.stack.clone(),
             r.function.clone(),
             r.case_id.clone(),
             r.dtype.map(|d| d.to_string()).unwrap_or_default(),
@@ -230,7 +228,6 @@ mod tests {
     fn example() -> WorkloadsReport {
         let row = |target: &str, outcome, rule: &str, ratio: f64, steady: Option<f64>| WorkloadRow {
             framework: Framework::Torch,
-            stack: "torch".into(),
             function: "torchvision.models.resnet18".into(),
             case_id: "forward".into(),
             dtype: Some(Dtype::Float32),
@@ -270,8 +267,8 @@ mod tests {
                 op: "keras_resnet50".into(),
                 case_id: "forward".into(),
                 dtype: Some(Dtype::Float32),
-                framework: "keras/jax".into(),
-                against: "keras/torch".into(),
+                framework: Framework::KerasJax,
+                against: Framework::KerasTorch,
                 verdict: Some("agrees".into()),
                 rule: Some("rmse_ratio".into()),
                 rmse: Some(3.2e-5),

@@ -279,6 +279,7 @@ fn python_str(s: &str) -> String {
 /// exports and runs it (docs/ir-routes.md), for the script.
 fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
     use crate::model::Mode;
+    let fw = fw.backend();
     match (fw, mode) {
         (Framework::Torch, Mode::Onnx) => return "torch.onnx.export(dynamo=True) -> ONNX Runtime",
         (Framework::Jax, Mode::Onnx) => return "jax2onnx -> ONNX Runtime",
@@ -296,6 +297,7 @@ fn compiler(fw: Framework, mode: crate::model::Mode) -> &'static str {
         Framework::Tensorflow => "tf.function(jit_compile=True)",
         Framework::Numpy => "none: NumPy runs eagerly",
         Framework::Onnxruntime => "none: ONNX Runtime runs the operator's InferenceSession",
+        Framework::KerasJax | Framework::KerasTorch | Framework::KerasTensorflow => unreachable!("the backend's"),
     }
 }
 

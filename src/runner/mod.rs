@@ -343,7 +343,7 @@ fn worker_python(cfg: &RunConfig, fw: Framework, target: &Target) -> PathBuf {
 /// that cache.
 fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, String)> {
     let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
-    if fw == Framework::Jax && cfg.jax_x64 {
+    if fw.backend() == Framework::Jax && cfg.jax_x64 {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
     }
     // The export routes the run uses: the hello describes their runtimes (`route_details`).
@@ -357,7 +357,7 @@ fn worker_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, S
         // PyTorch/XLA's runtime: its CPU client for xla:N, a TPU VM's chips for tpu:N.
         env.push(("PJRT_DEVICE".into(), if target.is_xla() { "CPU" } else { "TPU" }.into()));
     }
-    if fw == Framework::Torch && target.mode().is_compiled() {
+    if fw.backend() == Framework::Torch && target.mode().is_compiled() {
         let dir = cfg.run_dir.join("compile-cache").join("torch");
         env.push(("TORCHINDUCTOR_CACHE_DIR".into(), dir.to_string_lossy().into_owned()));
     }

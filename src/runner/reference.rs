@@ -43,7 +43,7 @@ pub fn compute(
         // NumPy's on the host; a self-reference on the run's reference device, eager.
         let device = if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() };
         let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
-        if fw == Framework::Jax {
+        if fw.backend() == Framework::Jax {
             env.push(("MLPORT_JAX_X64".into(), "1".into()));
         }
         let spec = WorkerSpec {

@@ -195,7 +195,9 @@ fn returns(q: &str) -> Option<String> {
                 Framework::Numpy => "numpy.ndarray",
                 Framework::Jax => "jax.Array",
                 Framework::Tensorflow => "tensorflow.Tensor",
-                Framework::Onnxruntime => return None,
+                Framework::Onnxruntime | Framework::KerasJax | Framework::KerasTorch | Framework::KerasTensorflow => {
+                    return None;
+                }
             }
             .to_string(),
         );

@@ -976,6 +976,36 @@ ADAPTERS = {"numpy": NumpyAdapter, "torch": TorchAdapter, "jax": JaxAdapter, "te
             "onnxruntime": OnnxruntimeAdapter}
 
 
+def keras_adapter(backend):
+    """The adapter of framework `keras-<backend>`: the backend's own adapter (devices, inputs as
+    the backend's arrays, synchronisation, compilation, export routes) with Keras 3 as the root
+    that catalogue names resolve against. KERAS_BACKEND is set before Keras is imported, which
+    is when Keras reads it."""
+    base = ADAPTERS[backend]
+
+    class KerasAdapter(base):
+        def __init__(self, device, mode="eager"):
+            os.environ["KERAS_BACKEND"] = backend
+            super().__init__(device, mode)
+            import keras
+
+            if keras.config.backend() != backend:
+                raise ImportError(f"keras was imported with backend {keras.config.backend()!r}, not {backend!r}")
+            self.keras = keras
+            self.root = keras
+            self.version = f"{keras.__version__} on {backend} {self.version}"
+
+        def settings(self):
+            return dict(super().settings(), KERAS_BACKEND=backend)
+
+    KerasAdapter.__name__ = KerasAdapter.__qualname__ = f"Keras{base.__name__}"
+    return KerasAdapter
+
+
+for _backend in ("jax", "torch", "tensorflow"):
+    ADAPTERS[f"keras-{_backend}"] = keras_adapter(_backend)
+
+
 def load(framework, device, mode="eager"):
     if framework not in ADAPTERS:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(ADAPTERS)}")
