@@ -569,7 +569,8 @@ def hello(adapter_or_error, framework, device, mode):
         msg["threads"] = a.threads()
         msg["settings"] = a.settings()
         # Export routes this framework could take on this device, each with why not (None: it can).
-        msg["routes"] = {r: adapters.routes.unavailable(r, framework, device) for r in adapters.routes.ROUTES}
+        # (A Keras framework exports through its backend: the adapter's name is the backend's.)
+        msg["routes"] = {r: adapters.routes.unavailable(r, a.name, device) for r in adapters.routes.ROUTES}
         # The runtime of each route the run uses (MLPORT_ROUTES, from the core), where it can run.
         asked = [r for r in os.environ.get("MLPORT_ROUTES", "").split(",") if msg["routes"].get(r, "?") is None]
         msg["route_details"] = {}
