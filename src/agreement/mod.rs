@@ -127,6 +127,7 @@ impl Checker {
 
     /// [`Checker::check_float64`], also returning the stored comparison rows (`None` when
     /// nothing was compared).
+    ///
     /// A workload's rows become the whole-model verdict against `floor`
     /// ([`model_check::apply`]); other cases ignore it.
     fn compare_float64(
