@@ -19,7 +19,7 @@ use super::{ExitStatus, env};
 use crate::catalogue::{self, Catalogue};
 use crate::cli::{RunArgs, values};
 use crate::fleet::{self, Placement};
-use crate::model::{CaseRow, Framework, RunInfo, RunOrigin, RunSource, RunState, RunSwitches, Shard, Target};
+use crate::model::{CaseRow, Framework, Outcome, RunInfo, RunOrigin, RunSource, RunState, RunSwitches, Shard, Target};
 use crate::plan::{self, Plan, Selection};
 use crate::process;
 use crate::progress::Progress;
@@ -474,8 +474,12 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
                 n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),
             };
             eprintln!("mlport: run {run_id} ended after {:.1} s ({counts}{unchecked})", elapsed.as_secs_f64());
-            if let Some(note) = crate::analysis::coverage::missing_references_note(&store.references(run_id)?) {
-                eprintln!("mlport: {note}; `--resume` computes a crashed one again");
+            let references = store.references(run_id)?;
+            if let Some(note) = crate::analysis::coverage::missing_references_note(&references) {
+                // A crashed or timed-out reference may go through on a fresh worker; a failed one will not.
+                let retry = references.iter().any(|r| matches!(r.outcome, Some(Outcome::Crash | Outcome::Timeout)));
+                let hint = if retry { "; `--resume` computes a crashed or timed-out one again" } else { "" };
+                eprintln!("mlport: {note}{hint}");
             }
             warn_contention(&store, run_id)?;
             if left > 0 {

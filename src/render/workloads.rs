@@ -26,7 +26,13 @@ pub fn bytes(n: u64) -> String {
     } else {
         return format!("{n:.0} B");
     };
-    if v >= 100.0 { format!("{v:.0} {unit}") } else { format!("{v:.3} {unit}").replace(".000", "") }
+    if v >= 100.0 {
+        format!("{v:.0} {unit}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.2} {unit}")
+    }
 }
 
 fn sci(v: Option<f64>) -> String {
@@ -111,9 +117,16 @@ fn rut_grid(rep: &WorkloadsReport) -> Grid {
 }
 
 fn cross_grid(rep: &WorkloadsReport) -> Grid {
-    let mut g =
-        Grid::new(["workload", "framework", "against", "verdict", "rule", "RMSE vs float64", "max |Δ| vs first"])
-            .right_aligned(&[5, 6]);
+    let mut g = Grid::new([
+        "workload",
+        "framework",
+        "against",
+        "verdict",
+        "rule",
+        "RMSE vs against's float64",
+        "max |Δ| vs against",
+    ])
+    .right_aligned(&[5, 6]);
     for r in &rep.cross {
         g.push([
             format!("{} {}", r.op, r.case_id),
@@ -303,8 +316,9 @@ mod tests {
     #[test]
     fn bytes_in_binary_units() {
         assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.500 KiB");
+        assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(910_548_992), "868 MiB");
-        assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3 GiB");
+        assert_eq!(bytes(2_215_000_000), "2.06 GiB");
+        assert_eq!(bytes(50 * 1024 * 1024), "50.0 MiB");
     }
 }
