@@ -17,6 +17,7 @@ pub mod model_check;
 mod pairs;
 pub mod whole_model;
 
+pub(crate) use pairs::leaves;
 pub use pairs::{OutputPair, compare_outputs, tolerance};
 
 use std::collections::{HashMap, HashSet};

@@ -33,10 +33,7 @@ pub enum Floor<'a> {
 pub fn flatten(outputs: &Value, indices: &[u32]) -> Result<Vec<f64>, String> {
     let mut out = Vec::new();
     for &i in indices {
-        let leaf = outputs
-            .as_array()
-            .and_then(|a| a.iter().find(|d| d["index"].as_u64() == Some(u64::from(i))))
-            .ok_or_else(|| format!("no output {i}"))?;
+        let leaf = super::pairs::leaf(outputs, u64::from(i)).ok_or_else(|| format!("no output {i}"))?;
         let path = leaf["path"].as_str().ok_or_else(|| format!("output {i} has no saved array"))?;
         let array = read_npy(Path::new(path)).map_err(|e| format!("output {i}: {e}"))?;
         out.extend(real_f64(&array));
@@ -81,11 +78,11 @@ pub fn apply(
     // Each output was compared at its own dtype's tolerance: that decides "within tolerance"
     // (against the golden run); the ratio rule's rtol/10 and the no-golden check use the widest.
     let within = rows.iter().all(|r| r.verdict == ComparisonVerdict::Agree);
-    let tol = ModelTolerance {
-        rtol: rows.iter().map(|r| r.rtol).fold(0.0, f64::max),
-        atol: rows.iter().map(|r| r.atol).fold(0.0, f64::max),
-        half: matches!(case_dtype, Dtype::Float16 | Dtype::Bfloat16),
-    };
+    let tol = ModelTolerance::new(
+        rows.iter().map(|r| r.rtol).fold(0.0, f64::max),
+        rows.iter().map(|r| r.atol).fold(0.0, f64::max),
+        case_dtype,
+    );
     let judged = (|| -> Result<ModelJudgement, String> {
         let floor_values = match floor {
             Floor::Other(f) => Some(flatten(&f.outputs, &indices)?),

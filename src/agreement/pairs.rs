@@ -25,7 +25,8 @@ pub struct OutputPair<'a> {
     pub check_dtype: bool,
 }
 
-fn leaf(outputs: &Value, index: u64) -> Option<&Value> {
+/// The description of output `index` among a result's `outputs`.
+pub(crate) fn leaf(outputs: &Value, index: u64) -> Option<&Value> {
     outputs.as_array()?.iter().find(|d| d["index"].as_u64() == Some(index))
 }
 
@@ -184,7 +185,8 @@ fn expect_dtype(row: &mut ComparisonRow, pair: &OutputPair<'_>, position: usize,
     }
 }
 
-fn leaves(outputs: &Value) -> Vec<u64> {
+/// The indices of a result's `outputs`, in their order.
+pub(crate) fn leaves(outputs: &Value) -> Vec<u64> {
     outputs.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|d| d["index"].as_u64()).collect())
 }
 

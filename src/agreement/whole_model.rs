@@ -92,10 +92,11 @@ pub struct ModelTolerance {
 }
 
 impl ModelTolerance {
-    /// The tolerance for a candidate of dtype `name` (`float32`, `bfloat16`, ...).
-    pub fn for_dtype(name: &str) -> ModelTolerance {
-        let t = crate::compare::Tolerance::for_dtype(name);
-        ModelTolerance { rtol: t.rtol, atol: t.atol, half: matches!(name, "float16" | "bfloat16") }
+    /// `rtol` and `atol` (the case's own, or its dtype's defaults) for a candidate swept at
+    /// `dtype`, which says whether it is half precision.
+    pub fn new(rtol: f64, atol: f64, dtype: crate::model::Dtype) -> ModelTolerance {
+        use crate::model::Dtype;
+        ModelTolerance { rtol, atol, half: matches!(dtype, Dtype::Float16 | Dtype::Bfloat16) }
     }
 }
 
@@ -506,9 +507,11 @@ mod tests {
     }
 
     #[test]
-    fn float32_tolerance_comes_from_compare() {
-        let t = ModelTolerance::for_dtype("float32");
+    fn half_precision_comes_from_the_dtype() {
+        use crate::model::Dtype;
+        let t = ModelTolerance::new(1.3e-6, 1e-5, Dtype::Float32);
         assert_eq!((t.rtol, t.atol, t.half), (1.3e-6, 1e-5, false));
-        assert!(ModelTolerance::for_dtype("bfloat16").half);
+        assert!(ModelTolerance::new(1.6e-2, 1e-5, Dtype::Bfloat16).half);
+        assert!(ModelTolerance::new(1e-3, 1e-5, Dtype::Float16).half);
     }
 }

@@ -162,8 +162,7 @@ pub fn build(
     for c in comparisons {
         by_result.entry((c.case_key.as_str(), &c.device)).or_default().push(c);
     }
-    let workloads: Vec<&ResultRow> =
-        results.iter().filter(|r| r.case.spec.catalogue().is_some_and(|s| s.is_workload())).collect();
+    let workloads: Vec<&ResultRow> = results.iter().filter(|r| r.case.spec.is_workload()).collect();
     let mut rows = Vec::new();
     for r in &workloads {
         let spec = r.case.spec.catalogue().expect("filtered on catalogue cases");
@@ -271,12 +270,7 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
         let first = members[0];
         let first_ok = first.result.outcome == Outcome::Pass;
         let gold = golden.get(case_reference_key(&first.case.key).as_str()).map(|g| &g.outputs);
-        let indices: Vec<u32> = first
-            .result
-            .outputs
-            .as_array()
-            .map(|a| a.iter().filter_map(|d| d["index"].as_u64().map(|i| i as u32)).collect())
-            .unwrap_or_default();
+        let indices: Vec<u32> = crate::agreement::leaves(&first.result.outputs).into_iter().map(|i| i as u32).collect();
         for m in &members {
             let mut row = CrossRow {
                 op: op.to_string(),
@@ -320,11 +314,7 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
                         golden: gold.as_deref(),
                         within: None,
                     },
-                    whole_model::ModelTolerance {
-                        rtol: tol.rtol,
-                        atol: tol.atol,
-                        half: matches!(dtype, Some(Dtype::Float16 | Dtype::Bfloat16)),
-                    },
+                    whole_model::ModelTolerance::new(tol.rtol, tol.atol, dtype.unwrap_or(Dtype::Float32)),
                 )
                 .map_err(|e| e.to_string())?;
                 Ok((j, max_abs))

@@ -117,7 +117,7 @@ impl Catalogue {
     pub fn new(files: Vec<CatalogueFile>) -> Result<Catalogue, CatalogueError> {
         let mut out: Vec<CatalogueFile> = Vec::new();
         let mut merged: Vec<Framework> = Vec::new();
-        for f in files {
+        for mut f in files {
             let only_workloads = |g: &CatalogueFile| !g.functions.is_empty() && g.functions.iter().all(|x| x.workload);
             if let Some(prev) = out.iter_mut().find(|g| g.framework == f.framework) {
                 let invalid = |line: usize, message: String| CatalogueError::Invalid {
@@ -141,10 +141,11 @@ impl Catalogue {
                 }
                 merged.push(f.framework);
                 // The functions' file leads: it names the framework's catalogue and version.
-                let (mut lead, workloads) = if only_workloads(prev) { (f, prev.clone()) } else { (prev.clone(), f) };
-                lead.path = format!("{} + {}", lead.path, workloads.path);
-                lead.functions.extend(workloads.functions);
-                *prev = lead;
+                if only_workloads(prev) {
+                    std::mem::swap(prev, &mut f);
+                }
+                prev.path = format!("{} + {}", prev.path, f.path);
+                prev.functions.extend(f.functions);
                 continue;
             }
             out.push(f);

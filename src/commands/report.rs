@@ -21,7 +21,7 @@ pub fn build_portability(store: &Store, run_id: i64, opts: &ReportOptions) -> Re
     let summary = store.run(run_id)?;
     // Workloads (whole models, rut pairs) are not API functions: they have their own report.
     let (workloads, functions): (Vec<_>, Vec<_>) =
-        store.results(run_id)?.into_iter().partition(|r| r.case.spec.catalogue().is_some_and(|s| s.is_workload()));
+        store.results(run_id)?.into_iter().partition(|r| r.case.spec.is_workload());
     let mut report = analysis::build(&summary, &store.devices(run_id)?, &functions, opts);
     if !workloads.is_empty() {
         report.run.notes.push(format!(

@@ -26,6 +26,11 @@ pub enum Spec {
 }
 
 impl Spec {
+    /// True for a workload's case ([`CaseSpec::is_workload`]); false for imports.
+    pub fn is_workload(&self) -> bool {
+        self.catalogue().is_some_and(CaseSpec::is_workload)
+    }
+
     /// The catalogue case, if this row was planned from one.
     pub fn catalogue(&self) -> Option<&CaseSpec> {
         match self {
