@@ -1,7 +1,8 @@
 //! The parallel runner (`mlport run --jobs N`): N lanes, each a thread holding one worker at a
 //! time, pinned to its own cores ([`schedule::Layout`]); this thread alone hands out work,
-//! writes the store and reports events. A lane's first jobs import the frameworks (the probe
-//! that reports a framework's devices); then each free lane takes the longest pending case of
+//! writes the store and reports events. The float64 references come first, on the same lanes.
+//! A lane's first jobs import the frameworks (the probe that reports a framework's devices;
+//! the framework with the longest expected case first, [`schedule::probe_order`]); then each free lane takes the longest pending case of
 //! its own worker's target, else the longest of all ([`schedule::pick`]). Each case is committed
 //! as it finishes, as in the serial run; crash retries, timeouts, Ctrl-C and mlport's own I/O
 //! failures end the same way.
@@ -126,7 +127,7 @@ fn lane(
 
 /// [`super::execute`] on the lanes of `layout`: the same cases, results and endings, up to
 /// `layout.jobs()` workers at once, each pinned to its lane's cores. The float64 references
-/// are computed first, on this thread, as in the serial run.
+/// are computed first, on the same lanes ([`reference::compute`]).
 ///
 /// Errors: the store's (the lanes finish their case in flight and stop).
 #[allow(clippy::too_many_arguments)]
@@ -140,16 +141,13 @@ pub fn execute_parallel(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let references = reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)?;
+    let references = reference::compute(store, run_id, cfg, &info.reference_device, &layout.sets, sink, interrupted)?;
     if references != Ending::Finished {
         return Ok(references);
     }
     let checker = crate::agreement::Checker::load(store, run_id)?;
     let history = store.expected_wall_ms(run_id)?;
-    let mut frameworks: Vec<Framework> = cases.iter().map(|c| c.framework).collect();
-    frameworks.sort();
-    frameworks.dedup();
-    let mut probes: VecDeque<Framework> = frameworks.into();
+    let mut probes: VecDeque<Framework> = schedule::probe_order(cases, &history).into();
     let mut pending: Vec<Pending> = Vec::new();
     let jobs = layout.jobs();
     let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {

@@ -1,152 +1,326 @@
 //! The float64 reference phase of a run: before any framework runs, every planned reference
-//! that is not computed yet is computed on the inputs upcast to float64 — by one NumPy worker on
-//! the host (an op's NumPy/SciPy function, a case's own `reference` callable), and by one
-//! worker per framework on the reference device, eager, for float64 self-references (the
-//! case's own function; JAX's with `jax_enable_x64` on, whatever the run's setting). A
+//! that is not computed yet is computed on the inputs upcast to float64 — by NumPy workers on
+//! the host (an op's NumPy/SciPy function, a case's own `reference` callable), and by workers
+//! of each framework on the reference device, eager, for float64 self-references (the case's
+//! own function; JAX's with `jax_enable_x64` on, whatever the run's setting). The run's lanes
+//! compute them, as many at once as the run has workers, each lane keeping its worker while
+//! its next reference is of the same framework (longest expected first: workloads' golden
+//! runs before functions', [`expected_ms`]). A
 //! reference whose worker dies is computed again on a fresh worker, as a case is; one that
 //! fails, times out or crashes again is recorded with why, its cases then run unchecked (never
 //! an abort) and every report counts them; a crashed one is computed again by `--resume`.
 //! When mlport's own files cannot be written (a full disk) the run stops with the reference
 //! pending ([`Ending::OwnIoFailed`]).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
 use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, Target};
 use crate::store::Store;
+use crate::worker::protocol::OwnIoError;
 use crate::worker::{self, Failure, Worker, WorkerSpec};
 
-/// Computes the run's pending references (self-references on `reference_device`, eager);
-/// returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped (the reference in
-/// flight stays pending).
+/// Expected wall time of one reference of a function's case, ms: 1,795 NumPy and float64
+/// self-references of the built-in catalogue took 22.7 s on one core of a 2-core machine
+/// (issue 21), ~13 ms each with the protocol's round trip and the `.npy` files.
+pub const FUNCTION_REFERENCE_MS: f64 = 13.0;
+
+/// Expected wall time of one workload's float64 golden run, ms: the built-in catalogue's 37
+/// took 65 s on one core (a ResNet-50 forward pass in float64 among them), ~1 s each once
+/// their worker is up.
+pub const WORKLOAD_REFERENCE_MS: f64 = 1_000.0;
+
+/// The expected wall time of computing `r`, ms ([`FUNCTION_REFERENCE_MS`],
+/// [`WORKLOAD_REFERENCE_MS`]): what the reference lanes schedule longest-first by.
+pub fn expected_ms(r: &ReferenceRow) -> f64 {
+    if r.spec.is_workload() { WORKLOAD_REFERENCE_MS } else { FUNCTION_REFERENCE_MS }
+}
+
+/// How one reference's computation ended on a lane.
+enum Attempt {
+    /// Computed, or failed, timed out or crashed twice: recorded with its message.
+    Ended { outcome: Outcome, message: Option<String>, outputs: serde_json::Value },
+    /// Its framework does not import in float64 mode: this one and every reference of the
+    /// framework not yet computed fail with why.
+    Unusable(String),
+    /// Its worker did not start (recorded as `fail`; the next reference starts one again).
+    StartFailed(String),
+    /// Ctrl-C: the reference stays pending.
+    Interrupted,
+    /// mlport could not write one of its own files: the run stops, the reference pending.
+    OwnIo(OwnIoError),
+}
+
+/// The device a reference of `fw` is computed on: NumPy's on the host, a self-reference on
+/// the run's reference device.
+fn reference_target(fw: Framework, reference_device: &Target) -> Target {
+    if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() }
+}
+
+/// The worker that computes `fw`'s references on a lane pinned to `cores` (unpinned when
+/// empty): float64 self-references want JAX with `jax_enable_x64`, whatever the run's setting.
+fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Target) -> WorkerSpec {
+    let mut env = if cores.is_empty() {
+        cfg.threads.map(worker::thread_env).unwrap_or_default()
+    } else {
+        worker::pinned_env(cores)
+    };
+    if fw.backend() == Framework::Jax {
+        env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    }
+    WorkerSpec { python: cfg.python.clone(), script_dir: cfg.script_dir.clone(), framework: fw, device: device.clone(), env }
+}
+
+/// One reference lane: computes the references it is sent (indices into `refs`) on a worker
+/// of their framework, kept while the next one is of the same framework, and reports each.
+#[allow(clippy::too_many_arguments)]
+fn lane(
+    lane: usize,
+    cores: &[usize],
+    refs: &[ReferenceRow],
+    cfg: &RunConfig,
+    reference_device: &Target,
+    jobs: Receiver<usize>,
+    reports: Sender<(usize, usize, Attempt)>,
+    sink_restarted: Sender<Framework>,
+    interrupted: &AtomicBool,
+) {
+    let mut held: Option<(Framework, Option<Worker>)> = None;
+    for i in jobs {
+        let r = &refs[i];
+        let fw = r.framework;
+        if held.as_ref().is_none_or(|(f, _)| *f != fw) {
+            if let Some((_, Some(w))) = held.take() {
+                w.shutdown();
+            }
+            held = Some((fw, None));
+        }
+        let worker = &mut held.as_mut().expect("set above").1;
+        let attempt = compute_one(worker, r, cores, cfg, reference_device, &sink_restarted, interrupted);
+        let _ = reports.send((lane, i, attempt));
+    }
+    if let Some((_, Some(w))) = held {
+        w.shutdown();
+    }
+}
+
+/// Computes `r` on `worker` (started when `None` or no longer ready). Retried like a case: a
+/// crash is confirmed on a fresh worker before it is recorded (the worker may have died of what
+/// an earlier reference left behind); an out-of-memory kill is never retried (a second one
+/// would take the machine into another OOM).
+fn compute_one(
+    worker: &mut Option<Worker>,
+    r: &ReferenceRow,
+    cores: &[usize],
+    cfg: &RunConfig,
+    reference_device: &Target,
+    restarted: &Sender<Framework>,
+    interrupted: &AtomicBool,
+) -> Attempt {
+    let fw = r.framework;
+    let device = reference_target(fw, reference_device);
+    let spec = reference_spec(cfg, cores, fw, &device);
+    let out_dir =
+        cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        return Attempt::OwnIo(OwnIoError::from_io(&out_dir, "create folder", &e));
+    }
+    let case = CaseRow {
+        key: r.key.clone(),
+        framework: fw,
+        function: r.function.clone(),
+        case_id: r.case_id.clone(),
+        dtype: Some(r.dtype),
+        seed: r.seed,
+        spec: Spec::from(r.spec.clone()),
+    };
+    let mut first_crash: Option<String> = None;
+    let result = loop {
+        if worker.as_mut().is_some_and(|w| !w.is_ready()) {
+            *worker = None;
+        }
+        if worker.is_none() {
+            match worker::spawn(&spec, cfg.start_timeout, interrupted) {
+                Ok(w) if w.hello.import_error.is_none() => *worker = Some(w),
+                Ok(w) => {
+                    let e = w.hello.import_error.clone().expect("checked above");
+                    w.shutdown();
+                    return Attempt::Unusable(format!(
+                        "{fw} is not usable for float64 references: {}: {}",
+                        e.error_type, e.message
+                    ));
+                }
+                Err(Failure::Interrupted) => return Attempt::Interrupted,
+                Err(f) => return Attempt::StartFailed(describe_start_failure(&f)),
+            }
+        }
+        let w = worker.as_mut().expect("started above");
+        let (result, keep) = match execute_case(w, &case, &device, &out_dir, cfg, true, interrupted) {
+            Ok(done) => done,
+            Err(error) => return Attempt::OwnIo(error),
+        };
+        let Some(result) = result else { return Attempt::Interrupted };
+        if !keep {
+            *worker = None;
+        }
+        if result.outcome == Outcome::Crash && first_crash.is_none() && crate::outcome::retry_crash(result.reason) {
+            first_crash = Some(why(&result));
+            let _ = restarted.send(fw);
+            continue;
+        }
+        break result;
+    };
+    let message = (result.outcome != Outcome::Pass).then(|| why(&result));
+    let message = match (first_crash, message) {
+        (Some(first), Some(m)) => Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})")),
+        (_, m) => m,
+    };
+    Attempt::Ended { outcome: result.outcome, message, outputs: result.outputs }
+}
+
+/// The reference a free lane computes next (an index into `waiting`): one of the framework its
+/// worker serves (`current`), else one of the framework with the most expected work that no
+/// other lane serves (`served`), else of the framework with the most expected work left; within
+/// a framework the longest first ([`expected_ms`]), then plan order. `None` when nothing waits.
+fn pick(waiting: &[usize], refs: &[ReferenceRow], current: Option<Framework>, served: &[Framework]) -> Option<usize> {
+    let longest_of = |fw: Framework| {
+        waiting
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| refs[**i].framework == fw)
+            .max_by(|(a, x), (b, y)| {
+                expected_ms(&refs[**x]).total_cmp(&expected_ms(&refs[**y])).then(b.cmp(a))
+            })
+            .map(|(at, _)| at)
+    };
+    if let Some(at) = current.and_then(longest_of) {
+        return Some(at);
+    }
+    let mut work: Vec<(Framework, f64)> = Vec::new();
+    for i in waiting {
+        let r = &refs[*i];
+        match work.iter_mut().find(|(f, _)| *f == r.framework) {
+            Some((_, ms)) => *ms += expected_ms(r),
+            None => work.push((r.framework, expected_ms(r))),
+        }
+    }
+    let most = |unserved: bool| {
+        work.iter()
+            .filter(|(f, _)| !unserved || !served.contains(f))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(f, _)| *f)
+    };
+    most(true).or_else(|| most(false)).and_then(longest_of)
+}
+
+/// Computes the run's pending references (self-references on `reference_device`, eager) on
+/// `lanes` workers at once, each pinned to its core set (one empty set: one unpinned worker,
+/// the serial run); returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped
+/// (the references in flight stay pending). Every reference is recorded as its lane reports
+/// it, on this thread.
+///
+/// Errors: the store's (the lanes finish the reference in flight and stop).
 pub fn compute(
     store: &mut Store,
     run_id: i64,
     cfg: &RunConfig,
     reference_device: &Target,
+    lanes: &[Vec<usize>],
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let pending = pending(store, run_id)?;
-    if pending.is_empty() {
+    let refs = pending(store, run_id)?;
+    if refs.is_empty() {
         return Ok(Ending::Finished);
     }
-    sink.event(&Event::ReferencesStarting { count: pending.len() });
+    sink.event(&Event::ReferencesStarting { count: refs.len() });
     let (mut passed, mut failed) = (0, 0);
-    let mut frameworks: Vec<Framework> = pending.iter().map(|r| r.framework).collect();
-    frameworks.sort();
-    frameworks.dedup();
-    for fw in frameworks {
-        let mine: Vec<&ReferenceRow> = pending.iter().filter(|r| r.framework == fw).collect();
-        // NumPy's on the host; a self-reference on the run's reference device, eager.
-        let device = if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() };
-        let mut env = cfg.threads.map(worker::thread_env).unwrap_or_default();
-        if fw.backend() == Framework::Jax {
-            env.push(("MLPORT_JAX_X64".into(), "1".into()));
+    let mut waiting: Vec<usize> = (0..refs.len()).collect();
+    let jobs = lanes.len().clamp(1, refs.len());
+    let refs = &refs;
+    let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
+        let (report_tx, reports) = unbounded();
+        let (restart_tx, restarts) = unbounded();
+        let mut queues: Vec<Sender<usize>> = Vec::new();
+        for (l, cores) in lanes.iter().take(jobs).enumerate() {
+            let (tx, rx) = unbounded();
+            queues.push(tx);
+            let (report_tx, restart_tx) = (report_tx.clone(), restart_tx.clone());
+            scope.spawn(move || lane(l, cores, refs, cfg, reference_device, rx, report_tx, restart_tx, interrupted));
         }
-        let spec = WorkerSpec {
-            python: cfg.python.clone(),
-            script_dir: cfg.script_dir.clone(),
-            framework: fw,
-            device: device.clone(),
-            env,
-        };
-        let out_dir =
-            cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
-        if let Err(e) = std::fs::create_dir_all(&out_dir) {
-            return Ok(Ending::folder_failed(&mine[0].key, &out_dir, &e));
-        }
-        let mut worker: Option<Worker> = None;
-        'refs: for (i, r) in mine.iter().enumerate() {
-            let case = CaseRow {
-                key: r.key.clone(),
-                framework: fw,
-                function: r.function.clone(),
-                case_id: r.case_id.clone(),
-                dtype: Some(r.dtype),
-                seed: r.seed,
-                spec: Spec::from(r.spec.clone()),
-            };
-            // Retried like a case: a crash is confirmed on a fresh worker before it is recorded
-            // (the worker may have died of what an earlier reference left behind).
-            let mut first_crash: Option<String> = None;
-            let result = loop {
-                if worker.as_mut().is_some_and(|w| !w.is_ready()) {
-                    worker = None;
-                }
-                if worker.is_none() {
-                    match worker::spawn(&spec, cfg.start_timeout, interrupted) {
-                        Ok(w) if w.hello.import_error.is_none() => worker = Some(w),
-                        Ok(w) => {
-                            let e = w.hello.import_error.clone().expect("checked above");
-                            w.shutdown();
-                            let why =
-                                format!("{fw} is not usable for float64 references: {}: {}", e.error_type, e.message);
-                            // This one and those after it; those before were computed.
-                            let left = &mine[i..];
-                            for p in left {
-                                store.record_reference(
-                                    run_id,
-                                    &p.key,
-                                    Outcome::Fail,
-                                    Some(&why),
-                                    &serde_json::json!([]),
-                                )?;
-                            }
-                            failed += left.len();
-                            break 'refs;
-                        }
-                        Err(Failure::Interrupted) => return Ok(Ending::Interrupted),
-                        Err(f) => {
-                            let why = describe_start_failure(&f);
-                            store.record_reference(
-                                run_id,
-                                &r.key,
-                                Outcome::Fail,
-                                Some(&why),
-                                &serde_json::json!([]),
-                            )?;
-                            failed += 1;
-                            continue 'refs;
-                        }
+        drop((report_tx, restart_tx));
+        let mut serves: Vec<Option<Framework>> = vec![None; jobs];
+        let mut busy = vec![false; jobs];
+        let mut ending: Option<Ending> = None;
+        loop {
+            if ending.is_none() && !interrupted.load(Ordering::SeqCst) {
+                for l in 0..jobs {
+                    if busy[l] {
+                        continue;
+                    }
+                    let served: Vec<Framework> =
+                        (0..jobs).filter(|o| *o != l && busy[*o]).filter_map(|o| serves[o]).collect();
+                    if let Some(at) = pick(&waiting, refs, serves[l], &served) {
+                        let i = waiting.remove(at);
+                        serves[l] = Some(refs[i].framework);
+                        busy[l] = queues[l].send(i).is_ok();
                     }
                 }
-                let w = worker.as_mut().expect("started above");
-                let (result, keep) = match execute_case(w, &case, &device, &out_dir, cfg, true, interrupted) {
-                    Ok(done) => done,
-                    Err(error) => return Ok(Ending::OwnIoFailed { case_key: r.key.clone(), error }),
-                };
-                let Some(result) = result else { return Ok(Ending::Interrupted) };
-                if !keep {
-                    worker = None;
-                }
-                // Like a case: a crash is retried once on a fresh worker, an out-of-memory kill never
-                // (a second one would take the machine into another OOM).
-                if result.outcome == Outcome::Crash
-                    && first_crash.is_none()
-                    && crate::outcome::retry_crash(result.reason)
-                {
-                    first_crash = Some(why(&result));
-                    sink.event(&Event::WorkerRestarted { framework: fw, device: device.clone() });
-                    continue;
-                }
-                break result;
+            }
+            if !busy.iter().any(|b| *b) {
+                break;
+            }
+            let Ok((l, i, attempt)) = reports.recv() else { break };
+            busy[l] = false;
+            for fw in restarts.try_iter() {
+                sink.event(&Event::WorkerRestarted { framework: fw, device: reference_target(fw, reference_device) });
+            }
+            let r = &refs[i];
+            let fail = |store: &mut Store, key: &str, why: &str| {
+                store.record_reference(run_id, key, Outcome::Fail, Some(why), &serde_json::json!([]))
             };
-            let message = (result.outcome != Outcome::Pass).then(|| why(&result));
-            let message = match (first_crash, message) {
-                (Some(first), Some(m)) => {
-                    Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})"))
+            match attempt {
+                Attempt::Ended { outcome, message, outputs } => {
+                    store.record_reference(run_id, &r.key, outcome, message.as_deref(), &outputs)?;
+                    if outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
                 }
-                (_, m) => m,
-            };
-            store.record_reference(run_id, &r.key, result.outcome, message.as_deref(), &result.outputs)?;
-            if result.outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
+                Attempt::Unusable(why) => {
+                    // This one and those of its framework still waiting; those before were computed.
+                    fail(store, &r.key, &why)?;
+                    failed += 1;
+                    let mut left = Vec::new();
+                    waiting.retain(|w| {
+                        let same = refs[*w].framework == r.framework;
+                        if same {
+                            left.push(*w);
+                        }
+                        !same
+                    });
+                    for w in left {
+                        fail(store, &refs[w].key, &why)?;
+                        failed += 1;
+                    }
+                    serves[l] = None;
+                }
+                Attempt::StartFailed(why) => {
+                    fail(store, &r.key, &why)?;
+                    failed += 1;
+                }
+                Attempt::Interrupted => ending = Some(Ending::Interrupted),
+                Attempt::OwnIo(error) => ending = Some(Ending::OwnIoFailed { case_key: r.key.clone(), error }),
+            }
         }
-        if let Some(w) = worker {
-            w.shutdown();
+        if ending.is_none() && !waiting.is_empty() {
+            // Ctrl-C between two references: those left stay pending.
+            ending = Some(Ending::Interrupted);
         }
+        Ok(ending)
+    })?;
+    if let Some(e) = ending {
+        return Ok(e);
     }
     sink.event(&Event::ReferencesDone { passed, failed });
     Ok(Ending::Finished)
@@ -176,5 +350,55 @@ fn why(r: &CaseResult) -> String {
         (None, Some(m)) => m.clone(),
         (Some(t), None) => t.clone(),
         (None, None) => r.outcome.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CaseSpec, Dtype, WorkloadSpec};
+
+    fn reference(fw: Framework, function: &str, workload: bool) -> ReferenceRow {
+        let mut spec = CaseSpec::new(function, "default");
+        if workload {
+            spec.workload = Some(WorkloadSpec::default());
+        }
+        ReferenceRow {
+            key: format!("reference/case/{fw}/{function}"),
+            framework: fw,
+            op: String::new(),
+            case_id: "default".into(),
+            dtype: Dtype::Float32,
+            function: function.into(),
+            seed: 0,
+            spec,
+            outcome: None,
+            message: None,
+            outputs: serde_json::json!([]),
+        }
+    }
+
+    #[test]
+    fn lanes_keep_their_framework_and_share_out_the_rest_longest_first() {
+        let refs = vec![
+            reference(Framework::Numpy, "numpy.add", false),
+            reference(Framework::Numpy, "numpy.sub", false),
+            reference(Framework::Numpy, "numpy.mul", false),
+            reference(Framework::Torch, "torch.add", false),
+            reference(Framework::Torch, "resnet18", true),
+            reference(Framework::Jax, "jax.numpy.add", false),
+        ];
+        let waiting: Vec<usize> = (0..refs.len()).collect();
+        // A new lane: the framework with the most expected work (torch: a golden run and a
+        // function), its golden run first.
+        assert_eq!(pick(&waiting, &refs, None, &[]), Some(4));
+        // A second lane while torch is served: numpy (3 functions) before JAX (1).
+        assert_eq!(pick(&waiting, &refs, None, &[Framework::Torch]), Some(0));
+        // A lane holding a JAX worker keeps it.
+        assert_eq!(pick(&waiting, &refs, Some(Framework::Jax), &[Framework::Torch]), Some(5));
+        // Every framework served: join the one with the most work left rather than idle.
+        let numpy_left = [1, 2, 3];
+        assert_eq!(pick(&numpy_left, &refs, None, &[Framework::Numpy, Framework::Torch]), Some(0));
+        assert_eq!(pick(&[], &refs, Some(Framework::Numpy), &[]), None);
     }
 }

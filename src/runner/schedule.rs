@@ -15,6 +15,11 @@ use crate::model::{CaseRow, Framework, Target};
 /// cases, issue 21).
 pub const DEFAULT_EXPECTED_MS: f64 = 115.0;
 
+/// Expected wall time of a workload's case never run before on a target, ms: the built-in
+/// catalogue's 37 workload cases took 37 s eager on one core of a 2-core machine (from 0.1 s
+/// for a rut pair's kernel to 14 s for Keras' ResNet-50 on JAX, its model built and traced).
+pub const DEFAULT_WORKLOAD_EXPECTED_MS: f64 = 1_000.0;
+
 /// The cores this process may run on (`sched_getaffinity(0)`), ascending; all of
 /// `available_parallelism` where the call fails.
 pub fn available_cores() -> Vec<usize> {
@@ -113,9 +118,36 @@ pub struct Pending {
 
 /// The expected wall time of `case` on `target`, ms: its mean over earlier runs in the
 /// store (`history`, from [`crate::store::Store::expected_wall_ms`]), else
-/// [`DEFAULT_EXPECTED_MS`].
+/// [`DEFAULT_WORKLOAD_EXPECTED_MS`] for a workload's case and [`DEFAULT_EXPECTED_MS`] for a
+/// function's.
 pub fn expected_ms(history: &HashMap<(String, String), f64>, case: &CaseRow, target: &Target) -> f64 {
-    history.get(&(case.key.clone(), target.as_str().to_string())).copied().unwrap_or(DEFAULT_EXPECTED_MS)
+    history.get(&(case.key.clone(), target.as_str().to_string())).copied().unwrap_or(if case.spec.is_workload() {
+        DEFAULT_WORKLOAD_EXPECTED_MS
+    } else {
+        DEFAULT_EXPECTED_MS
+    })
+}
+
+/// The order in which a parallel run starts its frameworks' first workers (the probe that
+/// reports their devices; only then are their cases pending): the framework with the longest
+/// expected case on the host first, so that list scheduling sees the long cases early (a Keras
+/// ResNet-50 probed last would run alone at the end), then by expected total work, then by
+/// name. Frameworks' cases on `cpu` ([`expected_ms`] with `history`).
+pub fn probe_order(cases: &[CaseRow], history: &HashMap<(String, String), f64>) -> Vec<Framework> {
+    let cpu = Target::cpu();
+    let mut work: Vec<(Framework, f64, f64)> = Vec::new();
+    for c in cases {
+        let ms = expected_ms(history, c, &cpu);
+        match work.iter_mut().find(|(f, _, _)| *f == c.framework) {
+            Some((_, longest, total)) => {
+                *longest = longest.max(ms);
+                *total += ms;
+            }
+            None => work.push((c.framework, ms, ms)),
+        }
+    }
+    work.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.0.cmp(&b.0)));
+    work.into_iter().map(|(f, _, _)| f).collect()
 }
 
 /// The pending case a free lane takes next: the longest expected case of the target its worker
@@ -232,21 +264,54 @@ mod tests {
         assert_eq!(load, [12.0, 12.0]);
     }
 
-    #[test]
-    fn history_gives_expected_times_and_the_default_fills_in() {
-        let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
-        let case = CaseRow {
-            key: "torch/torch.add/default/float32".into(),
-            framework: Framework::Torch,
-            function: "torch.add".into(),
+    fn case(fw: Framework, function: &str, workload: bool) -> CaseRow {
+        let mut spec = crate::model::CaseSpec::new(function, "default");
+        if workload {
+            spec.workload = Some(crate::model::WorkloadSpec::default());
+        }
+        CaseRow {
+            key: format!("{fw}/{function}/default/float32"),
+            framework: fw,
+            function: function.into(),
             case_id: "default".into(),
             dtype: Some(crate::model::Dtype::Float32),
             seed: 0,
-            spec,
-        };
+            spec: crate::model::Spec::from(spec),
+        }
+    }
+
+    #[test]
+    fn frameworks_with_the_longest_case_are_probed_first() {
+        let keras: Framework = "keras-jax".parse().unwrap();
+        let cases = vec![
+            case(Framework::Numpy, "numpy.add", false),
+            case(Framework::Numpy, "numpy.sub", false),
+            case(Framework::Numpy, "numpy.mul", false),
+            case(Framework::Torch, "torch.add", false),
+            case(Framework::Torch, "torch.sub", false),
+            case(keras, "resnet50", true),
+            case(Framework::Jax, "jax.numpy.add", false),
+        ];
+        // No history: the workload's default (1 s) beats every function's (115 ms); then the
+        // most cases (numpy's three), torch's two, JAX's one.
+        let none = HashMap::new();
+        assert_eq!(probe_order(&cases, &none), vec![keras, Framework::Numpy, Framework::Torch, Framework::Jax]);
+        // History: a 5 s torch case leads; JAX's one case (200 ms) beats numpy's three (3 x 115 ms) on
+        // its longest case.
+        let mut h = HashMap::new();
+        h.insert(("torch/torch.sub/default/float32".to_string(), "cpu".to_string()), 5_000.0);
+        h.insert(("jax/jax.numpy.add/default/float32".to_string(), "cpu".to_string()), 200.0);
+        assert_eq!(probe_order(&cases, &h), vec![Framework::Torch, keras, Framework::Jax, Framework::Numpy]);
+    }
+
+    #[test]
+    fn history_gives_expected_times_and_the_default_fills_in() {
+        let add = case(Framework::Torch, "torch.add", false);
         let mut h = HashMap::new();
         h.insert(("torch/torch.add/default/float32".to_string(), "cpu".to_string()), 42.0);
-        assert_eq!(expected_ms(&h, &case, &Target::cpu()), 42.0);
-        assert_eq!(expected_ms(&h, &case, &"cpu/compiled".parse().unwrap()), DEFAULT_EXPECTED_MS);
+        assert_eq!(expected_ms(&h, &add, &Target::cpu()), 42.0);
+        assert_eq!(expected_ms(&h, &add, &"cpu/compiled".parse().unwrap()), DEFAULT_EXPECTED_MS);
+        let model = case(Framework::Torch, "resnet18", true);
+        assert_eq!(expected_ms(&h, &model, &Target::cpu()), DEFAULT_WORKLOAD_EXPECTED_MS);
     }
 }
