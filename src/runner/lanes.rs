@@ -18,7 +18,7 @@ use super::{
     Attempted, Ending, Event, EventSink, RunConfig, attempt_case, commit, describe_start_failure, finish,
     framework_ready, out_dir_name, reference, worker_env, worker_python, xla_reported,
 };
-use crate::model::{CaseRow, Framework, FrameworkInfo, RunInfo, Target};
+use crate::model::{CaseRow, Framework, FrameworkInfo, ReferenceRow, RunInfo, Target};
 use crate::store::Store;
 use crate::worker::protocol::{Hello, OwnIoError};
 use crate::worker::{self, Failure, Worker, WorkerSpec};
@@ -29,6 +29,8 @@ enum Job {
     Probe(Framework),
     /// Run the case (an index into the run's cases) on the target.
     Run(usize, Target),
+    /// Compute the float64 reference (an index into the run's pending references).
+    Reference(usize),
     /// Shut the lane's worker down (its framework has no eager CPU target to run).
     Release,
 }
@@ -41,6 +43,17 @@ enum Report {
     Restarted { framework: Framework, target: Target },
     /// A case ended.
     Ran { lane: usize, case: usize, target: Target, attempted: Attempted },
+    /// A reference ended.
+    Referenced { lane: usize, index: usize, attempt: reference::Attempt },
+}
+
+/// The worker a lane holds: `framework`'s on `target`, started for cases or for float64
+/// references (JAX's then runs with `jax_enable_x64`).
+#[derive(Clone, Debug, PartialEq)]
+struct Serves {
+    framework: Framework,
+    target: Target,
+    reference: bool,
 }
 
 /// The worker of `framework` on `target` for a lane pinned to `cores`: the run's worker
@@ -65,16 +78,25 @@ fn lane(
     lane: usize,
     cores: &[usize],
     cases: &[CaseRow],
+    refs: &[ReferenceRow],
     cfg: &RunConfig,
+    reference_device: &Target,
     jobs: Receiver<Job>,
     reports: Sender<Report>,
     interrupted: &AtomicBool,
 ) {
-    // The worker held and the (framework, target) it serves.
-    let mut held: Option<(Framework, Target, Option<Worker>)> = None;
-    let release = |held: &mut Option<(Framework, Target, Option<Worker>)>| {
-        if let Some((_, _, Some(w))) = held.take() {
+    // The worker held and what it serves.
+    let mut held: Option<(Serves, Option<Worker>)> = None;
+    let release = |held: &mut Option<(Serves, Option<Worker>)>| {
+        if let Some((_, Some(w))) = held.take() {
             w.shutdown();
+        }
+    };
+    // The held worker for `serves`, after shutting down one that serves something else.
+    let hold = |held: &mut Option<(Serves, Option<Worker>)>, serves: Serves| {
+        if held.as_ref().is_none_or(|(s, _)| *s != serves) {
+            release(held);
+            *held = Some((serves, None));
         }
     };
     for job in jobs {
@@ -88,7 +110,7 @@ fn lane(
                     Ok(w) => {
                         let hello = Box::new(w.hello.clone());
                         if hello.import_error.is_none() {
-                            held = Some((framework, cpu, Some(w)));
+                            held = Some((Serves { framework, target: cpu, reference: false }, Some(w)));
                         } else {
                             w.shutdown();
                         }
@@ -99,18 +121,27 @@ fn lane(
                 };
                 let _ = reports.send(Report::Probed { lane, framework, hello });
             }
+            Job::Reference(index) => {
+                let r = &refs[index];
+                let target = reference::reference_target(r.framework, reference_device);
+                hold(&mut held, Serves { framework: r.framework, target: target.clone(), reference: true });
+                let worker = &mut held.as_mut().expect("set above").1;
+                let mut restarted = || {
+                    let _ = reports.send(Report::Restarted { framework: r.framework, target: target.clone() });
+                };
+                let attempt =
+                    reference::compute_one(worker, r, cores, cfg, reference_device, &mut restarted, interrupted);
+                let _ = reports.send(Report::Referenced { lane, index, attempt });
+            }
             Job::Run(i, target) => {
                 let case = &cases[i];
-                if held.as_ref().is_none_or(|(f, t, _)| *f != case.framework || *t != target) {
-                    release(&mut held);
-                    held = Some((case.framework, target.clone(), None));
-                }
+                hold(&mut held, Serves { framework: case.framework, target: target.clone(), reference: false });
                 let spec = lane_spec(cfg, cores, case.framework, &target);
                 let out_dir = cfg.run_dir.join(out_dir_name(case.framework, &target));
                 let attempted = match std::fs::create_dir_all(&out_dir) {
                     Err(e) => Attempted::OwnIo(OwnIoError::from_io(&out_dir, "create folder", &e)),
                     Ok(()) => {
-                        let worker = &mut held.as_mut().expect("set above").2;
+                        let worker = &mut held.as_mut().expect("set above").1;
                         let mut restarted = || {
                             let _ =
                                 reports.send(Report::Restarted { framework: case.framework, target: target.clone() });
@@ -127,7 +158,9 @@ fn lane(
 
 /// [`super::execute`] on the lanes of `layout`: the same cases, results and endings, up to
 /// `layout.jobs()` workers at once, each pinned to its lane's cores. The float64 references
-/// are computed first, on the same lanes ([`reference::compute`]).
+/// are computed first, on the same lanes ([`reference::Queue`]); a lane with no reference left
+/// to take starts the frameworks' workers meanwhile, and cases start once every reference is
+/// recorded.
 ///
 /// Errors: the store's (the lanes finish their case in flight and stop).
 #[allow(clippy::too_many_arguments)]
@@ -141,11 +174,12 @@ pub fn execute_parallel(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let references = reference::compute(store, run_id, cfg, &info.reference_device, &layout.sets, sink, interrupted)?;
-    if references != Ending::Finished {
-        return Ok(references);
-    }
-    let checker = crate::agreement::Checker::load(store, run_id)?;
+    let refs = reference::pending(store, run_id)?;
+    let mut queue = reference::Queue::new(store, run_id, &refs, &info.reference_device, sink)?;
+    // Loaded once every reference is recorded: cases are compared as they are committed.
+    let mut checker: Option<crate::agreement::Checker> = None;
+    let reference_device = info.reference_device.clone();
+    let (refs, reference_device) = (&refs, &reference_device);
     let history = store.expected_wall_ms(run_id)?;
     let mut probes: VecDeque<Framework> = schedule::probe_order(cases, &history).into();
     let mut pending: Vec<Pending> = Vec::new();
@@ -157,11 +191,11 @@ pub fn execute_parallel(
             let (tx, rx) = unbounded();
             queues.push(tx);
             let report_tx = report_tx.clone();
-            scope.spawn(move || lane(i, cores, cases, cfg, rx, report_tx, interrupted));
+            scope.spawn(move || lane(i, cores, cases, refs, cfg, reference_device, rx, report_tx, interrupted));
         }
         drop(report_tx);
         // What each lane holds (or will hold once its job starts), and whether it is busy.
-        let mut serves: Vec<Option<(Framework, Target)>> = vec![None; jobs];
+        let mut serves: Vec<Option<Serves>> = vec![None; jobs];
         let mut busy = vec![false; jobs];
         let mut ending: Option<Ending> = None;
         loop {
@@ -170,19 +204,42 @@ pub fn execute_parallel(
                     if busy[l] {
                         continue;
                     }
-                    let current = serves[l].as_ref().map(|(f, t)| (*f, t));
+                    // The float64 references first; a lane with none left to take starts the
+                    // frameworks' workers (probes) meanwhile; cases once every reference is in.
+                    if queue.has_waiting() {
+                        let current = serves[l].as_ref().filter(|s| s.reference).map(|s| s.framework);
+                        let served: Vec<Framework> = (0..jobs)
+                            .filter(|o| *o != l && busy[*o])
+                            .filter_map(|o| serves[o].as_ref().filter(|s| s.reference).map(|s| s.framework))
+                            .collect();
+                        if let Some(i) = queue.next(refs, current, &served) {
+                            let framework = refs[i].framework;
+                            let target = reference::reference_target(framework, reference_device);
+                            serves[l] = Some(Serves { framework, target, reference: true });
+                            busy[l] = queues[l].send(Job::Reference(i)).is_ok();
+                            continue;
+                        }
+                    }
+                    let current =
+                        serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
                     let own_work =
                         current.is_some_and(|(f, t)| pending.iter().any(|p| p.framework == f && &p.target == t));
                     if !own_work && let Some(fw) = probes.pop_front() {
                         sink.event(&Event::FrameworkStarting { framework: fw });
-                        serves[l] = Some((fw, Target::cpu()));
+                        serves[l] = Some(Serves { framework: fw, target: Target::cpu(), reference: false });
                         busy[l] = queues[l].send(Job::Probe(fw)).is_ok();
                         continue;
+                    }
+                    if !queue.is_done() {
+                        continue;
+                    }
+                    if checker.is_none() {
+                        checker = Some(crate::agreement::Checker::load(store, run_id)?);
                     }
                     if let Some(i) = schedule::pick(&pending, current) {
                         let p = pending.swap_remove(i);
                         sink.event(&Event::CaseStarted { case: &cases[p.case] });
-                        serves[l] = Some((p.framework, p.target.clone()));
+                        serves[l] = Some(Serves { framework: p.framework, target: p.target.clone(), reference: false });
                         busy[l] = queues[l].send(Job::Run(p.case, p.target)).is_ok();
                     }
                 }
@@ -247,11 +304,18 @@ pub fn execute_parallel(
                         }
                     }
                 }
+                Report::Referenced { lane, index, attempt } => {
+                    busy[lane] = false;
+                    if let Some(e) = queue.record(store, run_id, refs, index, attempt, sink)? {
+                        ending = Some(e);
+                    }
+                }
                 Report::Ran { lane, case, target, attempted } => {
                     busy[lane] = false;
                     let c = &cases[case];
+                    let checker = checker.as_ref().expect("loaded before the first case");
                     match attempted {
-                        Attempted::Done(mut r) => commit(store, run_id, c, &mut r, &checker, sink)?,
+                        Attempted::Done(mut r) => commit(store, run_id, c, &mut r, checker, sink)?,
                         Attempted::Interrupted => ending = Some(Ending::Interrupted),
                         Attempted::OwnIo(error) => {
                             ending = Some(Ending::OwnIoFailed { case_key: c.key.clone(), error });
@@ -266,7 +330,10 @@ pub fn execute_parallel(
                 }
             }
         }
-        if ending.is_none() && interrupted.load(Ordering::SeqCst) && (!pending.is_empty() || !probes.is_empty()) {
+        if ending.is_none()
+            && interrupted.load(Ordering::SeqCst)
+            && (!pending.is_empty() || !probes.is_empty() || !queue.is_done())
+        {
             ending = Some(Ending::Interrupted);
         }
         Ok(ending)

@@ -12,6 +12,7 @@
 //! When mlport's own files cannot be written (a full disk) the run stops with the reference
 //! pending ([`Ending::OwnIoFailed`]).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
@@ -33,14 +34,27 @@ pub const FUNCTION_REFERENCE_MS: f64 = 13.0;
 /// their worker is up.
 pub const WORKLOAD_REFERENCE_MS: f64 = 1_000.0;
 
-/// The expected wall time of computing `r`, ms ([`FUNCTION_REFERENCE_MS`],
-/// [`WORKLOAD_REFERENCE_MS`]): what the reference lanes schedule longest-first by.
-pub fn expected_ms(r: &ReferenceRow) -> f64 {
-    if r.spec.is_workload() { WORKLOAD_REFERENCE_MS } else { FUNCTION_REFERENCE_MS }
+/// The expected wall time of computing `r`, ms: what the reference lanes schedule
+/// longest-first by. A float64 self-reference computed by its own framework takes about what
+/// its case took eager on the reference device in earlier runs (`history`, from
+/// [`Store::expected_wall_ms`]: one call instead of a steady state, but at float64); otherwise
+/// [`WORKLOAD_REFERENCE_MS`] for a workload's golden run and [`FUNCTION_REFERENCE_MS`] for the
+/// rest.
+pub fn expected_ms(r: &ReferenceRow, history: &HashMap<(String, String), f64>, reference_device: &Target) -> f64 {
+    let earlier = r
+        .key
+        .strip_prefix("reference/case/")
+        .filter(|_| r.framework != Framework::Numpy)
+        .and_then(|case| history.get(&(case.to_string(), reference_device.base().as_str().to_string())));
+    match earlier {
+        Some(ms) => *ms,
+        None if r.spec.is_workload() => WORKLOAD_REFERENCE_MS,
+        None => FUNCTION_REFERENCE_MS,
+    }
 }
 
 /// How one reference's computation ended on a lane.
-enum Attempt {
+pub(super) enum Attempt {
     /// Computed, or failed, timed out or crashed twice: recorded with its message.
     Ended { outcome: Outcome, message: Option<String>, outputs: serde_json::Value },
     /// Its framework does not import in float64 mode: this one and every reference of the
@@ -56,7 +70,7 @@ enum Attempt {
 
 /// The device a reference of `fw` is computed on: NumPy's on the host, a self-reference on
 /// the run's reference device.
-fn reference_target(fw: Framework, reference_device: &Target) -> Target {
+pub(super) fn reference_target(fw: Framework, reference_device: &Target) -> Target {
     if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() }
 }
 
@@ -74,8 +88,9 @@ fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Targ
     WorkerSpec { python: cfg.python.clone(), script_dir: cfg.script_dir.clone(), framework: fw, device: device.clone(), env }
 }
 
-/// One reference lane: computes the references it is sent (indices into `refs`) on a worker
-/// of their framework, kept while the next one is of the same framework, and reports each.
+/// One reference lane of the serial run's phase ([`compute`]): computes the references it is
+/// sent (indices into `refs`) on a worker of their framework, kept while the next one is of
+/// the same framework, and reports each.
 #[allow(clippy::too_many_arguments)]
 fn lane(
     lane: usize,
@@ -85,13 +100,12 @@ fn lane(
     reference_device: &Target,
     jobs: Receiver<usize>,
     reports: Sender<(usize, usize, Attempt)>,
-    sink_restarted: Sender<Framework>,
+    restarts: Sender<Framework>,
     interrupted: &AtomicBool,
 ) {
     let mut held: Option<(Framework, Option<Worker>)> = None;
     for i in jobs {
-        let r = &refs[i];
-        let fw = r.framework;
+        let fw = refs[i].framework;
         if held.as_ref().is_none_or(|(f, _)| *f != fw) {
             if let Some((_, Some(w))) = held.take() {
                 w.shutdown();
@@ -99,7 +113,10 @@ fn lane(
             held = Some((fw, None));
         }
         let worker = &mut held.as_mut().expect("set above").1;
-        let attempt = compute_one(worker, r, cores, cfg, reference_device, &sink_restarted, interrupted);
+        let mut restarted = || {
+            let _ = restarts.send(fw);
+        };
+        let attempt = compute_one(worker, &refs[i], cores, cfg, reference_device, &mut restarted, interrupted);
         let _ = reports.send((lane, i, attempt));
     }
     if let Some((_, Some(w))) = held {
@@ -111,13 +128,13 @@ fn lane(
 /// crash is confirmed on a fresh worker before it is recorded (the worker may have died of what
 /// an earlier reference left behind); an out-of-memory kill is never retried (a second one
 /// would take the machine into another OOM).
-fn compute_one(
+pub(super) fn compute_one(
     worker: &mut Option<Worker>,
     r: &ReferenceRow,
     cores: &[usize],
     cfg: &RunConfig,
     reference_device: &Target,
-    restarted: &Sender<Framework>,
+    restarted: &mut dyn FnMut(),
     interrupted: &AtomicBool,
 ) -> Attempt {
     let fw = r.framework;
@@ -168,7 +185,7 @@ fn compute_one(
         }
         if result.outcome == Outcome::Crash && first_crash.is_none() && crate::outcome::retry_crash(result.reason) {
             first_crash = Some(why(&result));
-            let _ = restarted.send(fw);
+            restarted();
             continue;
         }
         break result;
@@ -184,16 +201,21 @@ fn compute_one(
 /// The reference a free lane computes next (an index into `waiting`): one of the framework its
 /// worker serves (`current`), else one of the framework with the most expected work that no
 /// other lane serves (`served`), else of the framework with the most expected work left; within
-/// a framework the longest first ([`expected_ms`]), then plan order. `None` when nothing waits.
-fn pick(waiting: &[usize], refs: &[ReferenceRow], current: Option<Framework>, served: &[Framework]) -> Option<usize> {
+/// a framework the longest first (`expected`, ms by index into `refs`, [`expected_ms`]), then
+/// plan order. `None` when nothing waits.
+fn pick(
+    waiting: &[usize],
+    refs: &[ReferenceRow],
+    expected: &[f64],
+    current: Option<Framework>,
+    served: &[Framework],
+) -> Option<usize> {
     let longest_of = |fw: Framework| {
         waiting
             .iter()
             .enumerate()
             .filter(|(_, i)| refs[**i].framework == fw)
-            .max_by(|(a, x), (b, y)| {
-                expected_ms(&refs[**x]).total_cmp(&expected_ms(&refs[**y])).then(b.cmp(a))
-            })
+            .max_by(|(a, x), (b, y)| expected[**x].total_cmp(&expected[**y]).then(b.cmp(a)))
             .map(|(at, _)| at)
     };
     if let Some(at) = current.and_then(longest_of) {
@@ -201,10 +223,10 @@ fn pick(waiting: &[usize], refs: &[ReferenceRow], current: Option<Framework>, se
     }
     let mut work: Vec<(Framework, f64)> = Vec::new();
     for i in waiting {
-        let r = &refs[*i];
-        match work.iter_mut().find(|(f, _)| *f == r.framework) {
-            Some((_, ms)) => *ms += expected_ms(r),
-            None => work.push((r.framework, expected_ms(r))),
+        let fw = refs[*i].framework;
+        match work.iter_mut().find(|(f, _)| *f == fw) {
+            Some((_, ms)) => *ms += expected[*i],
+            None => work.push((fw, expected[*i])),
         }
     }
     let most = |unserved: bool| {
@@ -216,13 +238,123 @@ fn pick(waiting: &[usize], refs: &[ReferenceRow], current: Option<Framework>, se
     most(true).or_else(|| most(false)).and_then(longest_of)
 }
 
+/// The reference phase's bookkeeping on the thread that records: which references wait (by
+/// index into the phase's list), how long each is expected to take, how many are in flight,
+/// and the counts the [`Event::ReferencesDone`] event reports.
+pub(super) struct Queue {
+    expected: Vec<f64>,
+    waiting: Vec<usize>,
+    in_flight: usize,
+    passed: usize,
+    failed: usize,
+}
+
+impl Queue {
+    /// The queue of `refs` (from [`pending`]), each expected to take [`expected_ms`] with the
+    /// store's history of earlier runs; announces the phase when it has work.
+    ///
+    /// Errors: the store's.
+    pub(super) fn new(
+        store: &Store,
+        run_id: i64,
+        refs: &[ReferenceRow],
+        reference_device: &Target,
+        sink: &mut dyn EventSink,
+    ) -> Result<Queue> {
+        let history = if refs.is_empty() { HashMap::new() } else { store.expected_wall_ms(run_id)? };
+        if !refs.is_empty() {
+            sink.event(&Event::ReferencesStarting { count: refs.len() });
+        }
+        Ok(Queue {
+            expected: refs.iter().map(|r| expected_ms(r, &history, reference_device)).collect(),
+            waiting: (0..refs.len()).collect(),
+            in_flight: 0,
+            passed: 0,
+            failed: 0,
+        })
+    }
+
+    /// True while some reference waits for a lane.
+    pub(super) fn has_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// True once every reference is recorded (none waiting, none in flight).
+    pub(super) fn is_done(&self) -> bool {
+        self.waiting.is_empty() && self.in_flight == 0
+    }
+
+    /// The reference a free lane computes next ([`pick`]), taken off the queue.
+    pub(super) fn next(
+        &mut self,
+        refs: &[ReferenceRow],
+        current: Option<Framework>,
+        served: &[Framework],
+    ) -> Option<usize> {
+        let at = pick(&self.waiting, refs, &self.expected, current, served)?;
+        self.in_flight += 1;
+        Some(self.waiting.remove(at))
+    }
+
+    /// Records how reference `i` ended; when that finishes the phase, reports
+    /// [`Event::ReferencesDone`]. Returns how the run must end when it must (Ctrl-C, mlport's
+    /// own I/O failure: the reference stays pending).
+    ///
+    /// Errors: the store's.
+    pub(super) fn record(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        refs: &[ReferenceRow],
+        i: usize,
+        attempt: Attempt,
+        sink: &mut dyn EventSink,
+    ) -> Result<Option<Ending>> {
+        self.in_flight -= 1;
+        let r = &refs[i];
+        let fail = |store: &mut Store, key: &str, why: &str| {
+            store.record_reference(run_id, key, Outcome::Fail, Some(why), &serde_json::json!([]))
+        };
+        match attempt {
+            Attempt::Ended { outcome, message, outputs } => {
+                store.record_reference(run_id, &r.key, outcome, message.as_deref(), &outputs)?;
+                if outcome == Outcome::Pass { self.passed += 1 } else { self.failed += 1 }
+            }
+            Attempt::Unusable(why) => {
+                // This one and those of its framework still waiting; those before were computed.
+                fail(store, &r.key, &why)?;
+                self.failed += 1;
+                let (left, rest): (Vec<usize>, Vec<usize>) =
+                    self.waiting.iter().partition(|w| refs[**w].framework == r.framework);
+                self.waiting = rest;
+                for w in left {
+                    fail(store, &refs[w].key, &why)?;
+                    self.failed += 1;
+                }
+            }
+            Attempt::StartFailed(why) => {
+                fail(store, &r.key, &why)?;
+                self.failed += 1;
+            }
+            Attempt::Interrupted => return Ok(Some(Ending::Interrupted)),
+            Attempt::OwnIo(error) => return Ok(Some(Ending::OwnIoFailed { case_key: r.key.clone(), error })),
+        }
+        if self.is_done() {
+            sink.event(&Event::ReferencesDone { passed: self.passed, failed: self.failed });
+        }
+        Ok(None)
+    }
+}
+
 /// Computes the run's pending references (self-references on `reference_device`, eager) on
 /// `lanes` workers at once, each pinned to its core set (one empty set: one unpinned worker,
 /// the serial run); returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped
 /// (the references in flight stay pending). Every reference is recorded as its lane reports
-/// it, on this thread.
+/// it, on this thread. (The parallel runner schedules the same [`Queue`] on its own lanes,
+/// between its probes.)
 ///
 /// Errors: the store's (the lanes finish the reference in flight and stop).
+#[allow(clippy::too_many_arguments)]
 pub fn compute(
     store: &mut Store,
     run_id: i64,
@@ -233,13 +365,8 @@ pub fn compute(
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
     let refs = pending(store, run_id)?;
-    if refs.is_empty() {
-        return Ok(Ending::Finished);
-    }
-    sink.event(&Event::ReferencesStarting { count: refs.len() });
-    let (mut passed, mut failed) = (0, 0);
-    let mut waiting: Vec<usize> = (0..refs.len()).collect();
-    let jobs = lanes.len().clamp(1, refs.len());
+    let mut queue = Queue::new(store, run_id, &refs, reference_device, sink)?;
+    let jobs = lanes.len().clamp(1, refs.len().max(1));
     let refs = &refs;
     let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
         let (report_tx, reports) = unbounded();
@@ -263,8 +390,7 @@ pub fn compute(
                     }
                     let served: Vec<Framework> =
                         (0..jobs).filter(|o| *o != l && busy[*o]).filter_map(|o| serves[o]).collect();
-                    if let Some(at) = pick(&waiting, refs, serves[l], &served) {
-                        let i = waiting.remove(at);
+                    if let Some(i) = queue.next(refs, serves[l], &served) {
                         serves[l] = Some(refs[i].framework);
                         busy[l] = queues[l].send(i).is_ok();
                     }
@@ -278,52 +404,17 @@ pub fn compute(
             for fw in restarts.try_iter() {
                 sink.event(&Event::WorkerRestarted { framework: fw, device: reference_target(fw, reference_device) });
             }
-            let r = &refs[i];
-            let fail = |store: &mut Store, key: &str, why: &str| {
-                store.record_reference(run_id, key, Outcome::Fail, Some(why), &serde_json::json!([]))
-            };
-            match attempt {
-                Attempt::Ended { outcome, message, outputs } => {
-                    store.record_reference(run_id, &r.key, outcome, message.as_deref(), &outputs)?;
-                    if outcome == Outcome::Pass { passed += 1 } else { failed += 1 }
-                }
-                Attempt::Unusable(why) => {
-                    // This one and those of its framework still waiting; those before were computed.
-                    fail(store, &r.key, &why)?;
-                    failed += 1;
-                    let mut left = Vec::new();
-                    waiting.retain(|w| {
-                        let same = refs[*w].framework == r.framework;
-                        if same {
-                            left.push(*w);
-                        }
-                        !same
-                    });
-                    for w in left {
-                        fail(store, &refs[w].key, &why)?;
-                        failed += 1;
-                    }
-                    serves[l] = None;
-                }
-                Attempt::StartFailed(why) => {
-                    fail(store, &r.key, &why)?;
-                    failed += 1;
-                }
-                Attempt::Interrupted => ending = Some(Ending::Interrupted),
-                Attempt::OwnIo(error) => ending = Some(Ending::OwnIoFailed { case_key: r.key.clone(), error }),
+            if let Some(e) = queue.record(store, run_id, refs, i, attempt, sink)? {
+                ending = Some(e);
             }
         }
-        if ending.is_none() && !waiting.is_empty() {
+        if ending.is_none() && !queue.is_done() {
             // Ctrl-C between two references: those left stay pending.
             ending = Some(Ending::Interrupted);
         }
         Ok(ending)
     })?;
-    if let Some(e) = ending {
-        return Ok(e);
-    }
-    sink.event(&Event::ReferencesDone { passed, failed });
-    Ok(Ending::Finished)
+    Ok(ending.unwrap_or(Ending::Finished))
 }
 
 /// The references still to compute: never computed, recorded as a crash (its worker died twice:
@@ -389,16 +480,36 @@ mod tests {
             reference(Framework::Jax, "jax.numpy.add", false),
         ];
         let waiting: Vec<usize> = (0..refs.len()).collect();
+        let cpu = Target::cpu();
+        let none = HashMap::new();
+        let expected: Vec<f64> = refs.iter().map(|r| expected_ms(r, &none, &cpu)).collect();
+        assert_eq!(expected, [13.0, 13.0, 13.0, 13.0, 1_000.0, 13.0]);
         // A new lane: the framework with the most expected work (torch: a golden run and a
         // function), its golden run first.
-        assert_eq!(pick(&waiting, &refs, None, &[]), Some(4));
+        assert_eq!(pick(&waiting, &refs, &expected, None, &[]), Some(4));
         // A second lane while torch is served: numpy (3 functions) before JAX (1).
-        assert_eq!(pick(&waiting, &refs, None, &[Framework::Torch]), Some(0));
+        assert_eq!(pick(&waiting, &refs, &expected, None, &[Framework::Torch]), Some(0));
         // A lane holding a JAX worker keeps it.
-        assert_eq!(pick(&waiting, &refs, Some(Framework::Jax), &[Framework::Torch]), Some(5));
+        assert_eq!(pick(&waiting, &refs, &expected, Some(Framework::Jax), &[Framework::Torch]), Some(5));
         // Every framework served: join the one with the most work left rather than idle.
         let numpy_left = [1, 2, 3];
-        assert_eq!(pick(&numpy_left, &refs, None, &[Framework::Numpy, Framework::Torch]), Some(0));
-        assert_eq!(pick(&[], &refs, Some(Framework::Numpy), &[]), None);
+        assert_eq!(pick(&numpy_left, &refs, &expected, None, &[Framework::Numpy, Framework::Torch]), Some(0));
+        assert_eq!(pick(&[], &refs, &expected, Some(Framework::Numpy), &[]), None);
+    }
+
+    #[test]
+    fn earlier_runs_time_self_references_but_not_numpys() {
+        let keras: Framework = "keras-jax".parse().unwrap();
+        let golden = reference(keras, "resnet50", true);
+        let numpy = ReferenceRow { key: "reference/case/torch/torch.sigmoid".into(), ..reference(Framework::Numpy, "x", false) };
+        let mut h = HashMap::new();
+        h.insert(("keras-jax/resnet50".to_string(), "cpu".to_string()), 14_000.0);
+        h.insert(("torch/torch.sigmoid".to_string(), "cpu".to_string()), 900.0);
+        let cpu = Target::cpu();
+        assert_eq!(expected_ms(&golden, &h, &cpu), 14_000.0);
+        // A case's own NumPy reference callable: NumPy's time, not the framework's.
+        assert_eq!(expected_ms(&numpy, &h, &cpu), FUNCTION_REFERENCE_MS);
+        // Another reference device: no history there.
+        assert_eq!(expected_ms(&golden, &h, &"cuda:0".parse().unwrap()), WORKLOAD_REFERENCE_MS);
     }
 }
