@@ -25,6 +25,21 @@ fn outcomes(db: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Outcome and output files (`.npy` paths) per float64 reference of the store's latest run.
+fn references(db: &Path) -> BTreeMap<String, (String, Vec<String>)> {
+    let store = Store::open(db).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    store
+        .references(run.id)
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let files = r.outputs.as_array().into_iter().flatten().filter_map(|o| o["path"].as_str().map(String::from));
+            (r.key, (format!("{:?}", r.outcome), files.collect()))
+        })
+        .collect()
+}
+
 /// `mlport run` of the small fixture (NumPy and torch) with `args`; its stderr.
 fn run_small(db: &Path, args: &[&str]) -> String {
     let out = mlport()
@@ -54,6 +69,19 @@ fn two_pinned_workers_and_a_quick_run_give_the_serial_runs_outcomes() {
     let err = run_small(&par_db, &["--jobs", "2", "--threads", "1"]);
     assert!(err.contains("2 workers at once, pinned to cores"), "{err}");
     assert_eq!(outcomes(&par_db), serial);
+    // The float64 references, computed on the two lanes, are the serial run's: same outcomes
+    // and, output by output, the same bytes.
+    let (serial_refs, par_refs) = (references(&serial_db), references(&par_db));
+    assert!(serial_refs.len() >= 4, "{serial_refs:?}");
+    assert_eq!(serial_refs.keys().collect::<Vec<_>>(), par_refs.keys().collect::<Vec<_>>());
+    for (key, (outcome, files)) in &serial_refs {
+        let (par_outcome, par_files) = &par_refs[key];
+        assert_eq!(outcome, par_outcome, "{key}");
+        assert_eq!(files.len(), par_files.len(), "{key}");
+        for (a, b) in files.iter().zip(par_files) {
+            assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), "{key}: {a} vs {b}");
+        }
+    }
     let store = Store::open(&par_db).unwrap();
     let run = store.latest_run().unwrap().unwrap();
     let switches = run.info.switches.clone().unwrap();
