@@ -163,6 +163,13 @@ impl Checker {
     }
 }
 
+/// Whether a case is judged only in the closing pass ([`check_run`]), never as it is committed:
+/// a workload judged by the whole-model rule (its catalogue `compare` is `whole_model`, the
+/// workloads' default). Such a case needs no reference recorded before it runs.
+pub fn judged_in_closing_pass(case: &CaseRow) -> bool {
+    is_workload(case)
+}
+
 /// Whether a case is a workload judged by the whole-model rule (its catalogue `compare` is
 /// `whole_model`, the workloads' default).
 fn is_workload(case: &CaseRow) -> bool {

@@ -159,8 +159,8 @@ fn lane(
 /// [`super::execute`] on the lanes of `layout`: the same cases, results and endings, up to
 /// `layout.jobs()` workers at once, each pinned to its lane's cores. The float64 references
 /// are computed first, on the same lanes ([`reference::Queue`]); a lane with no reference left
-/// to take starts the frameworks' workers meanwhile, and cases start once every reference is
-/// recorded.
+/// to take starts the frameworks' workers meanwhile and runs the cases judged only in the
+/// closing pass (workloads); the other cases start once every reference is recorded.
 ///
 /// Errors: the store's (the lanes finish their case in flight and stop).
 #[allow(clippy::too_many_arguments)]
@@ -182,6 +182,9 @@ pub fn execute_parallel(
     let (refs, reference_device) = (&refs, &reference_device);
     let history = store.expected_wall_ms(run_id)?;
     let mut probes: VecDeque<Framework> = schedule::probe_order(cases, &history).into();
+    // The cases that may run before every reference is recorded, by index.
+    let early: Vec<bool> = cases.iter().map(crate::agreement::judged_in_closing_pass).collect();
+    let all_early = |fw: Framework| cases.iter().zip(&early).filter(|(c, _)| c.framework == fw).all(|(_, e)| *e);
     let mut pending: Vec<Pending> = Vec::new();
     let jobs = layout.jobs();
     let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
@@ -220,23 +223,29 @@ pub fn execute_parallel(
                             continue;
                         }
                     }
+                    // Before every reference is in, only cases judged in the closing pass
+                    // (workloads) may run: the others are compared as they are committed.
+                    let refs_in = queue.is_done();
+                    let eligible = |p: &Pending| refs_in || early[p.case];
                     let current =
                         serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
-                    let own_work =
-                        current.is_some_and(|(f, t)| pending.iter().any(|p| p.framework == f && &p.target == t));
-                    if !own_work && let Some(fw) = probes.pop_front() {
+                    let own_work = current.is_some_and(|(f, t)| {
+                        pending.iter().any(|p| p.framework == f && &p.target == t && eligible(p))
+                    });
+                    if !own_work && !probes.is_empty() {
+                        // While references are still computed, a framework all of whose cases
+                        // may run meanwhile (Keras': workloads only) first.
+                        let at = if refs_in { None } else { probes.iter().position(|f| all_early(*f)) };
+                        let fw = probes.remove(at.unwrap_or(0)).expect("not empty");
                         sink.event(&Event::FrameworkStarting { framework: fw });
                         serves[l] = Some(Serves { framework: fw, target: Target::cpu(), reference: false });
                         busy[l] = queues[l].send(Job::Probe(fw)).is_ok();
                         continue;
                     }
-                    if !queue.is_done() {
-                        continue;
-                    }
-                    if checker.is_none() {
+                    if refs_in && checker.is_none() {
                         checker = Some(crate::agreement::Checker::load(store, run_id)?);
                     }
-                    if let Some(i) = schedule::pick(&pending, current) {
+                    if let Some(i) = schedule::pick_where(&pending, current, &eligible) {
                         let p = pending.swap_remove(i);
                         sink.event(&Event::CaseStarted { case: &cases[p.case] });
                         serves[l] = Some(Serves { framework: p.framework, target: p.target.clone(), reference: false });
@@ -313,9 +322,8 @@ pub fn execute_parallel(
                 Report::Ran { lane, case, target, attempted } => {
                     busy[lane] = false;
                     let c = &cases[case];
-                    let checker = checker.as_ref().expect("loaded before the first case");
                     match attempted {
-                        Attempted::Done(mut r) => commit(store, run_id, c, &mut r, checker, sink)?,
+                        Attempted::Done(mut r) => commit(store, run_id, c, &mut r, checker.as_ref(), sink)?,
                         Attempted::Interrupted => ending = Some(Ending::Interrupted),
                         Attempted::OwnIo(error) => {
                             ending = Some(Ending::OwnIoFailed { case_key: c.key.clone(), error });

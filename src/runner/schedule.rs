@@ -154,10 +154,21 @@ pub fn probe_order(cases: &[CaseRow], history: &HashMap<(String, String), f64>) 
 /// serves (`current`), else the longest of all. Ties go to the earlier case (plan order).
 /// `None` when nothing is pending.
 pub fn pick(pending: &[Pending], current: Option<(Framework, &Target)>) -> Option<usize> {
+    pick_where(pending, current, &|_| true)
+}
+
+/// [`pick`] among the pending cases `eligible` accepts (a parallel run's cases that may start
+/// before every float64 reference is recorded: those judged in the closing pass).
+pub fn pick_where(
+    pending: &[Pending],
+    current: Option<(Framework, &Target)>,
+    eligible: &dyn Fn(&Pending) -> bool,
+) -> Option<usize> {
     let longest = |same: bool| {
         pending
             .iter()
             .enumerate()
+            .filter(|(_, p)| eligible(p))
             .filter(|(_, p)| !same || current.is_some_and(|(f, t)| p.framework == f && &p.target == t))
             .max_by(|(_, a), (_, b)| a.expected_ms.total_cmp(&b.expected_ms).then(b.case.cmp(&a.case)))
             .map(|(i, _)| i)
@@ -248,6 +259,11 @@ mod tests {
         // Ties: plan order.
         let tied = vec![p(4, Framework::Jax, "cpu", 10.0), p(2, Framework::Jax, "cpu", 10.0)];
         assert_eq!(pick(&tied, None), Some(1));
+        // Only some eligible: the torch lane's longest eligible case (not case 2), else the longest
+        // eligible of all.
+        assert_eq!(pick_where(&pending, Some((Framework::Torch, &cpu)), &|p| p.case != 2), Some(0));
+        assert_eq!(pick_where(&pending, Some((Framework::Jax, &cpu)), &|p| p.case != 1), Some(3));
+        assert_eq!(pick_where(&pending, None, &|_| false), None);
     }
 
     #[test]
