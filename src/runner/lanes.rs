@@ -1,11 +1,12 @@
 //! The parallel runner (`mlport run --jobs N`): N lanes, each a thread holding one worker at a
 //! time, pinned to its own cores ([`schedule::Layout`]); this thread alone hands out work,
-//! writes the store and reports events. The float64 references come first, on the same lanes.
-//! A lane's first jobs import the frameworks (the probe that reports a framework's devices;
-//! the framework with the longest expected case first, [`schedule::probe_order`]); then each free lane takes the longest pending case of
-//! its own worker's target, else the longest of all ([`schedule::pick`]). Each case is committed
-//! as it finishes, as in the serial run; crash retries, timeouts, Ctrl-C and mlport's own I/O
-//! failures end the same way.
+//! writes the store and reports events. The float64 references come first, on the same lanes
+//! ([`reference::Queue`]). A lane with no reference left to take starts a framework's first
+//! worker (the probe that reports its devices; [`schedule::probe_order`]) and runs the cases
+//! that need no reference yet (workloads, judged in the closing pass); once every reference is
+//! recorded, each free lane takes the longest pending case of its own worker's target, else of
+//! a target no other lane's worker serves, else the longest of all ([`schedule::pick_where`]). Each case is committed as it finishes, as in the serial
+//! run; crash retries, timeouts, Ctrl-C and mlport's own I/O failures end the same way.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -175,12 +176,12 @@ pub fn execute_parallel(
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
     let refs = reference::pending(store, run_id)?;
-    let mut queue = reference::Queue::new(store, run_id, &refs, &info.reference_device, sink)?;
+    let history = store.expected_wall_ms(run_id)?;
+    let mut queue = reference::Queue::new(&refs, &history, &info.reference_device, sink);
     // Loaded once every reference is recorded: cases are compared as they are committed.
     let mut checker: Option<crate::agreement::Checker> = None;
     let reference_device = info.reference_device.clone();
     let (refs, reference_device) = (&refs, &reference_device);
-    let history = store.expected_wall_ms(run_id)?;
     let mut probes: VecDeque<Framework> = schedule::probe_order(cases, &history).into();
     // The cases that may run before every reference is recorded, by index.
     let early: Vec<bool> = cases.iter().map(crate::agreement::judged_in_closing_pass).collect();
@@ -215,7 +216,7 @@ pub fn execute_parallel(
                             .filter(|o| *o != l && busy[*o])
                             .filter_map(|o| serves[o].as_ref().filter(|s| s.reference).map(|s| s.framework))
                             .collect();
-                        if let Some(i) = queue.next(refs, current, &served) {
+                        if let Some(i) = queue.next(refs, current, &served, reference_device) {
                             let framework = refs[i].framework;
                             let target = reference::reference_target(framework, reference_device);
                             serves[l] = Some(Serves { framework, target, reference: true });
@@ -229,9 +230,12 @@ pub fn execute_parallel(
                     let eligible = |p: &Pending| refs_in || early[p.case];
                     let current =
                         serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
-                    let own_work = current.is_some_and(|(f, t)| {
-                        pending.iter().any(|p| p.framework == f && &p.target == t && eligible(p))
-                    });
+                    let own = |early_only: bool| {
+                        current.is_some_and(|(f, t)| {
+                            pending.iter().any(|p| p.framework == f && &p.target == t && (!early_only || eligible(p)))
+                        })
+                    };
+                    let own_work = own(false);
                     if !own_work && !probes.is_empty() {
                         // While references are still computed, a framework all of whose cases
                         // may run meanwhile (Keras': workloads only) first.
@@ -245,7 +249,17 @@ pub fn execute_parallel(
                     if refs_in && checker.is_none() {
                         checker = Some(crate::agreement::Checker::load(store, run_id)?);
                     }
-                    if let Some(i) = schedule::pick_where(&pending, current, &eligible) {
+                    if own_work && !own(true) {
+                        // Its cases wait for the references: keep the worker (it was started for
+                        // them) rather than leave it for another target's case.
+                        continue;
+                    }
+                    let others: Vec<(Framework, Target)> = (0..jobs)
+                        .filter(|o| *o != l)
+                        .filter_map(|o| serves[o].as_ref().filter(|s| !s.reference))
+                        .map(|s| (s.framework, s.target.clone()))
+                        .collect();
+                    if let Some(i) = schedule::pick_where(&pending, current, &others, &eligible) {
                         let p = pending.swap_remove(i);
                         sink.event(&Event::CaseStarted { case: &cases[p.case] });
                         serves[l] = Some(Serves { framework: p.framework, target: p.target.clone(), reference: false });

@@ -1,11 +1,12 @@
-//! The float64 reference phase of a run: before any framework runs, every planned reference
-//! that is not computed yet is computed on the inputs upcast to float64 — by NumPy workers on
-//! the host (an op's NumPy/SciPy function, a case's own `reference` callable), and by workers
-//! of each framework on the reference device, eager, for float64 self-references (the case's
-//! own function; JAX's with `jax_enable_x64` on, whatever the run's setting). The run's lanes
-//! compute them, as many at once as the run has workers, each lane keeping its worker while
-//! its next reference is of the same framework (longest expected first: workloads' golden
-//! runs before functions', [`expected_ms`]). A
+//! The float64 reference phase of a run: every planned reference that is not computed yet is
+//! computed on the inputs upcast to float64 — by NumPy workers on the host (an op's NumPy/SciPy
+//! function, a case's own `reference` callable), and by workers of each framework on the
+//! reference device, eager, for float64 self-references (the case's own function; JAX's with
+//! `jax_enable_x64` on, whatever the run's setting). The serial run computes them before any
+//! framework runs ([`compute`]); the parallel runner schedules the same [`Queue`] on its lanes,
+//! several at once, a lane keeping its worker while references of that framework wait, else
+//! taking the framework with the most expected work ([`pick`], [`expected_ms`]); on a reference
+//! device other than `cpu` one framework's worker at a time (they share the device's memory). A
 //! reference whose worker dies is computed again on a fresh worker, as a case is; one that
 //! fails, times out or crashes again is recorded with why, its cases then run unchecked (never
 //! an abort) and every report counts them; a crashed one is computed again by `--resume`.
@@ -245,33 +246,33 @@ pub(super) struct Queue {
     expected: Vec<f64>,
     waiting: Vec<usize>,
     in_flight: usize,
+    /// Taken off the queue but not recorded (Ctrl-C, mlport's own I/O failure): still pending.
+    abandoned: usize,
     passed: usize,
     failed: usize,
 }
 
 impl Queue {
-    /// The queue of `refs` (from [`pending`]), each expected to take [`expected_ms`] with the
-    /// store's history of earlier runs; announces the phase when it has work.
-    ///
-    /// Errors: the store's.
+    /// The queue of `refs` (from [`pending`]), each expected to take [`expected_ms`] with
+    /// `history` (the store's earlier runs, [`Store::expected_wall_ms`]); announces the phase
+    /// when it has work.
     pub(super) fn new(
-        store: &Store,
-        run_id: i64,
         refs: &[ReferenceRow],
+        history: &HashMap<(String, String), f64>,
         reference_device: &Target,
         sink: &mut dyn EventSink,
-    ) -> Result<Queue> {
-        let history = if refs.is_empty() { HashMap::new() } else { store.expected_wall_ms(run_id)? };
+    ) -> Queue {
         if !refs.is_empty() {
             sink.event(&Event::ReferencesStarting { count: refs.len() });
         }
-        Ok(Queue {
-            expected: refs.iter().map(|r| expected_ms(r, &history, reference_device)).collect(),
+        Queue {
+            expected: refs.iter().map(|r| expected_ms(r, history, reference_device)).collect(),
             waiting: (0..refs.len()).collect(),
             in_flight: 0,
+            abandoned: 0,
             passed: 0,
             failed: 0,
-        })
+        }
     }
 
     /// True while some reference waits for a lane.
@@ -279,21 +280,34 @@ impl Queue {
         !self.waiting.is_empty()
     }
 
-    /// True once every reference is recorded (none waiting, none in flight).
+    /// True once every reference is recorded (none waiting, in flight or abandoned).
     pub(super) fn is_done(&self) -> bool {
-        self.waiting.is_empty() && self.in_flight == 0
+        self.waiting.is_empty() && self.in_flight == 0 && self.abandoned == 0
     }
 
-    /// The reference a free lane computes next ([`pick`]), taken off the queue.
+    /// The reference a free lane computes next ([`pick`]), taken off the queue. `served`: the
+    /// frameworks whose references other lanes are computing. On a reference device other than
+    /// `cpu`, while another lane computes a framework's reference there, only NumPy's (on the
+    /// host) are taken: two frameworks' workers on one accelerator would compete for its memory
+    /// (JAX preallocates most of it).
     pub(super) fn next(
         &mut self,
         refs: &[ReferenceRow],
         current: Option<Framework>,
         served: &[Framework],
+        reference_device: &Target,
     ) -> Option<usize> {
-        let at = pick(&self.waiting, refs, &self.expected, current, served)?;
+        let device_busy = reference_device.base() != Target::cpu() && served.iter().any(|f| *f != Framework::Numpy);
+        let candidates: Vec<usize> = if device_busy {
+            self.waiting.iter().copied().filter(|i| refs[*i].framework == Framework::Numpy).collect()
+        } else {
+            self.waiting.clone()
+        };
+        let at = pick(&candidates, refs, &self.expected, current, served)?;
+        let i = candidates[at];
         self.in_flight += 1;
-        Some(self.waiting.remove(at))
+        self.waiting.retain(|w| *w != i);
+        Some(i)
     }
 
     /// Records how reference `i` ended; when that finishes the phase, reports
@@ -336,8 +350,14 @@ impl Queue {
                 fail(store, &r.key, &why)?;
                 self.failed += 1;
             }
-            Attempt::Interrupted => return Ok(Some(Ending::Interrupted)),
-            Attempt::OwnIo(error) => return Ok(Some(Ending::OwnIoFailed { case_key: r.key.clone(), error })),
+            Attempt::Interrupted => {
+                self.abandoned += 1;
+                return Ok(Some(Ending::Interrupted));
+            }
+            Attempt::OwnIo(error) => {
+                self.abandoned += 1;
+                return Ok(Some(Ending::OwnIoFailed { case_key: r.key.clone(), error }));
+            }
         }
         if self.is_done() {
             sink.event(&Event::ReferencesDone { passed: self.passed, failed: self.failed });
@@ -351,7 +371,7 @@ impl Queue {
 /// the serial run); returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped
 /// (the references in flight stay pending). Every reference is recorded as its lane reports
 /// it, on this thread. (The parallel runner schedules the same [`Queue`] on its own lanes,
-/// between its probes.)
+/// with its framework probes and early cases.)
 ///
 /// Errors: the store's (the lanes finish the reference in flight and stop).
 #[allow(clippy::too_many_arguments)]
@@ -365,8 +385,11 @@ pub fn compute(
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
     let refs = pending(store, run_id)?;
-    let mut queue = Queue::new(store, run_id, &refs, reference_device, sink)?;
-    let jobs = lanes.len().clamp(1, refs.len().max(1));
+    let history = if refs.is_empty() { HashMap::new() } else { store.expected_wall_ms(run_id)? };
+    let mut queue = Queue::new(&refs, &history, reference_device, sink);
+    let one_unpinned = [Vec::new()];
+    let lanes = if lanes.is_empty() { &one_unpinned[..] } else { lanes };
+    let jobs = lanes.len().min(refs.len().max(1));
     let refs = &refs;
     let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
         let (report_tx, reports) = unbounded();
@@ -390,7 +413,7 @@ pub fn compute(
                     }
                     let served: Vec<Framework> =
                         (0..jobs).filter(|o| *o != l && busy[*o]).filter_map(|o| serves[o]).collect();
-                    if let Some(i) = queue.next(refs, serves[l], &served) {
+                    if let Some(i) = queue.next(refs, serves[l], &served, reference_device) {
                         serves[l] = Some(refs[i].framework);
                         busy[l] = queues[l].send(i).is_ok();
                     }

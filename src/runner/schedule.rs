@@ -152,28 +152,34 @@ pub fn probe_order(cases: &[CaseRow], history: &HashMap<(String, String), f64>) 
 
 /// The pending case a free lane takes next: the longest expected case of the target its worker
 /// serves (`current`), else the longest of all. Ties go to the earlier case (plan order).
-/// `None` when nothing is pending.
+/// `None` when nothing is pending. ([`pick_where`] with no other lane and every case eligible.)
 pub fn pick(pending: &[Pending], current: Option<(Framework, &Target)>) -> Option<usize> {
-    pick_where(pending, current, &|_| true)
+    pick_where(pending, current, &[], &|_| true)
 }
 
-/// [`pick`] among the pending cases `eligible` accepts (a parallel run's cases that may start
-/// before every float64 reference is recorded: those judged in the closing pass).
+/// The pending case a free lane takes next among those `eligible` accepts (a parallel run's
+/// cases that may start before every float64 reference is recorded: those judged in the closing
+/// pass): the longest expected case of the target its worker serves (`current`); else the
+/// longest of a target no other lane's worker serves (`others`), whose worker has to be started
+/// by some lane anyway; else the longest of all, a second worker for a target to share out its
+/// cases. Ties go to the earlier case (plan order). `None` when no eligible case is pending.
 pub fn pick_where(
     pending: &[Pending],
     current: Option<(Framework, &Target)>,
+    others: &[(Framework, Target)],
     eligible: &dyn Fn(&Pending) -> bool,
 ) -> Option<usize> {
-    let longest = |same: bool| {
+    let longest = |keep: &dyn Fn(&Pending) -> bool| {
         pending
             .iter()
             .enumerate()
-            .filter(|(_, p)| eligible(p))
-            .filter(|(_, p)| !same || current.is_some_and(|(f, t)| p.framework == f && &p.target == t))
+            .filter(|(_, p)| eligible(p) && keep(p))
             .max_by(|(_, a), (_, b)| a.expected_ms.total_cmp(&b.expected_ms).then(b.case.cmp(&a.case)))
             .map(|(i, _)| i)
     };
-    longest(true).or_else(|| longest(false))
+    let mine = |p: &Pending| current.is_some_and(|(f, t)| p.framework == f && &p.target == t);
+    let unserved = |p: &Pending| !others.iter().any(|(f, t)| p.framework == *f && &p.target == t);
+    longest(&mine).or_else(|| longest(&unserved)).or_else(|| longest(&|_| true))
 }
 
 #[cfg(test)]
@@ -261,9 +267,16 @@ mod tests {
         assert_eq!(pick(&tied, None), Some(1));
         // Only some eligible: the torch lane's longest eligible case (not case 2), else the longest
         // eligible of all.
-        assert_eq!(pick_where(&pending, Some((Framework::Torch, &cpu)), &|p| p.case != 2), Some(0));
-        assert_eq!(pick_where(&pending, Some((Framework::Jax, &cpu)), &|p| p.case != 1), Some(3));
-        assert_eq!(pick_where(&pending, None, &|_| false), None);
+        assert_eq!(pick_where(&pending, Some((Framework::Torch, &cpu)), &[], &|p| p.case != 2), Some(0));
+        assert_eq!(pick_where(&pending, Some((Framework::Jax, &cpu)), &[], &|p| p.case != 1), Some(3));
+        assert_eq!(pick_where(&pending, None, &[], &|_| false), None);
+        // A numpy lane with nothing of its own: JAX's case, whose worker no other lane holds, before
+        // the longer cpu/compiled case of the torch worker another lane holds; all held: the longest.
+        let compiled: Target = "cpu/compiled".parse().unwrap();
+        let numpy = Some((Framework::Numpy, &cpu));
+        assert_eq!(pick_where(&pending, numpy, &[(Framework::Torch, compiled.clone())], &|_| true), Some(1));
+        let all = [(Framework::Torch, compiled), (Framework::Jax, cpu.clone()), (Framework::Torch, cpu.clone())];
+        assert_eq!(pick_where(&pending, numpy, &all, &|_| true), Some(3));
     }
 
     #[test]
