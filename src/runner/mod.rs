@@ -119,7 +119,7 @@ pub fn execute(
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
-    let references = reference::compute(store, run_id, cfg, &info.reference_device, &[Vec::new()], sink, interrupted)?;
+    let references = reference::compute(store, run_id, cfg, &info.reference_device, sink, interrupted)?;
     if references != Ending::Finished {
         return Ok(references);
     }

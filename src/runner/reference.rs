@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
-use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
 use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, Target};
@@ -87,42 +86,6 @@ fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Targ
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
     }
     WorkerSpec { python: cfg.python.clone(), script_dir: cfg.script_dir.clone(), framework: fw, device: device.clone(), env }
-}
-
-/// One reference lane of the serial run's phase ([`compute`]): computes the references it is
-/// sent (indices into `refs`) on a worker of their framework, kept while the next one is of
-/// the same framework, and reports each.
-#[allow(clippy::too_many_arguments)]
-fn lane(
-    lane: usize,
-    cores: &[usize],
-    refs: &[ReferenceRow],
-    cfg: &RunConfig,
-    reference_device: &Target,
-    jobs: Receiver<usize>,
-    reports: Sender<(usize, usize, Attempt)>,
-    restarts: Sender<Framework>,
-    interrupted: &AtomicBool,
-) {
-    let mut held: Option<(Framework, Option<Worker>)> = None;
-    for i in jobs {
-        let fw = refs[i].framework;
-        if held.as_ref().is_none_or(|(f, _)| *f != fw) {
-            if let Some((_, Some(w))) = held.take() {
-                w.shutdown();
-            }
-            held = Some((fw, None));
-        }
-        let worker = &mut held.as_mut().expect("set above").1;
-        let mut restarted = || {
-            let _ = restarts.send(fw);
-        };
-        let attempt = compute_one(worker, &refs[i], cores, cfg, reference_device, &mut restarted, interrupted);
-        let _ = reports.send((lane, i, attempt));
-    }
-    if let Some((_, Some(w))) = held {
-        w.shutdown();
-    }
 }
 
 /// Computes `r` on `worker` (started when `None` or no longer ready). Retried like a case: a
@@ -366,78 +329,55 @@ impl Queue {
     }
 }
 
-/// Computes the run's pending references (self-references on `reference_device`, eager) on
-/// `lanes` workers at once, each pinned to its core set (one empty set: one unpinned worker,
-/// the serial run); returns [`Ending::Interrupted`] or [`Ending::OwnIoFailed`] when stopped
-/// (the references in flight stay pending). Every reference is recorded as its lane reports
-/// it, on this thread. (The parallel runner schedules the same [`Queue`] on its own lanes,
-/// with its framework probes and early cases.)
+/// Computes the run's pending references (self-references on `reference_device`, eager) one
+/// at a time, as the serial run does before any framework runs: on one unpinned worker, kept
+/// while the next reference is of the same framework. Returns [`Ending::Interrupted`] or
+/// [`Ending::OwnIoFailed`] when stopped (the reference in flight stays pending). (The parallel
+/// runner schedules the same [`Queue`] on its lanes, with its framework probes and early
+/// cases.)
 ///
-/// Errors: the store's (the lanes finish the reference in flight and stop).
-#[allow(clippy::too_many_arguments)]
+/// Errors: the store's.
 pub fn compute(
     store: &mut Store,
     run_id: i64,
     cfg: &RunConfig,
     reference_device: &Target,
-    lanes: &[Vec<usize>],
     sink: &mut dyn EventSink,
     interrupted: &AtomicBool,
 ) -> Result<Ending> {
     let refs = pending(store, run_id)?;
     let history = if refs.is_empty() { HashMap::new() } else { store.expected_wall_ms(run_id)? };
     let mut queue = Queue::new(&refs, &history, reference_device, sink);
-    let one_unpinned = [Vec::new()];
-    let lanes = if lanes.is_empty() { &one_unpinned[..] } else { lanes };
-    let jobs = lanes.len().min(refs.len().max(1));
-    let refs = &refs;
-    let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
-        let (report_tx, reports) = unbounded();
-        let (restart_tx, restarts) = unbounded();
-        let mut queues: Vec<Sender<usize>> = Vec::new();
-        for (l, cores) in lanes.iter().take(jobs).enumerate() {
-            let (tx, rx) = unbounded();
-            queues.push(tx);
-            let (report_tx, restart_tx) = (report_tx.clone(), restart_tx.clone());
-            scope.spawn(move || lane(l, cores, refs, cfg, reference_device, rx, report_tx, restart_tx, interrupted));
+    let mut held: Option<(Framework, Option<Worker>)> = None;
+    let mut ending = None;
+    while !interrupted.load(Ordering::SeqCst) {
+        let current = held.as_ref().map(|(f, _)| *f);
+        let Some(i) = queue.next(&refs, current, &[], reference_device) else { break };
+        let fw = refs[i].framework;
+        if current != Some(fw) {
+            if let Some((_, Some(w))) = held.take() {
+                w.shutdown();
+            }
+            held = Some((fw, None));
         }
-        drop((report_tx, restart_tx));
-        let mut serves: Vec<Option<Framework>> = vec![None; jobs];
-        let mut busy = vec![false; jobs];
-        let mut ending: Option<Ending> = None;
-        loop {
-            if ending.is_none() && !interrupted.load(Ordering::SeqCst) {
-                for l in 0..jobs {
-                    if busy[l] {
-                        continue;
-                    }
-                    let served: Vec<Framework> =
-                        (0..jobs).filter(|o| *o != l && busy[*o]).filter_map(|o| serves[o]).collect();
-                    if let Some(i) = queue.next(refs, serves[l], &served, reference_device) {
-                        serves[l] = Some(refs[i].framework);
-                        busy[l] = queues[l].send(i).is_ok();
-                    }
-                }
-            }
-            if !busy.iter().any(|b| *b) {
-                break;
-            }
-            let Ok((l, i, attempt)) = reports.recv() else { break };
-            busy[l] = false;
-            for fw in restarts.try_iter() {
-                sink.event(&Event::WorkerRestarted { framework: fw, device: reference_target(fw, reference_device) });
-            }
-            if let Some(e) = queue.record(store, run_id, refs, i, attempt, sink)? {
-                ending = Some(e);
-            }
+        let worker = &mut held.as_mut().expect("set above").1;
+        let device = reference_target(fw, reference_device);
+        let mut restarted = || sink.event(&Event::WorkerRestarted { framework: fw, device: device.clone() });
+        let attempt = compute_one(worker, &refs[i], &[], cfg, reference_device, &mut restarted, interrupted);
+        if let Some(e) = queue.record(store, run_id, &refs, i, attempt, sink)? {
+            ending = Some(e);
+            break;
         }
-        if ending.is_none() && !queue.is_done() {
-            // Ctrl-C between two references: those left stay pending.
-            ending = Some(Ending::Interrupted);
-        }
-        Ok(ending)
-    })?;
-    Ok(ending.unwrap_or(Ending::Finished))
+    }
+    if let Some((_, Some(w))) = held {
+        w.shutdown();
+    }
+    Ok(match ending {
+        Some(e) => e,
+        // Ctrl-C between two references: those left stay pending.
+        None if !queue.is_done() => Ending::Interrupted,
+        None => Ending::Finished,
+    })
 }
 
 /// The references still to compute: never computed, recorded as a crash (its worker died twice:
