@@ -119,7 +119,7 @@ impl Checker {
         case: &CaseRow,
         result: &CaseResult,
     ) -> Result<Option<Decision>, StoreError> {
-        if is_workload(case) {
+        if judged_in_closing_pass(case) {
             // Judged against its eager floor, which may not have run yet: in the closing pass.
             return Ok(None);
         }
@@ -154,7 +154,7 @@ impl Checker {
         if rows.is_empty() {
             return Ok(None);
         }
-        if is_workload(case) {
+        if judged_in_closing_pass(case) {
             model_check::apply(&mut rows, case_dtype, result, floor, Some(&reference.outputs));
         }
         let wrong = crate::outcome::wrong_result(&rows);
@@ -167,12 +167,6 @@ impl Checker {
 /// a workload judged by the whole-model rule (its catalogue `compare` is `whole_model`, the
 /// workloads' default). Such a case needs no reference recorded before it runs.
 pub fn judged_in_closing_pass(case: &CaseRow) -> bool {
-    is_workload(case)
-}
-
-/// Whether a case is a workload judged by the whole-model rule (its catalogue `compare` is
-/// `whole_model`, the workloads' default).
-fn is_workload(case: &CaseRow) -> bool {
     case.spec
         .catalogue()
         .is_some_and(|s| s.is_workload() && s.compare == crate::model::Compare::One(crate::compare::Rule::WholeModel))
@@ -285,7 +279,7 @@ pub fn check_run(store: &mut Store, run: i64, reference_device: &Target) -> Resu
             // A workload without a float64 golden run: the whole-model rule's cosine fallback
             // against the target, whose verdict holds on any target.
             let cosine = judged.is_empty()
-                && is_workload(case)
+                && judged_in_closing_pass(case)
                 && model_check::apply(&mut rows, case_dtype, result, model_check::Floor::Other(expected), None)
                     .is_some();
             // A result already wrong against float64 keeps that verdict and its message.

@@ -22,6 +22,27 @@ pub fn latency(ns: f64) -> String {
     } else {
         (ns / 1e9, "s")
     };
+    three_significant(value, unit)
+}
+
+/// `1.23 GiB`, `512 MiB`: bytes in binary units, three significant digits.
+pub fn bytes(n: u64) -> String {
+    let n = n as f64;
+    const KIB: f64 = 1024.0;
+    let (value, unit) = if n >= KIB * KIB * KIB {
+        (n / (KIB * KIB * KIB), "GiB")
+    } else if n >= KIB * KIB {
+        (n / (KIB * KIB), "MiB")
+    } else if n >= KIB {
+        (n / KIB, "KiB")
+    } else {
+        return format!("{n:.0} B");
+    };
+    three_significant(value, unit)
+}
+
+/// `value unit` with three significant digits for a value in [1, 1000): `4.56 ms`, `868 MiB`.
+fn three_significant(value: f64, unit: &str) -> String {
     let digits = if value < 10.0 {
         2
     } else if value < 100.0 {
@@ -72,6 +93,15 @@ pub fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_in_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(910_548_992), "868 MiB");
+        assert_eq!(bytes(2_215_000_000), "2.06 GiB");
+        assert_eq!(bytes(50 * 1024 * 1024), "50.0 MiB");
+    }
 
     #[test]
     fn latency_units() {

@@ -11,29 +11,8 @@ use super::csv::Csv;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
-use super::units::{interval, latency, ratio};
+use super::units::{bytes, interval, latency, ratio};
 use crate::analysis::workloads::{JSON_FORMAT, JSON_VERSION, WorkloadRow, WorkloadsReport};
-
-/// `1.23 GiB`, `512 MiB`: bytes in binary units, three significant digits.
-pub fn bytes(n: u64) -> String {
-    let n = n as f64;
-    let (v, unit) = if n >= 1024.0 * 1024.0 * 1024.0 {
-        (n / (1024.0 * 1024.0 * 1024.0), "GiB")
-    } else if n >= 1024.0 * 1024.0 {
-        (n / (1024.0 * 1024.0), "MiB")
-    } else if n >= 1024.0 {
-        (n / 1024.0, "KiB")
-    } else {
-        return format!("{n:.0} B");
-    };
-    if v >= 100.0 {
-        format!("{v:.0} {unit}")
-    } else if v >= 10.0 {
-        format!("{v:.1} {unit}")
-    } else {
-        format!("{v:.2} {unit}")
-    }
-}
 
 fn sci(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.2e}")).unwrap_or_else(|| "—".into())
@@ -311,14 +290,5 @@ mod tests {
     #[test]
     fn workloads_json_snapshot() {
         insta::assert_snapshot!(render(&example(), Format::Json));
-    }
-
-    #[test]
-    fn bytes_in_binary_units() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(910_548_992), "868 MiB");
-        assert_eq!(bytes(2_215_000_000), "2.06 GiB");
-        assert_eq!(bytes(50 * 1024 * 1024), "50.0 MiB");
     }
 }

@@ -5,8 +5,9 @@
 //! worker (the probe that reports its devices; [`schedule::probe_order`]) and runs the cases
 //! that need no reference yet (workloads, judged in the closing pass); once every reference is
 //! recorded, each free lane takes the longest pending case of its own worker's target, else of
-//! a target no other lane's worker serves, else the longest of all ([`schedule::pick_where`]). Each case is committed as it finishes, as in the serial
-//! run; crash retries, timeouts, Ctrl-C and mlport's own I/O failures end the same way.
+//! a target no other lane's worker serves, else the longest of all ([`schedule::pick_where`]).
+//! Each case is committed as it finishes, as in the serial run; crash retries, timeouts, Ctrl-C
+//! and mlport's own I/O failures end the same way.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -228,8 +229,7 @@ pub fn execute_parallel(
                     // (workloads) may run: the others are compared as they are committed.
                     let refs_in = queue.is_done();
                     let eligible = |p: &Pending| refs_in || early[p.case];
-                    let current =
-                        serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
+                    let current = serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
                     let own = |early_only: bool| {
                         current.is_some_and(|(f, t)| {
                             pending.iter().any(|p| p.framework == f && &p.target == t && (!early_only || eligible(p)))

@@ -85,7 +85,13 @@ fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Targ
     if fw.backend() == Framework::Jax {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
     }
-    WorkerSpec { python: cfg.python.clone(), script_dir: cfg.script_dir.clone(), framework: fw, device: device.clone(), env }
+    WorkerSpec {
+        python: cfg.python.clone(),
+        script_dir: cfg.script_dir.clone(),
+        framework: fw,
+        device: device.clone(),
+        env,
+    }
 }
 
 /// Computes `r` on `worker` (started when `None` or no longer ready). Retried like a case: a
@@ -104,8 +110,7 @@ pub(super) fn compute_one(
     let fw = r.framework;
     let device = reference_target(fw, reference_device);
     let spec = reference_spec(cfg, cores, fw, &device);
-    let out_dir =
-        cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
+    let out_dir = cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
     if let Err(e) = std::fs::create_dir_all(&out_dir) {
         return Attempt::OwnIo(OwnIoError::from_io(&out_dir, "create folder", &e));
     }
@@ -156,7 +161,9 @@ pub(super) fn compute_one(
     };
     let message = (result.outcome != Outcome::Pass).then(|| why(&result));
     let message = match (first_crash, message) {
-        (Some(first), Some(m)) => Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})")),
+        (Some(first), Some(m)) => {
+            Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})"))
+        }
         (_, m) => m,
     };
     Attempt::Ended { outcome: result.outcome, message, outputs: result.outputs }
@@ -464,7 +471,10 @@ mod tests {
     fn earlier_runs_time_self_references_but_not_numpys() {
         let keras: Framework = "keras-jax".parse().unwrap();
         let golden = reference(keras, "resnet50", true);
-        let numpy = ReferenceRow { key: "reference/case/torch/torch.sigmoid".into(), ..reference(Framework::Numpy, "x", false) };
+        let numpy = ReferenceRow {
+            key: "reference/case/torch/torch.sigmoid".into(),
+            ..reference(Framework::Numpy, "x", false)
+        };
         let mut h = HashMap::new();
         h.insert(("keras-jax/resnet50".to_string(), "cpu".to_string()), 14_000.0);
         h.insert(("torch/torch.sigmoid".to_string(), "cpu".to_string()), 900.0);
