@@ -41,6 +41,23 @@ fn jax_int64_beyond_int32_is_caught_with_jax_defaults_and_passes_with_jax_x64() 
     let printed = std::process::Command::new(common::python()).args(["-c", &code]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), format!("[{}, 7]", 3_000_000_001i64 - (1i64 << 32)));
 
+    // The float64 self-reference of jax.numpy.cumsum was computed in float64 (inside
+    // jax.enable_x64(True)) by a JAX worker of a run whose JAX has 64-bit types off: 1e8 + 1 - 1e8
+    // is 1 in float64 and 0 in float32. The case itself ran at float32, as asked, and lost it.
+    let refs = store.references(summary.id).unwrap();
+    let cumsum_ref = refs.iter().find(|r| r.function == "jax.numpy.cumsum").expect("a self-reference is planned");
+    assert_eq!(cumsum_ref.framework, Framework::Jax);
+    assert_eq!(cumsum_ref.outcome, Some(Outcome::Pass), "{:?}", cumsum_ref.message);
+    let out = cumsum_ref.outputs.as_array().unwrap();
+    assert_eq!(out[0]["dtype"], "float64", "{out:?}");
+    let path = out[0]["path"].as_str().unwrap();
+    let code = format!("import numpy as np; print(np.load({path:?}).tolist())");
+    let printed = std::process::Command::new(common::python()).args(["-c", &code]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), "[100000000.0, 100000001.0, 1.0]");
+    let cumsum = rows.iter().find(|r| r.function.name == "jax.numpy.cumsum").unwrap();
+    assert_eq!(cumsum.result.outputs.as_array().unwrap()[0]["dtype"], "float32");
+    assert_eq!(cumsum.result.outcome, Outcome::WrongResult, "the float32 answer's last element is 0, not 1");
+
     // `repro` sets JAX up as the run had it, and still sees the wrong answer (exit 1).
     let dir = tmp.path().join("repro");
     mlport().args(["repro", &add.id.to_string(), "--db"]).arg(&db).arg("--out").arg(&dir).assert().success();

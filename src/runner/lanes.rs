@@ -1,20 +1,18 @@
 //! The parallel runner (`mlport run --jobs N`): N lanes, each a thread holding one worker at a
-//! time, pinned to its own cores ([`schedule::Layout`]); this thread alone hands out work,
-//! writes the store and reports events. The float64 references come first, on the same lanes
-//! ([`reference::Queue`]). A lane with no reference left to take starts a framework's first
-//! worker (the probe that reports its devices; [`schedule::probe_order`]) and runs the cases
-//! that need no reference yet (workloads, judged in the closing pass); once every reference is
-//! recorded, each free lane takes the longest pending case of its own worker's target, else of
-//! a target no other lane's worker serves, else the longest of all ([`schedule::pick_where`]).
-//! Each case is committed as it finishes, as in the serial run; crash retries, timeouts, Ctrl-C
-//! and mlport's own I/O failures end the same way.
+//! time, pinned to its own cores ([`schedule::Layout`]); this thread alone hands out work (what
+//! a free lane does next is [`Dispatch::next`]'s to decide), writes the store and reports events.
+//! Float64 references, framework probes and cases share the lanes; a lane's worker that computed
+//! a framework's references goes on to report its hello and run its cases. A function's case is
+//! compared with its references as it is committed, so the references are loaded again whenever
+//! another framework's cases may start. Each case is committed as it finishes, as in the serial
+//! run; crash retries, timeouts, Ctrl-C and mlport's own I/O failures end the same way.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
+use super::dispatch::{Dispatch, Next, Serves};
 use super::schedule::{self, Layout, Pending};
 use super::{
     Attempted, Ending, Event, EventSink, RunConfig, attempt_case, commit, describe_start_failure, finish,
@@ -49,15 +47,6 @@ enum Report {
     Referenced { lane: usize, index: usize, attempt: reference::Attempt },
 }
 
-/// The worker a lane holds: `framework`'s on `target`, started for cases or for float64
-/// references (JAX's then runs with `jax_enable_x64`).
-#[derive(Clone, Debug, PartialEq)]
-struct Serves {
-    framework: Framework,
-    target: Target,
-    reference: bool,
-}
-
 /// The worker of `framework` on `target` for a lane pinned to `cores`: the run's worker
 /// environment plus the lane's cores and thread count ([`worker::pinned_env`]).
 fn lane_spec(cfg: &RunConfig, cores: &[usize], framework: Framework, target: &Target) -> WorkerSpec {
@@ -72,6 +61,17 @@ fn lane_spec(cfg: &RunConfig, cores: &[usize], framework: Framework, target: &Ta
         device: target.clone(),
         env,
     }
+}
+
+/// True when `fw`'s float64 references need a worker of their own on a lane pinned to `cores`,
+/// one that cannot go on to run `fw`'s cases: JAX's (its references run with `jax_enable_x64`,
+/// its cases as the run asks), or any whose reference worker's environment differs from the case
+/// worker's on the reference device ([`WorkerSpec::same_process`]). Otherwise the lane that
+/// computed `fw`'s references keeps that worker for `fw`'s probe and cases (one start saved:
+/// 3-10 s per framework on one core).
+fn own_reference_worker(cfg: &RunConfig, cores: &[usize], fw: Framework, reference_device: &Target) -> bool {
+    let target = reference::reference_target(fw, reference_device);
+    !reference::reference_spec(cfg, cores, fw, &target).same_process(&lane_spec(cfg, cores, fw, &target))
 }
 
 /// One lane: runs jobs until its queue closes, then shuts its worker down.
@@ -105,28 +105,27 @@ fn lane(
         match job {
             Job::Release => release(&mut held),
             Job::Probe(framework) => {
-                release(&mut held);
                 let cpu = Target::cpu();
-                let hello = match worker::spawn(&lane_spec(cfg, cores, framework, &cpu), cfg.start_timeout, interrupted)
-                {
-                    Ok(w) => {
-                        let hello = Box::new(w.hello.clone());
-                        if hello.import_error.is_none() {
-                            held = Some((Serves { framework, target: cpu, reference: false }, Some(w)));
-                        } else {
-                            w.shutdown();
-                        }
-                        Ok(hello)
+                let serves = Serves { framework, target: cpu.clone(), reference: false };
+                // The worker that computed the framework's references, when it serves cases too.
+                let kept = match &mut held {
+                    Some((s, Some(w))) if *s == serves => w.is_ready().then(|| Box::new(w.hello.clone())),
+                    _ => None,
+                };
+                let hello = match kept {
+                    Some(hello) => Ok(hello),
+                    None => {
+                        release(&mut held);
+                        probe(cfg, cores, framework, &cpu, interrupted, &mut held)
                     }
-                    Err(Failure::Interrupted) => Err(None),
-                    Err(f) => Err(Some(describe_start_failure(&f))),
                 };
                 let _ = reports.send(Report::Probed { lane, framework, hello });
             }
             Job::Reference(index) => {
                 let r = &refs[index];
                 let target = reference::reference_target(r.framework, reference_device);
-                hold(&mut held, Serves { framework: r.framework, target: target.clone(), reference: true });
+                let own = own_reference_worker(cfg, cores, r.framework, reference_device);
+                hold(&mut held, Serves { framework: r.framework, target: target.clone(), reference: own });
                 let worker = &mut held.as_mut().expect("set above").1;
                 let mut restarted = || {
                     let _ = reports.send(Report::Restarted { framework: r.framework, target: target.clone() });
@@ -158,11 +157,36 @@ fn lane(
     release(&mut held);
 }
 
+/// Starts `framework`'s worker on `target` for a probe, holding it in `held` when it imported;
+/// its hello, or why it did not start (`None`: interrupted).
+fn probe(
+    cfg: &RunConfig,
+    cores: &[usize],
+    framework: Framework,
+    target: &Target,
+    interrupted: &AtomicBool,
+    held: &mut Option<(Serves, Option<Worker>)>,
+) -> Result<Box<Hello>, Option<String>> {
+    match worker::spawn(&lane_spec(cfg, cores, framework, target), cfg.start_timeout, interrupted) {
+        Ok(w) => {
+            let hello = Box::new(w.hello.clone());
+            if hello.import_error.is_none() {
+                *held = Some((Serves { framework, target: target.clone(), reference: false }, Some(w)));
+            } else {
+                w.shutdown();
+            }
+            Ok(hello)
+        }
+        Err(Failure::Interrupted) => Err(None),
+        Err(f) => Err(Some(describe_start_failure(&f))),
+    }
+}
+
 /// [`super::execute`] on the lanes of `layout`: the same cases, results and endings, up to
 /// `layout.jobs()` workers at once, each pinned to its lane's cores. The float64 references
-/// are computed first, on the same lanes ([`reference::Queue`]); a lane with no reference left
-/// to take starts the frameworks' workers meanwhile and runs the cases judged only in the
-/// closing pass (workloads); the other cases start once every reference is recorded.
+/// are computed on the same lanes ([`reference::Queue`]); a framework's function cases start
+/// once its own and NumPy's references are recorded, the cases judged only in the closing pass
+/// (workloads) at once ([`Dispatch`]).
 ///
 /// Errors: the store's (the lanes finish their case in flight and stop).
 #[allow(clippy::too_many_arguments)]
@@ -179,16 +203,23 @@ pub fn execute_parallel(
     let refs = reference::pending(store, run_id)?;
     let history = store.expected_wall_ms(run_id)?;
     let mut queue = reference::Queue::new(&refs, &history, &info.reference_device, sink);
-    // Loaded once every reference is recorded: cases are compared as they are committed.
-    let mut checker: Option<crate::agreement::Checker> = None;
     let reference_device = info.reference_device.clone();
     let (refs, reference_device) = (&refs, &reference_device);
-    let mut probes: VecDeque<Framework> = schedule::probe_order(cases, &history).into();
-    // The cases that may run before every reference is recorded, by index.
-    let early: Vec<bool> = cases.iter().map(crate::agreement::judged_in_closing_pass).collect();
-    let all_early = |fw: Framework| cases.iter().zip(&early).filter(|(c, _)| c.framework == fw).all(|(_, e)| *e);
-    let mut pending: Vec<Pending> = Vec::new();
     let jobs = layout.jobs();
+    let mut dispatch = Dispatch::new(
+        jobs,
+        refs,
+        reference_device,
+        cases.iter().map(|c| c.framework).collect(),
+        cases.iter().map(crate::agreement::judged_in_closing_pass).collect(),
+        schedule::probe_order(cases, &history),
+        &|l, fw| own_reference_worker(cfg, &layout.sets[l], fw, reference_device),
+    );
+    // The references cases are compared with as they are committed, loaded again whenever a
+    // framework's cases may start (its references and NumPy's are in): `checked` lists those
+    // it holds every reference of.
+    let mut checker: Option<crate::agreement::Checker> = None;
+    let mut checked: Vec<Framework> = Vec::new();
     let ending = std::thread::scope(|scope| -> Result<Option<Ending>> {
         let (report_tx, reports) = unbounded();
         let mut queues: Vec<Sender<Job>> = Vec::new();
@@ -199,75 +230,34 @@ pub fn execute_parallel(
             scope.spawn(move || lane(i, cores, cases, refs, cfg, reference_device, rx, report_tx, interrupted));
         }
         drop(report_tx);
-        // What each lane holds (or will hold once its job starts), and whether it is busy.
-        let mut serves: Vec<Option<Serves>> = vec![None; jobs];
-        let mut busy = vec![false; jobs];
         let mut ending: Option<Ending> = None;
         loop {
             if ending.is_none() && !interrupted.load(Ordering::SeqCst) {
-                for l in 0..jobs {
-                    if busy[l] {
+                for (l, lane) in queues.iter().enumerate() {
+                    if dispatch.busy[l] {
                         continue;
                     }
-                    // The float64 references first; a lane with none left to take starts the
-                    // frameworks' workers (probes) meanwhile; cases once every reference is in.
-                    if queue.has_waiting() {
-                        let current = serves[l].as_ref().filter(|s| s.reference).map(|s| s.framework);
-                        let served: Vec<Framework> = (0..jobs)
-                            .filter(|o| *o != l && busy[*o])
-                            .filter_map(|o| serves[o].as_ref().filter(|s| s.reference).map(|s| s.framework))
-                            .collect();
-                        if let Some(i) = queue.next(refs, current, &served, reference_device) {
-                            let framework = refs[i].framework;
-                            let target = reference::reference_target(framework, reference_device);
-                            serves[l] = Some(Serves { framework, target, reference: true });
-                            busy[l] = queues[l].send(Job::Reference(i)).is_ok();
-                            continue;
+                    let job = match dispatch.next(l, &mut queue) {
+                        None | Some(Next::Wait) => continue,
+                        Some(Next::Reference(i)) => Job::Reference(i),
+                        Some(Next::Probe(fw)) => {
+                            sink.event(&Event::FrameworkStarting { framework: fw });
+                            Job::Probe(fw)
                         }
-                    }
-                    // Before every reference is in, only cases judged in the closing pass
-                    // (workloads) may run: the others are compared as they are committed.
-                    let refs_in = queue.is_done();
-                    let eligible = |p: &Pending| refs_in || early[p.case];
-                    let current = serves[l].as_ref().filter(|s| !s.reference).map(|s| (s.framework, &s.target));
-                    let own = |early_only: bool| {
-                        current.is_some_and(|(f, t)| {
-                            pending.iter().any(|p| p.framework == f && &p.target == t && (!early_only || eligible(p)))
-                        })
+                        Some(Next::Run(p)) => {
+                            let c = &cases[p.case];
+                            if !crate::agreement::judged_in_closing_pass(c) && !checked.contains(&c.framework) {
+                                checker = Some(crate::agreement::Checker::load(store, run_id)?);
+                                checked = dispatch.ready_frameworks(&queue);
+                            }
+                            sink.event(&Event::CaseStarted { case: c });
+                            Job::Run(p.case, p.target)
+                        }
                     };
-                    let own_work = own(false);
-                    if !own_work && !probes.is_empty() {
-                        // While references are still computed, a framework all of whose cases
-                        // may run meanwhile (Keras': workloads only) first.
-                        let at = if refs_in { None } else { probes.iter().position(|f| all_early(*f)) };
-                        let fw = probes.remove(at.unwrap_or(0)).expect("not empty");
-                        sink.event(&Event::FrameworkStarting { framework: fw });
-                        serves[l] = Some(Serves { framework: fw, target: Target::cpu(), reference: false });
-                        busy[l] = queues[l].send(Job::Probe(fw)).is_ok();
-                        continue;
-                    }
-                    if refs_in && checker.is_none() {
-                        checker = Some(crate::agreement::Checker::load(store, run_id)?);
-                    }
-                    if own_work && !own(true) {
-                        // Its cases wait for the references: keep the worker (it was started for
-                        // them) rather than leave it for another target's case.
-                        continue;
-                    }
-                    let others: Vec<(Framework, Target)> = (0..jobs)
-                        .filter(|o| *o != l)
-                        .filter_map(|o| serves[o].as_ref().filter(|s| !s.reference))
-                        .map(|s| (s.framework, s.target.clone()))
-                        .collect();
-                    if let Some(i) = schedule::pick_where(&pending, current, &others, &eligible) {
-                        let p = pending.swap_remove(i);
-                        sink.event(&Event::CaseStarted { case: &cases[p.case] });
-                        serves[l] = Some(Serves { framework: p.framework, target: p.target.clone(), reference: false });
-                        busy[l] = queues[l].send(Job::Run(p.case, p.target)).is_ok();
-                    }
+                    dispatch.busy[l] = lane.send(job).is_ok();
                 }
             }
-            if !busy.iter().any(|b| *b) {
+            if !dispatch.busy.iter().any(|b| *b) {
                 break;
             }
             let Ok(report) = reports.recv() else { break };
@@ -276,7 +266,7 @@ pub fn execute_parallel(
                     sink.event(&Event::WorkerRestarted { framework, device: target })
                 }
                 Report::Probed { lane, framework, hello } => {
-                    busy[lane] = false;
+                    dispatch.busy[lane] = false;
                     match hello {
                         Ok(h) => match framework_ready(
                             store,
@@ -292,7 +282,7 @@ pub fn execute_parallel(
                             Some(targets) => {
                                 for t in &targets {
                                     let done = store.done_keys(run_id, t)?;
-                                    pending.extend(
+                                    dispatch.pending.extend(
                                         cases
                                             .iter()
                                             .enumerate()
@@ -312,10 +302,10 @@ pub fn execute_parallel(
                                 if !targets.contains(&Target::cpu()) {
                                     // Only compiled (or other) targets: the eager probe would sit idle.
                                     let _ = queues[lane].send(Job::Release);
-                                    serves[lane] = None;
+                                    dispatch.serves[lane] = None;
                                 }
                             }
-                            None => serves[lane] = None,
+                            None => dispatch.serves[lane] = None,
                         },
                         Err(None) => ending = Some(Ending::Interrupted),
                         Err(Some(why)) => {
@@ -323,18 +313,18 @@ pub fn execute_parallel(
                             info.frameworks.insert(framework, failed);
                             store.update_run_info(run_id, info)?;
                             sink.event(&Event::FrameworkFailed { framework, error: why });
-                            serves[lane] = None;
+                            dispatch.serves[lane] = None;
                         }
                     }
                 }
                 Report::Referenced { lane, index, attempt } => {
-                    busy[lane] = false;
+                    dispatch.busy[lane] = false;
                     if let Some(e) = queue.record(store, run_id, refs, index, attempt, sink)? {
                         ending = Some(e);
                     }
                 }
                 Report::Ran { lane, case, target, attempted } => {
-                    busy[lane] = false;
+                    dispatch.busy[lane] = false;
                     let c = &cases[case];
                     match attempted {
                         Attempted::Done(mut r) => commit(store, run_id, c, &mut r, checker.as_ref(), sink)?,
@@ -345,19 +335,19 @@ pub fn execute_parallel(
                         Attempted::Lost(why) => {
                             // As in the serial run: the target's remaining cases stay pending.
                             sink.event(&Event::WorkerLost { framework: c.framework, device: target.clone(), why });
-                            pending.retain(|p| !(p.framework == c.framework && p.target == target));
-                            serves[lane] = None;
+                            dispatch.pending.retain(|p| !(p.framework == c.framework && p.target == target));
+                            dispatch.serves[lane] = None;
                         }
                     }
                 }
             }
         }
-        if ending.is_none()
-            && interrupted.load(Ordering::SeqCst)
-            && (!pending.is_empty() || !probes.is_empty() || !queue.is_done())
-        {
+        let unfinished = !dispatch.pending.is_empty() || !dispatch.probes.is_empty() || !queue.is_done();
+        if ending.is_none() && interrupted.load(Ordering::SeqCst) && unfinished {
             ending = Some(Ending::Interrupted);
         }
+        // A lane waits only for work another lane has in flight ([`Dispatch::next`]).
+        debug_assert!(ending.is_some() || !unfinished, "every lane idle with work left");
         Ok(ending)
     })?;
     match ending {

@@ -5,6 +5,7 @@
 //! execution mode ([`crate::model::Mode`]): `cpu` (eager) and `cpu/compiled` get a worker each.
 
 mod case;
+mod dispatch;
 mod events;
 mod lanes;
 pub mod reference;
@@ -55,7 +56,8 @@ pub struct RunConfig {
     /// framework's default (all cores, usually).
     pub threads: Option<u32>,
     /// JAX's `jax_enable_x64` (`mlport run --jax-x64`); off by default, as JAX ships. Sent to
-    /// JAX workers as `MLPORT_JAX_X64=1`; a JAX float64 self-reference always runs with it on.
+    /// JAX workers as `MLPORT_JAX_X64=1`; a JAX float64 self-reference always runs with it on
+    /// (inside `jax.enable_x64(True)`, in the worker that computes it).
     pub jax_x64: bool,
 }
 

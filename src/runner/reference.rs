@@ -1,8 +1,8 @@
 //! The float64 reference phase of a run: every planned reference that is not computed yet is
 //! computed on the inputs upcast to float64 — by NumPy workers on the host (an op's NumPy/SciPy
 //! function, a case's own `reference` callable), and by workers of each framework on the
-//! reference device, eager, for float64 self-references (the case's own function; JAX's with
-//! `jax_enable_x64` on, whatever the run's setting). The serial run computes them before any
+//! reference device, eager, for float64 self-references (the case's own function; JAX's inside
+//! `jax.enable_x64(True)`, whatever the run's setting). The serial run computes them before any
 //! framework runs ([`compute`]); the parallel runner schedules the same [`Queue`] on its lanes,
 //! several at once, a lane keeping its worker while references of that framework wait, else
 //! taking the framework with the most expected work ([`pick`], [`expected_ms`]); on a reference
@@ -75,14 +75,16 @@ pub(super) fn reference_target(fw: Framework, reference_device: &Target) -> Targ
 }
 
 /// The worker that computes `fw`'s references on a lane pinned to `cores` (unpinned when
-/// empty): float64 self-references want JAX with `jax_enable_x64`, whatever the run's setting.
-fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Target) -> WorkerSpec {
+/// empty). JAX's is started as the run's other JAX workers are (`--jax-x64` or not): the worker
+/// computes each float64 self-reference inside `jax.enable_x64(True)`, so the same worker can
+/// go on to run the cases.
+pub(super) fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Target) -> WorkerSpec {
     let mut env = if cores.is_empty() {
         cfg.threads.map(worker::thread_env).unwrap_or_default()
     } else {
         worker::pinned_env(cores)
     };
-    if fw.backend() == Framework::Jax {
+    if fw.backend() == Framework::Jax && cfg.jax_x64 {
         env.push(("MLPORT_JAX_X64".into(), "1".into()));
     }
     WorkerSpec {
@@ -215,7 +217,8 @@ fn pick(
 pub(super) struct Queue {
     expected: Vec<f64>,
     waiting: Vec<usize>,
-    in_flight: usize,
+    /// Taken by a lane, not yet recorded (indices into the phase's list).
+    in_flight: Vec<usize>,
     /// Taken off the queue but not recorded (Ctrl-C, mlport's own I/O failure): still pending.
     abandoned: usize,
     passed: usize,
@@ -238,7 +241,7 @@ impl Queue {
         Queue {
             expected: refs.iter().map(|r| expected_ms(r, history, reference_device)).collect(),
             waiting: (0..refs.len()).collect(),
-            in_flight: 0,
+            in_flight: Vec::new(),
             abandoned: 0,
             passed: 0,
             failed: 0,
@@ -252,7 +255,28 @@ impl Queue {
 
     /// True once every reference is recorded (none waiting, in flight or abandoned).
     pub(super) fn is_done(&self) -> bool {
-        self.waiting.is_empty() && self.in_flight == 0 && self.abandoned == 0
+        self.waiting.is_empty() && self.in_flight.is_empty() && self.abandoned == 0
+    }
+
+    /// True once every reference a case of `fw` can be judged by is recorded: those its own
+    /// framework computes (float64 self-references) and NumPy's (an op's reference, a case's
+    /// own `reference` callable), none waiting or in flight; false once one was abandoned (the
+    /// run is stopping). A parallel run starts `fw`'s cases from then on, while other
+    /// frameworks' references are still computed.
+    pub(super) fn is_done_for(&self, refs: &[ReferenceRow], fw: Framework) -> bool {
+        let theirs = |i: &usize| matches!(refs[*i].framework, f if f == fw || f == Framework::Numpy);
+        self.abandoned == 0 && !self.waiting.iter().any(theirs) && !self.in_flight.iter().any(theirs)
+    }
+
+    /// Takes reference `i` off the in-flight list: its lane has finished it ([`Queue::record`]
+    /// then stores how; the dispatcher's tests, which have no store, call it alone).
+    pub(super) fn settle(&mut self, i: usize) {
+        self.in_flight.retain(|f| *f != i);
+    }
+
+    /// True while a reference of `fw` waits for a lane.
+    pub(super) fn has_waiting_of(&self, refs: &[ReferenceRow], fw: Framework) -> bool {
+        self.waiting.iter().any(|i| refs[*i].framework == fw)
     }
 
     /// The reference a free lane computes next ([`pick`]), taken off the queue. `served`: the
@@ -275,7 +299,7 @@ impl Queue {
         };
         let at = pick(&candidates, refs, &self.expected, current, served)?;
         let i = candidates[at];
-        self.in_flight += 1;
+        self.in_flight.push(i);
         self.waiting.retain(|w| *w != i);
         Some(i)
     }
@@ -294,7 +318,7 @@ impl Queue {
         attempt: Attempt,
         sink: &mut dyn EventSink,
     ) -> Result<Option<Ending>> {
-        self.in_flight -= 1;
+        self.settle(i);
         let r = &refs[i];
         let fail = |store: &mut Store, key: &str, why: &str| {
             store.record_reference(run_id, key, Outcome::Fail, Some(why), &serde_json::json!([]))
@@ -415,11 +439,12 @@ fn why(r: &CaseResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::{CaseSpec, Dtype, WorkloadSpec};
 
-    fn reference(fw: Framework, function: &str, workload: bool) -> ReferenceRow {
+    /// A planned reference of `fw` (a float64 self-reference unless `fw` is NumPy), not computed.
+    pub(in crate::runner) fn reference(fw: Framework, function: &str, workload: bool) -> ReferenceRow {
         let mut spec = CaseSpec::new(function, "default");
         if workload {
             spec.workload = Some(WorkloadSpec::default());

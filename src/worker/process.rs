@@ -7,6 +7,7 @@
 //! A worker that dies is reported with its signal and last stderr lines: crash and
 //! timeout are data (an outcome), never an `Err` of the run.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,23 @@ pub struct WorkerSpec {
     pub device: Target,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+}
+
+impl WorkerSpec {
+    /// True when `self` and `other` start the same process: the same interpreter, scripts,
+    /// framework and target, and the same effective environment (a later entry of `env`
+    /// overrides an earlier one, as the process sees them). A worker started for one serves the
+    /// other's requests: a lane's float64 reference worker goes on to run its framework's cases.
+    pub fn same_process(&self, other: &WorkerSpec) -> bool {
+        fn effective(s: &WorkerSpec) -> BTreeMap<&str, &str> {
+            s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+        }
+        self.python == other.python
+            && self.script_dir == other.script_dir
+            && self.framework == other.framework
+            && self.device == other.device
+            && effective(self) == effective(other)
+    }
 }
 
 /// The environment that sets a worker's host compute threads to `n` for every framework:

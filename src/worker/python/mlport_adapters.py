@@ -23,9 +23,12 @@ PyTorch/XLA has no lowering for and ran on the host CPU (`torch_xla.debug.metric
 cleared just before the first call); `aten::_local_scalar_dense`, a tensor read as a Python
 number (`.item()`), is a host read, not a fallback, and is left out.
 Framework defaults as shipped: JAX runs with jax_enable_x64 OFF, as JAX users have it,
-unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64, or a JAX float64 self-reference):
-an int64/float64 case then gets int32/float32 arrays, as a JAX user's code would. Every
-process-wide switch an adapter sets is reported in the hello's `settings` (docs/protocol.md).
+unless the core sets MLPORT_JAX_X64=1 (mlport run --jax-x64): an int64/float64 case then gets
+int32/float32 arrays, as a JAX user's code would. A float64 self-reference of JAX or Keras on
+JAX runs inside jax.enable_x64(True) (reference_scope) in the same worker: JAX keys its caches
+of traced and compiled code on the switch, so the cases the worker runs next see it off again.
+Every process-wide switch an adapter sets is reported in the hello's `settings`
+(docs/protocol.md).
 
 Timing semantics, the same for every framework (mlport_worker.blocked): a block of N
 calls is issued back to back and synchronised ONCE, after the last call, with the
@@ -270,6 +273,10 @@ class Adapter:
         return resolve(qualified)
 
     def on_device(self):
+        return contextlib.nullcontext()
+
+    def reference_scope(self):
+        """The context a float64 reference is computed in (JAX: 64-bit types on)."""
         return contextlib.nullcontext()
 
     def native_dtype(self, name):
@@ -655,6 +662,14 @@ class JaxAdapter(Adapter):
 
     def on_device(self):
         return self.jax.default_device(self.native_device)
+
+    def reference_scope(self):
+        # jax.enable_x64 (JAX 0.6+), jax.experimental.enable_x64 before it: the config
+        # switch as a context, part of the key of JAX's trace and compile caches.
+        enable_x64 = getattr(self.jax, "enable_x64", None)
+        if enable_x64 is None:
+            from jax.experimental import enable_x64
+        return enable_x64(True)
 
     def compile(self, f, counter):
         def traced(*args, **kwargs):

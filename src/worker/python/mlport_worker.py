@@ -20,7 +20,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -154,7 +154,15 @@ def compile_case_code(code, label):
 
 
 def run_case(adapter, req):
-    """Run one case; return the result message (never raises)."""
+    """Run one case, or compute a float64 reference inside the adapter's reference_scope (JAX:
+    64-bit types on); return the result message (never raises)."""
+    if req.get("reference"):
+        with adapter.reference_scope():
+            return _run_case(adapter, req)
+    return _run_case(adapter, req)
+
+
+def _run_case(adapter, req):
     case = req["case"]
     dtype = req.get("dtype") or "float32"
     label = f"{case['function']}[{case.get('id', 'default')}:{dtype}]"
