@@ -64,11 +64,12 @@ fn lane_spec(cfg: &RunConfig, cores: &[usize], framework: Framework, target: &Ta
 }
 
 /// True when `fw`'s float64 references need a worker of their own on a lane pinned to `cores`,
-/// one that cannot go on to run `fw`'s cases: JAX's (its references run with `jax_enable_x64`,
-/// its cases as the run asks), or any whose reference worker's environment differs from the case
-/// worker's on the reference device ([`WorkerSpec::same_process`]). Otherwise the lane that
-/// computed `fw`'s references keeps that worker for `fw`'s probe and cases (one start saved:
-/// 3-10 s per framework on one core).
+/// one that cannot go on to run `fw`'s cases: when the reference worker's environment differs
+/// from the case worker's on the reference device ([`WorkerSpec::same_process`]; a run through
+/// export routes sets `MLPORT_ROUTES` for its case workers). Otherwise the lane that computed
+/// `fw`'s references keeps that worker for `fw`'s probe and cases (one start saved: 3-10 s per
+/// framework on one core); JAX's too, since it computes references inside
+/// `jax.enable_x64(True)` (protocol 11).
 fn own_reference_worker(cfg: &RunConfig, cores: &[usize], fw: Framework, reference_device: &Target) -> bool {
     let target = reference::reference_target(fw, reference_device);
     !reference::reference_spec(cfg, cores, fw, &target).same_process(&lane_spec(cfg, cores, fw, &target))
