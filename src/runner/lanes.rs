@@ -189,7 +189,8 @@ fn probe(
 /// once its own and NumPy's references are recorded, the cases judged only in the closing pass
 /// (workloads) at once ([`Dispatch`]).
 ///
-/// Errors: the store's (the lanes finish their case in flight and stop).
+/// Errors: the store's (the lanes finish their case in flight and stop), and a scheduler that
+/// left every lane idle with work left (a bug; the run stays resumable).
 #[allow(clippy::too_many_arguments)]
 pub fn execute_parallel(
     store: &mut Store,
@@ -347,8 +348,18 @@ pub fn execute_parallel(
         if ending.is_none() && interrupted.load(Ordering::SeqCst) && unfinished {
             ending = Some(Ending::Interrupted);
         }
-        // A lane waits only for work another lane has in flight ([`Dispatch::next`]).
-        debug_assert!(ending.is_some() || !unfinished, "every lane idle with work left");
+        // A lane waits only for work another lane has in flight ([`Dispatch::next`]): every lane
+        // idle with work left is a scheduler bug. The run is left unfinished (resumable), never
+        // closed with cases silently not run.
+        if ending.is_none() && unfinished {
+            anyhow::bail!(
+                "internal error: every worker is idle with work left ({} cases and {} frameworks not started, \
+                 references done: {}); `mlport run --resume` goes on with them",
+                dispatch.pending.len(),
+                dispatch.probes.len(),
+                queue.is_done()
+            );
+        }
         Ok(ending)
     })?;
     match ending {
