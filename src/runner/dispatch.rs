@@ -45,8 +45,10 @@ pub(super) struct Dispatch<'a> {
     reference_device: Target,
     /// By case index: judged in the closing pass, so it may run before its references are in.
     early: Vec<bool>,
-    /// By case index: the case's framework.
-    case_framework: Vec<Framework>,
+    /// The run's cases' frameworks, each once.
+    frameworks: Vec<Framework>,
+    /// Those whose cases are all judged in the closing pass (Keras': workloads only).
+    all_early: Vec<Framework>,
     /// By lane: the frameworks whose references need a worker of their own there (one that
     /// runs no case).
     own_reference_worker: Vec<Vec<Framework>>,
@@ -76,16 +78,26 @@ impl<'a> Dispatch<'a> {
         probes: Vec<Framework>,
         own_reference_worker: &dyn Fn(usize, Framework) -> bool,
     ) -> Dispatch<'a> {
-        let mut frameworks: Vec<Framework> = refs.iter().map(|r| r.framework).collect();
-        frameworks.sort();
-        frameworks.dedup();
+        let distinct = |mut fws: Vec<Framework>| {
+            fws.sort();
+            fws.dedup();
+            fws
+        };
+        let referenced = distinct(refs.iter().map(|r| r.framework).collect());
+        let frameworks = distinct(case_framework.clone());
+        let all_early = frameworks
+            .iter()
+            .copied()
+            .filter(|fw| case_framework.iter().zip(&early).filter(|(f, _)| *f == fw).all(|(_, e)| *e))
+            .collect();
         Dispatch {
             refs,
             reference_device: reference_device.clone(),
             early,
-            case_framework,
+            frameworks,
+            all_early,
             own_reference_worker: (0..lanes)
-                .map(|l| frameworks.iter().copied().filter(|f| own_reference_worker(l, *f)).collect())
+                .map(|l| referenced.iter().copied().filter(|f| own_reference_worker(l, *f)).collect())
                 .collect(),
             serves: vec![None; lanes],
             busy: vec![false; lanes],
@@ -93,6 +105,12 @@ impl<'a> Dispatch<'a> {
             probes: probes.into(),
             pending: Vec::new(),
         }
+    }
+
+    /// True when case `case` (an index into the run's cases) is judged in the closing pass, so
+    /// it may start before its references are in and is committed unchecked.
+    pub fn early(&self, case: usize) -> bool {
+        self.early[case]
     }
 
     /// True when case `p` may start now: it is judged in the closing pass, or every reference
@@ -103,11 +121,7 @@ impl<'a> Dispatch<'a> {
 
     /// The frameworks of the run's cases whose cases may all start now (their references are in).
     pub fn ready_frameworks(&self, queue: &Queue) -> Vec<Framework> {
-        let mut fws = self.case_framework.clone();
-        fws.sort();
-        fws.dedup();
-        fws.retain(|f| queue.is_done_for(self.refs, *f));
-        fws
+        self.frameworks.iter().copied().filter(|f| queue.is_done_for(self.refs, *f)).collect()
     }
 
     /// The next job of free lane `l`, taken off `queue`, the probes or the pending cases, with
@@ -180,10 +194,7 @@ impl<'a> Dispatch<'a> {
                 o != l && self.serves[o].as_ref().is_some_and(|s| s.framework == fw && !s.reference && s.target == cpu)
             })
         };
-        let startable = |fw: Framework| {
-            queue.is_done_for(self.refs, fw)
-                || self.case_framework.iter().zip(&self.early).filter(|(f, _)| **f == fw).all(|(_, e)| *e)
-        };
+        let startable = |fw: Framework| self.all_early.contains(&fw) || queue.is_done_for(self.refs, fw);
         let probe = self
             .probes
             .iter()

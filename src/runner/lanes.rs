@@ -248,7 +248,7 @@ pub fn execute_parallel(
                         }
                         Some(Next::Run(p)) => {
                             let c = &cases[p.case];
-                            if !crate::agreement::judged_in_closing_pass(c) && !checked.contains(&c.framework) {
+                            if !dispatch.early(p.case) && !checked.contains(&c.framework) {
                                 checker = Some(crate::agreement::Checker::load(store, run_id)?);
                                 checked = dispatch.ready_frameworks(&queue);
                             }
