@@ -10,6 +10,7 @@ use mlport::catalogue::{Catalogue, load_path};
 use mlport::model::RunInfo;
 use mlport::model::{Framework, Outcome, Reason, Target};
 use mlport::plan::{Selection, plan};
+use mlport::runner::schedule::Layout;
 use mlport::runner::{self, Ending, Event, EventSink, NullSink, RunConfig};
 use mlport::store::Store;
 use mlport::worker::{self, WorkerSpec};
@@ -108,7 +109,7 @@ fn blocked_timing_blocks_fast_calls_and_flags_a_noisy_case_unstable() {
     let mut store = Store::open(&tmp.path().join("s.db")).unwrap();
     let mut inf = info();
     let run = store.create_run(&inf, &Default::default(), &p.functions, &p.cases).unwrap();
-    let cfg = RunConfig { threads: Some(1), ..config(tmp.path()) };
+    let cfg = RunConfig { layout: Layout { sets: vec![Vec::new()], threads: Some(1) }, ..config(tmp.path()) };
     runner::execute(&mut store, run, &p.cases, &mut inf, &cfg, &mut NullSink, &AtomicBool::new(false)).unwrap();
     assert_eq!(inf.frameworks.get(&Framework::Torch).and_then(|f| f.threads), Some(1), "--threads reached torch");
     let results = store.results(run).unwrap();

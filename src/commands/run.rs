@@ -384,7 +384,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
             steady: !quick,
             ..Timing::default()
         },
-        threads: layout.threads,
+        layout: layout.clone(),
         jax_x64: info.jax_x64,
         ..RunConfig::default()
     };
@@ -420,11 +420,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     if quick {
         eprintln!("mlport: --quick: portability only, no steady-state timing (timings are absent from this run)");
     }
-    let ending = if layout.jobs() > 1 {
-        runner::execute_parallel(&mut store, run_id, &cases, &mut info, &cfg, &layout, &mut progress, interrupted)
-    } else {
-        runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
-    }
+    let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
     .map_err(|e| store_gone(e, &db, run_id, &resume_hint, campaign))?;
     progress.finish();
     drop(lock); // the run's cases are done with (reports below only read)

@@ -1,13 +1,15 @@
-//! What a free lane of a parallel run does next: the policy of `mlport run --jobs N`, apart from
-//! the threads, workers and store that carry it out (`super::lanes`). Three kinds of job share
-//! the lanes: the float64 references ([`reference::Queue`]), a framework's first worker (the
+//! What a free lane does next: the runner's policy, whatever `--jobs` (one lane or several),
+//! apart from the threads, workers and store that carry it out (`super::lanes`,
+//! `super::execute`). Three kinds of job share the lanes: the float64 references ([`reference::Queue`]), a framework's first worker (the
 //! probe that reports its devices; only then are its cases pending) and cases. A case may start
 //! once the references it can be judged by are recorded — its own framework's and NumPy's
 //! ([`reference::Queue::is_done_for`]) — or at once when it is judged in the closing pass
 //! (workloads). Worker starts cost 3-10 s each on one core (TensorFlow's import alone is 8 s), so
 //! a lane keeps its worker as long as it has work for it: the references of its framework, then
 //! that framework's probe and cases on the same worker when the two are the same process (all
-//! but JAX's, whose references run with `jax_enable_x64`).
+//! but under export routes, whose case workers' environment differs). With one lane this
+//! computes NumPy's references first, then each framework's references, probe and cases on one
+//! worker: one start per framework, one worker at a time.
 
 use std::collections::VecDeque;
 
@@ -274,9 +276,10 @@ mod tests {
         ];
         let mut q = Queue::new(&refs, &HashMap::new(), &Target::cpu(), &mut NullSink);
         let mut d = dispatch(&refs, vec![TORCH, TORCH, JAX], vec![false, false, false]);
-        // Lane 0 takes torch (the most work), lane 1 the most work no lane serves (NumPy's).
-        assert_eq!(d.next(0, &mut q), Some(Next::Reference(2)));
+        // Lane 1 takes NumPy's (every framework's cases wait for them), lane 0 the most work no
+        // lane serves (torch's).
         assert_eq!(d.next(1, &mut q), Some(Next::Reference(0)));
+        assert_eq!(d.next(0, &mut q), Some(Next::Reference(2)));
         // Lane 0 keeps its worker for torch's other references.
         for i in [3, 4] {
             d.busy[0] = false;

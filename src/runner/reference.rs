@@ -1,28 +1,30 @@
-//! The float64 reference phase of a run: every planned reference that is not computed yet is
-//! computed on the inputs upcast to float64 — by NumPy workers on the host (an op's NumPy/SciPy
-//! function, a case's own `reference` callable), and by workers of each framework on the
-//! reference device, eager, for float64 self-references (the case's own function; JAX's inside
-//! `jax.enable_x64(True)`, whatever the run's setting). The serial run computes them before any
-//! framework runs ([`compute`]); the parallel runner schedules the same [`Queue`] on its lanes,
-//! several at once, a lane keeping its worker while references of that framework wait, else
-//! taking the framework with the most expected work ([`pick`], [`expected_ms`]); on a reference
-//! device other than `cpu` one framework's worker at a time (they share the device's memory). A
-//! reference whose worker dies is computed again on a fresh worker, as a case is; one that
-//! fails, times out or crashes again is recorded with why, its cases then run unchecked (never
-//! an abort) and every report counts them; a crashed one is computed again by `--resume`.
-//! When mlport's own files cannot be written (a full disk) the run stops with the reference
-//! pending ([`Ending::OwnIoFailed`]).
+//! A run's float64 references: every planned reference that is not computed yet is computed on
+//! the inputs upcast to float64 — by NumPy workers on the host (an op's NumPy/SciPy function, a
+//! case's own `reference` callable), and by workers of each framework on the reference device,
+//! eager, for float64 self-references (the case's own function; JAX's inside
+//! `jax.enable_x64(True)`, whatever the run's setting). The runner's dispatcher schedules them
+//! ([`Queue`]) on its lanes, several at once when there are several: NumPy's first (every
+//! framework's function cases wait for them), a lane keeping its worker while references of
+//! that framework wait, else taking the framework with the most expected work ([`pick`],
+//! [`expected_ms`]); on a reference device other than `cpu` one framework's worker at a time
+//! (they share the device's memory). A reference whose worker dies is computed again on a fresh
+//! worker, as a case is ([`super::attempt`]); one that fails, times out or crashes again is
+//! recorded with why, its cases then run unchecked (never an abort) and every report counts
+//! them; a crashed one is computed again by `--resume`. When mlport's own files cannot be
+//! written (a full disk) the run stops with the reference pending ([`Ending::OwnIoFailed`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::{Ending, Event, EventSink, RunConfig, describe_start_failure, execute_case};
+use super::attempt::{Attempted, attempt};
+use super::workers::{reference_dir_name, reference_worker};
+use super::{Ending, Event, EventSink, RunConfig};
 use crate::model::{CaseResult, CaseRow, Framework, Outcome, ReferenceRow, Spec, Target};
 use crate::store::Store;
+use crate::worker::Worker;
 use crate::worker::protocol::OwnIoError;
-use crate::worker::{self, Failure, Worker, WorkerSpec};
 
 /// Expected wall time of one reference of a function's case, ms: 1,795 NumPy and float64
 /// self-references of the built-in catalogue took 22.7 s on one core of a 2-core machine
@@ -74,45 +76,20 @@ pub(super) fn reference_target(fw: Framework, reference_device: &Target) -> Targ
     if fw == Framework::Numpy { Target::cpu() } else { reference_device.base() }
 }
 
-/// The worker that computes `fw`'s references on a lane pinned to `cores` (unpinned when
-/// empty). JAX's is started as the run's other JAX workers are (`--jax-x64` or not): the worker
-/// computes each float64 self-reference inside `jax.enable_x64(True)`, so the same worker can
-/// go on to run the cases.
-pub(super) fn reference_spec(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Target) -> WorkerSpec {
-    let mut env = if cores.is_empty() {
-        cfg.threads.map(worker::thread_env).unwrap_or_default()
-    } else {
-        worker::pinned_env(cores)
-    };
-    if fw.backend() == Framework::Jax && cfg.jax_x64 {
-        env.push(("MLPORT_JAX_X64".into(), "1".into()));
-    }
-    WorkerSpec {
-        python: cfg.python.clone(),
-        script_dir: cfg.script_dir.clone(),
-        framework: fw,
-        device: device.clone(),
-        env,
-    }
-}
-
-/// Computes `r` on `worker` (started when `None` or no longer ready). Retried like a case: a
-/// crash is confirmed on a fresh worker before it is recorded (the worker may have died of what
-/// an earlier reference left behind); an out-of-memory kill is never retried (a second one
-/// would take the machine into another OOM).
+/// Computes `r` on `worker` (started when `None` or no longer ready), on `target`
+/// ([`reference_target`]), with the run's one retry rule ([`attempt`]).
 pub(super) fn compute_one(
     worker: &mut Option<Worker>,
     r: &ReferenceRow,
     cores: &[usize],
     cfg: &RunConfig,
-    reference_device: &Target,
+    target: &Target,
     restarted: &mut dyn FnMut(),
     interrupted: &AtomicBool,
 ) -> Attempt {
     let fw = r.framework;
-    let device = reference_target(fw, reference_device);
-    let spec = reference_spec(cfg, cores, fw, &device);
-    let out_dir = cfg.run_dir.join(if fw == Framework::Numpy { "reference".into() } else { format!("reference-{fw}") });
+    let spec = reference_worker(cfg, cores, fw, target);
+    let out_dir = cfg.run_dir.join(reference_dir_name(fw));
     if let Err(e) = std::fs::create_dir_all(&out_dir) {
         return Attempt::OwnIo(OwnIoError::from_io(&out_dir, "create folder", &e));
     }
@@ -125,55 +102,29 @@ pub(super) fn compute_one(
         seed: r.seed,
         spec: Spec::from(r.spec.clone()),
     };
-    let mut first_crash: Option<String> = None;
-    let result = loop {
-        if worker.as_mut().is_some_and(|w| !w.is_ready()) {
-            *worker = None;
+    match attempt(worker, &spec, &case, &out_dir, cfg, true, interrupted, restarted) {
+        Attempted::Done { result, first_crash } => {
+            let message = (result.outcome != Outcome::Pass).then(|| why(&result));
+            let message = match (first_crash, message) {
+                (Some(first), Some(m)) => Some(format!(
+                    "{m} (on a fresh worker; the first attempt's worker died too: {})",
+                    why(&first)
+                )),
+                (_, m) => m,
+            };
+            Attempt::Ended { outcome: result.outcome, message, outputs: result.outputs }
         }
-        if worker.is_none() {
-            match worker::spawn(&spec, cfg.start_timeout, interrupted) {
-                Ok(w) if w.hello.import_error.is_none() => *worker = Some(w),
-                Ok(w) => {
-                    let e = w.hello.import_error.clone().expect("checked above");
-                    w.shutdown();
-                    return Attempt::Unusable(format!(
-                        "{fw} is not usable for float64 references: {}: {}",
-                        e.error_type, e.message
-                    ));
-                }
-                Err(Failure::Interrupted) => return Attempt::Interrupted,
-                Err(f) => return Attempt::StartFailed(describe_start_failure(&f)),
-            }
-        }
-        let w = worker.as_mut().expect("started above");
-        let (result, keep) = match execute_case(w, &case, &device, &out_dir, cfg, true, interrupted) {
-            Ok(done) => done,
-            Err(error) => return Attempt::OwnIo(error),
-        };
-        let Some(result) = result else { return Attempt::Interrupted };
-        if !keep {
-            *worker = None;
-        }
-        if result.outcome == Outcome::Crash && first_crash.is_none() && crate::outcome::retry_crash(result.reason) {
-            first_crash = Some(why(&result));
-            restarted();
-            continue;
-        }
-        break result;
-    };
-    let message = (result.outcome != Outcome::Pass).then(|| why(&result));
-    let message = match (first_crash, message) {
-        (Some(first), Some(m)) => {
-            Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {first})"))
-        }
-        (_, m) => m,
-    };
-    Attempt::Ended { outcome: result.outcome, message, outputs: result.outputs }
+        Attempted::NotImported(e) => Attempt::Unusable(format!("{fw} is not usable for float64 references: {e}")),
+        Attempted::Lost(why) => Attempt::StartFailed(why),
+        Attempted::Interrupted => Attempt::Interrupted,
+        Attempted::OwnIo(error) => Attempt::OwnIo(error),
+    }
 }
 
 /// The reference a free lane computes next (an index into `waiting`): one of the framework its
-/// worker serves (`current`), else one of the framework with the most expected work that no
-/// other lane serves (`served`), else of the framework with the most expected work left; within
+/// worker serves (`current`), else NumPy's when no other lane computes them (`served`: every
+/// framework's function cases wait for them), else one of the framework with the most expected
+/// work that no other lane serves, else of the framework with the most expected work left; within
 /// a framework the longest first (`expected`, ms by index into `refs`, [`expected_ms`]), then
 /// plan order. `None` when nothing waits.
 fn pick(
@@ -192,6 +143,12 @@ fn pick(
             .map(|(at, _)| at)
     };
     if let Some(at) = current.and_then(longest_of) {
+        return Some(at);
+    }
+    // NumPy's first: every framework's function cases wait for them.
+    if !served.contains(&Framework::Numpy)
+        && let Some(at) = longest_of(Framework::Numpy)
+    {
         return Some(at);
     }
     let mut work: Vec<(Framework, f64)> = Vec::new();
@@ -360,57 +317,6 @@ impl Queue {
     }
 }
 
-/// Computes the run's pending references (self-references on `reference_device`, eager) one
-/// at a time, as the serial run does before any framework runs: on one unpinned worker, kept
-/// while the next reference is of the same framework. Returns [`Ending::Interrupted`] or
-/// [`Ending::OwnIoFailed`] when stopped (the reference in flight stays pending). (The parallel
-/// runner schedules the same [`Queue`] on its lanes, with its framework probes and early
-/// cases.)
-///
-/// Errors: the store's.
-pub fn compute(
-    store: &mut Store,
-    run_id: i64,
-    cfg: &RunConfig,
-    reference_device: &Target,
-    sink: &mut dyn EventSink,
-    interrupted: &AtomicBool,
-) -> Result<Ending> {
-    let refs = pending(store, run_id)?;
-    let history = if refs.is_empty() { HashMap::new() } else { store.expected_wall_ms(run_id)? };
-    let mut queue = Queue::new(&refs, &history, reference_device, sink);
-    let mut held: Option<(Framework, Option<Worker>)> = None;
-    let mut ending = None;
-    while !interrupted.load(Ordering::SeqCst) {
-        let current = held.as_ref().map(|(f, _)| *f);
-        let Some(i) = queue.next(&refs, current, &[], reference_device) else { break };
-        let fw = refs[i].framework;
-        if current != Some(fw) {
-            if let Some((_, Some(w))) = held.take() {
-                w.shutdown();
-            }
-            held = Some((fw, None));
-        }
-        let worker = &mut held.as_mut().expect("set above").1;
-        let device = reference_target(fw, reference_device);
-        let mut restarted = || sink.event(&Event::WorkerRestarted { framework: fw, device: device.clone() });
-        let attempt = compute_one(worker, &refs[i], &[], cfg, reference_device, &mut restarted, interrupted);
-        if let Some(e) = queue.record(store, run_id, &refs, i, attempt, sink)? {
-            ending = Some(e);
-            break;
-        }
-    }
-    if let Some((_, Some(w))) = held {
-        w.shutdown();
-    }
-    Ok(match ending {
-        Some(e) => e,
-        // Ctrl-C between two references: those left stay pending.
-        None if !queue.is_done() => Ending::Interrupted,
-        None => Ending::Finished,
-    })
-}
-
 /// The references still to compute: never computed, recorded as a crash (its worker died twice:
 /// `--resume` tries once more, a reference being no outcome of the run), or computed but with an
 /// output file gone (a run folder removed before `--resume`).
@@ -479,11 +385,13 @@ pub(super) mod tests {
         let none = HashMap::new();
         let expected: Vec<f64> = refs.iter().map(|r| expected_ms(r, &none, &cpu)).collect();
         assert_eq!(expected, [13.0, 13.0, 13.0, 13.0, 1_000.0, 13.0]);
-        // A new lane: the framework with the most expected work (torch: a golden run and a
-        // function), its golden run first.
-        assert_eq!(pick(&waiting, &refs, &expected, None, &[]), Some(4));
-        // A second lane while torch is served: numpy (3 functions) before JAX (1).
-        assert_eq!(pick(&waiting, &refs, &expected, None, &[Framework::Torch]), Some(0));
+        // A new lane: NumPy's, which every framework's function cases wait for.
+        assert_eq!(pick(&waiting, &refs, &expected, None, &[]), Some(0));
+        // A second lane while NumPy's are served: the framework with the most expected work
+        // (torch: a golden run and a function), its golden run first.
+        assert_eq!(pick(&waiting, &refs, &expected, None, &[Framework::Numpy]), Some(4));
+        // Then the one with the most work no lane serves: JAX before joining torch.
+        assert_eq!(pick(&waiting, &refs, &expected, None, &[Framework::Numpy, Framework::Torch]), Some(5));
         // A lane holding a JAX worker keeps it.
         assert_eq!(pick(&waiting, &refs, &expected, Some(Framework::Jax), &[Framework::Torch]), Some(5));
         // Every framework served: join the one with the most work left rather than idle.

@@ -44,6 +44,12 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// One unpinned lane, each framework's own thread count: one worker at a time, as
+    /// `--jobs 1` without `--threads` runs.
+    pub fn serial() -> Layout {
+        Layout { sets: vec![Vec::new()], threads: None }
+    }
+
     /// The number of lanes (workers at once).
     pub fn jobs(&self) -> usize {
         self.sets.len()
@@ -69,7 +75,7 @@ pub fn layout(cores: &[usize], jobs: Option<usize>, threads: Option<u32>) -> Res
         (None, None) => n_cores,
     };
     if jobs == 1 && threads.is_none() {
-        return Ok(Layout { sets: vec![Vec::new()], threads: None });
+        return Ok(Layout::serial());
     }
     let size = match threads {
         Some(t) => t as usize,
