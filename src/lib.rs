@@ -24,6 +24,7 @@ pub mod compare;
 pub mod fault;
 pub mod fleet;
 pub mod import;
+pub mod lifecycle;
 pub mod mine;
 pub mod model;
 pub mod outcome;

@@ -1,28 +1,37 @@
 //! The terminal view of a run: an indicatif progress bar on stderr (hidden when stderr
-//! is not a terminal) and one line per notable event.
+//! is not a terminal), one line per notable event, and the end-of-run summary
+//! ([`Event::RunEnded`]).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::Outcome;
-use crate::runner::{Event, EventSink};
+use crate::render::units::plural;
+use crate::runner::{Event, EventSink, RunEnd, Tally, schedule};
 
 /// Draws run progress on stderr.
 pub struct Progress {
     bar: ProgressBar,
     /// Cases planned per framework, to grow the bar when a framework has several devices.
     per_framework: std::collections::BTreeMap<crate::model::Framework, u64>,
+    /// The store, as the user named it (`--db`): said with the counts and the resume hint.
+    store: String,
 }
 
 impl Progress {
-    /// `total` is the number of pending cases on one device per framework.
-    pub fn new(total: u64, per_framework: std::collections::BTreeMap<crate::model::Framework, u64>) -> Progress {
+    /// `total` is the number of pending cases on one device per framework; `store` the store
+    /// as the user named it.
+    pub fn new(
+        total: u64,
+        per_framework: std::collections::BTreeMap<crate::model::Framework, u64>,
+        store: String,
+    ) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
                 .expect("valid template")
                 .progress_chars("=> "),
         );
-        Progress { bar, per_framework }
+        Progress { bar, per_framework, store }
     }
 
     /// Prints a line above the bar (or plainly when there is no terminal).
@@ -34,15 +43,103 @@ impl Progress {
         }
     }
 
-    /// Clears the bar from the terminal; call once the run has ended.
-    pub fn finish(&self) {
+    /// Clears the bar from the terminal (the run has ended).
+    fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+
+    /// The command that continues run `run_id`.
+    fn resume_hint(&self, run_id: i64) -> String {
+        format!("`mlport run --resume {run_id} --db {}`", self.store)
+    }
+
+    /// The end-of-run summary of run `run_id`, after `elapsed` of execution.
+    fn ended(&self, run_id: i64, elapsed: std::time::Duration, end: &RunEnd) {
+        self.finish();
+        let resume = self.resume_hint(run_id);
+        let store = &self.store;
+        match end {
+            RunEnd::Interrupted { recorded, planned } => eprintln!(
+                "mlport: interrupted after {elapsed:.0?}: {recorded} of {planned} cases recorded in {store}; continue \
+                 with {resume}"
+            ),
+            RunEnd::Stopped { case_key, error, recorded } => {
+                let counts = match recorded {
+                    Ok((recorded, planned)) => format!("{recorded} of {planned} cases recorded in {store}"),
+                    Err(e) => format!("the store could not be updated either ({e})"),
+                };
+                eprintln!(
+                    "error: mlport stopped run {run_id}: it {error} (its own file, while running {case_key}); that is \
+                     no outcome of any function, so nothing was recorded for {case_key}, which stays pending. \
+                     {counts}. Free space (or fix the folder) and continue with {resume}"
+                );
+            }
+            RunEnd::Finished(tally) => finished(run_id, elapsed, tally, &resume),
+        }
+    }
+}
+
+/// A finished run's summary lines: counts by outcome, passes nothing checked, references that
+/// could not be computed, CPU contention, cases still pending.
+fn finished(run_id: i64, elapsed: std::time::Duration, t: &Tally, resume: &str) {
+    let counts: Vec<String> = t.outcomes.iter().map(|(o, n)| format!("{n} {o}")).collect();
+    let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
+    let unchecked = match t.unchecked {
+        0 => String::new(),
+        n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),
+    };
+    eprintln!("mlport: run {run_id} ended after {:.1} s ({counts}{unchecked})", elapsed.as_secs_f64());
+    if let Some(note) = &t.missing_references {
+        let hint = if t.references_retryable { "; `--resume` computes a crashed or timed-out one again" } else { "" };
+        eprintln!("mlport: {note}{hint}");
+    }
+    if let Some(c) = &t.contention {
+        eprintln!(
+            "mlport: {} of the run's {} timed cases waited for a CPU more than {:.0}% of their steady state (median {:.0}%): \
+             other processes were using the cores, so their latencies are the machine's load as much as the \
+             framework's (flagged unstable in `report --slowdown`); time them again on a quieter machine",
+            c.busy,
+            c.timed,
+            100.0 * c.limit,
+            100.0 * c.median,
+        );
+    }
+    if t.pending > 0 {
+        eprintln!(
+            "mlport: {} still pending (a device was unavailable or a worker could not be restarted: see \
+             above); continue with {resume} once it is",
+            plural(t.pending, "case")
+        );
     }
 }
 
 impl EventSink for Progress {
     fn event(&mut self, e: &Event) {
         match e {
+            Event::RunStarting { run_id, cases, functions, layout, quick } => {
+                self.say(format!(
+                    "mlport: run {run_id}: {} of {}, store {}",
+                    plural(*cases, "case"),
+                    plural(*functions, "function"),
+                    self.store
+                ));
+                if layout.jobs() > 1 {
+                    let sets: Vec<String> = layout.sets.iter().map(|s| schedule::describe(s)).collect();
+                    self.say(format!(
+                        "mlport: {} workers at once, pinned to cores {} ({} each)",
+                        layout.jobs(),
+                        sets.join(" | "),
+                        plural(layout.threads.unwrap_or(1) as usize, "thread")
+                    ));
+                }
+                if *quick {
+                    self.say(
+                        "mlport: --quick: portability only, no steady-state timing (timings are absent from this run)"
+                            .into(),
+                    );
+                }
+            }
+            Event::RunEnded { run_id, elapsed, end } => self.ended(*run_id, *elapsed, end),
             Event::FrameworkStarting { framework } => {
                 self.bar.set_message(format!("importing {framework}"));
             }

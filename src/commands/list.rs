@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::output::emit;
-use super::run::load_catalogue;
+use crate::lifecycle::start::load_catalogue;
 use super::{ExitStatus, env};
 use crate::cli::ListArgs;
 use crate::model::Framework;

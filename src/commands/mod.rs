@@ -16,16 +16,15 @@ mod output;
 mod pytest;
 mod report;
 mod repro;
-mod resume;
 mod run;
 mod runs;
 mod sample;
 mod scan;
-mod select;
 
 use anyhow::Result;
 
 use crate::cli::{Command, ImportCommand};
+use crate::lifecycle::select;
 pub use output::{StdoutClosed, UsageError};
 
 /// How a command ended, and so the process's exit code.

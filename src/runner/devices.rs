@@ -125,12 +125,14 @@ fn xla_devices(spec: &WorkerSpec, cfg: &RunConfig, interrupted: &AtomicBool) -> 
 /// (empty otherwise): its worker started once ([`xla_devices`]) to report them.
 ///
 /// Errors: the worker did not start ([`Failure`]; `Interrupted` on Ctrl-C).
-pub(super) fn xla_reported(cfg: &RunConfig, fw: Framework, interrupted: &AtomicBool) -> Result<Vec<(Target, String)>, Failure> {
+pub(super) fn xla_reported(
+    cfg: &RunConfig,
+    fw: Framework,
+    interrupted: &AtomicBool,
+) -> Result<Vec<(Target, String)>, Failure> {
     let asked = cfg.devices.as_ref().and_then(|l| l.iter().find(|d| d.is_xla()));
     match asked {
-        Some(xla) if fw == Framework::Torch => {
-            xla_devices(&case_worker(cfg, &[], fw, &xla.base()), cfg, interrupted)
-        }
+        Some(xla) if fw == Framework::Torch => xla_devices(&case_worker(cfg, &[], fw, &xla.base()), cfg, interrupted),
         _ => Ok(Vec::new()),
     }
 }

@@ -1,11 +1,38 @@
 //! The runner's typed event stream; the terminal progress bar, logs and tests all
 //! consume it through [`EventSink`].
 
-use crate::model::{CaseResult, CaseRow, Framework, Target};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::schedule::Layout;
+use crate::model::{CaseResult, CaseRow, Framework, Outcome, Target};
+use crate::worker::protocol::OwnIoError;
 
 /// Something that happened during a run.
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// The run is about to execute its pending cases.
+    RunStarting {
+        /// The run's id.
+        run_id: i64,
+        /// Its planned cases.
+        cases: usize,
+        /// Its planned functions.
+        functions: usize,
+        /// The lanes it runs on (`--jobs`, `--threads`).
+        layout: &'a Layout,
+        /// `--quick`: no steady-state timing.
+        quick: bool,
+    },
+    /// The run ended, with what the store holds then (the end-of-run summary).
+    RunEnded {
+        /// The run's id.
+        run_id: i64,
+        /// Wall time from the start of execution.
+        elapsed: Duration,
+        /// How it ended.
+        end: &'a RunEnd,
+    },
     /// A framework's first worker is starting (importing the framework).
     FrameworkStarting {
         /// The framework being imported.
@@ -87,4 +114,65 @@ pub struct NullSink;
 
 impl EventSink for NullSink {
     fn event(&mut self, _e: &Event) {}
+}
+
+/// How a run ended, with what its store holds then: what the end-of-run summary says
+/// (`crate::lifecycle::close` computes it once the runner has returned).
+#[derive(Debug)]
+pub enum RunEnd {
+    /// Stopped by Ctrl-C or SIGTERM (state `interrupted`): `recorded` of `planned` cases have a
+    /// result; `--resume` continues.
+    Interrupted {
+        /// Cases with a result.
+        recorded: u64,
+        /// Cases planned.
+        planned: u64,
+    },
+    /// Stopped because mlport could not write (or read) one of its own files while running
+    /// `case_key` (state `interrupted`): no outcome of any function, the case stays pending.
+    Stopped {
+        /// The case or reference in flight.
+        case_key: String,
+        /// What failed, naming the path.
+        error: OwnIoError,
+        /// `(recorded, planned)` cases, or why the store could not say.
+        recorded: Result<(u64, u64), String>,
+    },
+    /// Every framework was visited and the closing comparison pass made.
+    Finished(Tally),
+}
+
+/// A finished run's results as the store holds them after the closing comparison pass, which
+/// can make a pass a `wrong_result` (every workload is judged there); a resumed run counts all
+/// its results.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Results by outcome.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Passes nothing could compare ("ran unchecked", docs/catalogue.md "References").
+    pub unchecked: usize,
+    /// Which float64 references could not be computed, said in one line
+    /// ([`crate::analysis::coverage::missing_references_note`]), if any.
+    pub missing_references: Option<String>,
+    /// Whether one of them crashed or timed out, so `--resume` may compute it on a fresh worker.
+    pub references_retryable: bool,
+    /// Timed cases whose threads waited for a CPU, when more than none.
+    pub contention: Option<Contention>,
+    /// Cases still pending (a device unavailable, a worker that could not be restarted).
+    pub pending: usize,
+}
+
+/// How many of a run's timed cases were timed while other processes held the CPUs: run-queue
+/// wait above `limit` of their steady state (Linux schedstat; their latencies are flagged
+/// unstable in slowdown reports).
+#[derive(Debug)]
+pub struct Contention {
+    /// Timed cases that waited more than `limit`.
+    pub busy: usize,
+    /// Timed cases.
+    pub timed: usize,
+    /// The share of the steady state above which a case counts ([`crate::stats::StatsConfig`]).
+    pub limit: f64,
+    /// The median wait share of the busy cases.
+    pub median: f64,
 }

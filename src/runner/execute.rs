@@ -65,7 +65,16 @@ pub fn execute(
             scope.spawn(move || lane(i, cores, cases, refs, cfg, reference_device, rx, report_tx, interrupted));
         }
         drop(report_tx);
-        let mut run = Recorder { store: &mut *store, run_id, cases, info: &mut *info, cfg, history: &history, checker: None, checked: Vec::new() };
+        let mut run = Recorder {
+            store: &mut *store,
+            run_id,
+            cases,
+            info: &mut *info,
+            cfg,
+            history: &history,
+            checker: None,
+            checked: Vec::new(),
+        };
         let mut ending: Option<Ending> = None;
         loop {
             if ending.is_none() && !interrupted.load(Ordering::SeqCst) {
@@ -213,7 +222,8 @@ impl Recorder<'_> {
     ) -> Result<bool> {
         // On Ctrl-C or a failed start, no xla:N (the run ends or reports them unavailable).
         let xla = xla_reported(self.cfg, framework, interrupted).unwrap_or_default();
-        let Some(targets) = framework_ready(self.store, self.run_id, self.info, self.cfg, framework, hello, &xla, sink)?
+        let Some(targets) =
+            framework_ready(self.store, self.run_id, self.info, self.cfg, framework, hello, &xla, sink)?
         else {
             dispatch.serves[lane] = None;
             return Ok(false);
@@ -259,11 +269,7 @@ impl Recorder<'_> {
     fn commit(&mut self, case: &CaseRow, result: &mut CaseResult, sink: &mut dyn EventSink) -> Result<()> {
         self.store.record_result(self.run_id, result)?;
         // No checker: a case judged in the closing pass, run before every reference was in.
-        debug_assert!(
-            self.checker.is_some() || crate::agreement::judged_in_closing_pass(case),
-            "{}",
-            case.key
-        );
+        debug_assert!(self.checker.is_some() || crate::agreement::judged_in_closing_pass(case), "{}", case.key);
         if let Some(checker) = &self.checker
             && let Some(wrong) = checker.check_float64(self.store, self.run_id, case, result)?
         {

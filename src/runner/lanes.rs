@@ -147,4 +147,3 @@ fn probe(
         Err(f) => Err(Some(describe_start_failure(&f))),
     }
 }
-

@@ -20,7 +20,7 @@ pub mod schedule;
 mod workers;
 
 pub use case::execute_case;
-pub use events::{Event, EventSink, NullSink};
+pub use events::{Contention, Event, EventSink, NullSink, RunEnd, Tally};
 pub use execute::execute;
 
 use std::path::PathBuf;

@@ -106,10 +106,9 @@ pub(super) fn compute_one(
         Attempted::Done { result, first_crash } => {
             let message = (result.outcome != Outcome::Pass).then(|| why(&result));
             let message = match (first_crash, message) {
-                (Some(first), Some(m)) => Some(format!(
-                    "{m} (on a fresh worker; the first attempt's worker died too: {})",
-                    why(&first)
-                )),
+                (Some(first), Some(m)) => {
+                    Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {})", why(&first)))
+                }
                 (_, m) => m,
             };
             Attempt::Ended { outcome: result.outcome, message, outputs: result.outputs }

@@ -76,7 +76,13 @@ pub(super) fn case_worker(cfg: &RunConfig, cores: &[usize], framework: Framework
 pub(super) fn reference_worker(cfg: &RunConfig, cores: &[usize], fw: Framework, device: &Target) -> WorkerSpec {
     let mut env = if cores.is_empty() { threads_env(cfg) } else { worker::pinned_env(cores) };
     env.extend(jax_env(cfg, fw));
-    WorkerSpec { python: cfg.python.clone(), script_dir: cfg.script_dir.clone(), framework: fw, device: device.clone(), env }
+    WorkerSpec {
+        python: cfg.python.clone(),
+        script_dir: cfg.script_dir.clone(),
+        framework: fw,
+        device: device.clone(),
+        env,
+    }
 }
 
 /// True when `fw`'s float64 references, computed on `target`, need a worker of their own on a

@@ -1,15 +1,13 @@
-//! `mlport run --resume`: which stored run is continued, which of its cases are still
-//! pending, and on which targets; a run that is already complete is finished (its last
-//! comparisons made) and reported instead.
+//! Continuing a stored run (`mlport run --resume`, a campaign shard run again): which run is
+//! continued, which of its cases are still pending, and on which targets; a run that is already
+//! complete is finished instead (its last comparisons made).
 
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::{Context, Result, bail};
 
-use super::report::print_portability;
 use super::select;
 use crate::agreement;
-use crate::cli::FormatArg;
 use crate::model::{CaseRow, DeviceInfo, Framework, FrameworkInfo, RunSource, RunState, RunSummary, Target};
 use crate::runner;
 use crate::store::Store;
@@ -90,9 +88,17 @@ pub fn stored_targets(recorded: &[DeviceInfo]) -> Option<Vec<Target>> {
     Some(stored).filter(|s| !s.is_empty())
 }
 
-/// The stored run `--resume` names (`latest` or an id), locked before anything is written.
-/// `None` when it is already complete: its last comparisons are made, it is marked
-/// finished, and its report printed in `format`.
+/// What continuing a stored run found.
+pub enum Continued {
+    /// Cases are pending: run them.
+    Pending(Box<Resumed>),
+    /// The run (this id) was already complete: its last comparisons are made and it is marked
+    /// finished; there is nothing to run.
+    Complete(i64),
+}
+
+/// The stored run `--resume` names (`latest` or an id), locked before anything is written
+/// ([`continue_run`]).
 ///
 /// Errors: no such run; a run not made by `mlport run`; the run is executing elsewhere.
 pub fn start(
@@ -100,9 +106,7 @@ pub fn start(
     folders: &workspace::RunFolders,
     which: &str,
     devices: Option<Vec<Target>>,
-    format: FormatArg,
-) -> Result<Option<Resumed>> {
-    super::output::format_of(format)?;
+) -> Result<Continued> {
     let summary = if which == "latest" {
         let runs = store.runs()?;
         select::latest_live(&runs)
@@ -112,11 +116,11 @@ pub fn start(
         let id: i64 = which.parse().map_err(|_| anyhow::anyhow!("--resume: `{which}` is not a run id"))?;
         store.run(id)?
     };
-    continue_run(store, folders, summary, devices, format)
+    continue_run(store, folders, summary, devices)
 }
 
-/// Continues the stored run `summary` (what `--resume` and a campaign shard's rerun do): `None`
-/// when it is already complete (finished and reported as [`start`] says).
+/// Continues the stored run `summary` (what `--resume` and a campaign shard's rerun do), or
+/// finishes it when it is already complete ([`Continued::Complete`]).
 ///
 /// Errors: a run not made by `mlport run`; the run is executing elsewhere.
 pub fn continue_run(
@@ -124,8 +128,7 @@ pub fn continue_run(
     folders: &workspace::RunFolders,
     summary: RunSummary,
     devices: Option<Vec<Target>>,
-    format: FormatArg,
-) -> Result<Option<Resumed>> {
+) -> Result<Continued> {
     if summary.origin.source != RunSource::Live {
         bail!(
             "run {} was not made by `mlport run` (it is {}): only live runs can be resumed",
@@ -152,8 +155,7 @@ pub fn continue_run(
         if summary.state != RunState::Finished {
             store.finish_run(summary.id, RunState::Finished)?;
         }
-        print_portability(store, summary.id, format, false)?;
-        return Ok(None);
+        return Ok(Continued::Complete(summary.id));
     }
     let devices = match devices {
         Some(d) => Some(d),
@@ -161,7 +163,7 @@ pub fn continue_run(
     };
     eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
     let cases = store.cases(summary.id)?;
-    Ok(Some(Resumed { summary, cases, devices, lock }))
+    Ok(Continued::Pending(Box::new(Resumed { summary, cases, devices, lock })))
 }
 
 #[cfg(test)]

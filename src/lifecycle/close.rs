@@ -1,0 +1,94 @@
+//! Closing a run once the runner has returned: its state (`finished`, `incomplete` with cases
+//! still pending, `interrupted`) and the end-of-run summary, read from the store once and
+//! reported as [`Event::RunEnded`] for the terminal view to say.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::resume::pending_cases;
+use crate::analysis::coverage::missing_references_note;
+use crate::model::{Outcome, RunSource, RunState};
+use crate::runner::{Contention, Ending, Event, EventSink, RunEnd, Tally};
+use crate::store::Store;
+
+/// How a closed run went, for the command's exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// Ctrl-C or SIGTERM: resumable.
+    Interrupted,
+    /// mlport's own file failed: resumable once the cause is gone.
+    Stopped,
+    /// Finished (or incomplete with cases pending), with this many results stored.
+    Finished {
+        /// Results the run holds.
+        results: u64,
+    },
+}
+
+/// Records how run `run_id` ended (`ending`, after `elapsed` of execution) and reports its
+/// summary to `sink` ([`Event::RunEnded`]).
+///
+/// Errors: the store's (for a run stopped by its own I/O, a store that cannot be updated is
+/// said in the summary instead).
+pub fn close(
+    store: &mut Store,
+    run_id: i64,
+    ending: Ending,
+    elapsed: Duration,
+    sink: &mut dyn EventSink,
+) -> Result<Closed> {
+    let (end, closed) = match ending {
+        Ending::Interrupted => {
+            store.finish_run(run_id, RunState::Interrupted)?;
+            let s = store.run(run_id)?;
+            (RunEnd::Interrupted { recorded: s.results, planned: s.cases_planned }, Closed::Interrupted)
+        }
+        Ending::OwnIoFailed { case_key, error } => {
+            // mlport's own file, not the function: nothing was recorded for the case, which stays
+            // pending; the run is `interrupted`, never `finished`, until `--resume` completes it.
+            let recorded = store
+                .finish_run(run_id, RunState::Interrupted)
+                .and_then(|()| store.run(run_id))
+                .map(|s| (s.results, s.cases_planned))
+                .map_err(|e| e.to_string());
+            (RunEnd::Stopped { case_key, error, recorded }, Closed::Stopped)
+        }
+        Ending::Finished => {
+            let tally = tally(store, run_id)?;
+            store.finish_run(run_id, if tally.pending == 0 { RunState::Finished } else { RunState::Incomplete })?;
+            let results = tally.outcomes.values().sum();
+            (RunEnd::Finished(tally), Closed::Finished { results })
+        }
+    };
+    sink.event(&Event::RunEnded { run_id, elapsed, end: &end });
+    Ok(closed)
+}
+
+/// The finished run's [`Tally`]: its results by outcome after the closing comparison pass, the
+/// passes nothing could check, the references that could not be computed, CPU contention
+/// and the cases still pending.
+///
+/// Errors: the store's.
+fn tally(store: &Store, run_id: i64) -> Result<Tally> {
+    let pending = pending_cases(store, run_id)?;
+    let results = store.results(run_id)?;
+    let mut tally = Tally { pending, ..Tally::default() };
+    for r in &results {
+        *tally.outcomes.entry(r.result.outcome).or_default() += 1;
+    }
+    tally.unchecked = results.iter().filter(|r| r.unchecked(RunSource::Live)).count();
+    let references = store.references(run_id)?;
+    tally.missing_references = missing_references_note(&references);
+    // A crashed or timed-out reference may go through on a fresh worker; a failed one will not.
+    tally.references_retryable =
+        references.iter().any(|r| matches!(r.outcome, Some(Outcome::Crash | Outcome::Timeout)));
+    let limit = crate::stats::StatsConfig::default().max_runqueue_wait;
+    let shares: Vec<f64> = results.iter().filter_map(|r| r.result.runqueue_wait_share()).collect();
+    let busy: Vec<f64> = shares.iter().copied().filter(|w| *w > limit).collect();
+    if !busy.is_empty() {
+        let median = crate::stats::median(&busy);
+        tally.contention = Some(Contention { busy: busy.len(), timed: shares.len(), limit, median });
+    }
+    Ok(tally)
+}
