@@ -9,6 +9,7 @@ pub mod causes;
 mod classify_tests;
 pub mod group;
 pub mod paper;
+pub mod pytest_session;
 pub mod pytest_json;
 pub mod stream;
 pub mod suite;
