@@ -1,7 +1,8 @@
 //! The layout's rules, checked on the source tree (README "How it works"): no import cycle
 //! among the modules of `src/`; dependencies run one way (commands → analysis/render →
 //! model; render reads analysis, never the reverse; nothing but `commands` reaches `cli`);
-//! nothing below `commands` writes to stdout or exits the process.
+//! nothing below `commands` writes to stdout or exits the process; a command's file stays
+//! orchestration (at most 300 lines); the runner has one execution path.
 //!
 //! A module is a file (`src/a/b.rs` or `src/a/b/mod.rs` is `a::b`). It depends on another
 //! when it names it in a path: `crate::x::y`, `super::y`, `self::y` in a `use` or inline. A
@@ -300,6 +301,56 @@ fn nothing_below_commands_prints_results_or_exits() {
             }
         }
     }
+}
+
+/// The longest a file under `src/commands/` may be: a command wires the library to the command
+/// line; what grows past this belongs in a library module (issue 35).
+const COMMAND_FILE_MAX_LINES: usize = 300;
+
+#[test]
+fn command_files_stay_orchestration() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f).unwrap().lines().count()))
+        .filter(|(_, n)| *n > COMMAND_FILE_MAX_LINES)
+        .map(|(f, n)| format!("{} ({n} lines)", f.strip_prefix(&dir).unwrap().display()))
+        .collect();
+    assert!(long.is_empty(), "over {COMMAND_FILE_MAX_LINES} lines under src/commands/: {long:?}");
+}
+
+/// One execution path in `runner/`: `execute` is its only public function that writes the
+/// store, the dispatcher is built in one place (so the serial run, `--jobs 1`, goes through
+/// it as every run does), and workers start only where a lane needs one (a request's attempt,
+/// a framework's probe, torch's `xla:N` devices).
+#[test]
+fn the_runner_has_one_execution_path() {
+    let t = tree();
+    let runner: Vec<(&Vec<String>, &String)> =
+        t.code.iter().filter(|(m, _)| m.first().map(String::as_str) == Some("runner")).collect();
+    let writers: Vec<String> = runner
+        .iter()
+        .flat_map(|(m, code)| {
+            code.split("pub fn ").skip(1).filter_map(move |rest| {
+                let signature = &rest[..rest.find('{').unwrap_or(rest.len())];
+                let name = &rest[..rest.find(['(', '<']).unwrap_or(0)];
+                signature.contains("&mut Store").then(|| format!("{}::{name}", m.join("::")))
+            })
+        })
+        .collect();
+    assert_eq!(writers, ["runner::execute::execute"], "the runner's entry points that write the store");
+    let where_ = |needle: &str| -> Vec<String> {
+        runner.iter().filter(|(_, code)| code.contains(needle)).map(|(m, _)| m.join("::")).collect()
+    };
+    assert_eq!(where_("Dispatch::new("), ["runner::execute"], "where the dispatcher is built");
+    assert_eq!(where_("Next::Run("), ["runner::dispatch", "runner::execute"], "who hands out cases");
+    assert_eq!(
+        where_("worker::spawn("),
+        ["runner::attempt", "runner::devices", "runner::lanes"],
+        "where the runner starts workers"
+    );
 }
 
 #[test]
