@@ -14,7 +14,7 @@ use crate::cli::{RunArgs, values};
 use crate::fleet::{self, Placement};
 use crate::lifecycle::close::{Closed, close};
 use crate::lifecycle::start::{self, Begun, Opened, Request, Start};
-use crate::model::{Framework, RunSwitches, Target};
+use crate::model::{Framework, Mode, RunSwitches, Target};
 use crate::plan::Selection;
 use crate::process;
 use crate::progress::Progress;
@@ -35,24 +35,11 @@ fn changes_plan(args: &RunArgs) -> bool {
         || args.label.is_some()
 }
 
-/// The switches on the command line that change results without changing the plan; the
-/// threads are the lanes' (`--threads`, or each lane's core count under `--jobs`).
-fn switches(args: &RunArgs, layout: &Layout) -> RunSwitches {
-    let modes = values::modes(&args.modes);
-    RunSwitches {
-        devices: (!args.devices.is_empty()).then(|| values::targets(&args.devices, &modes)),
-        modes,
-        threads: layout.threads,
-        budget_ms: args.budget_ms,
-        target_spread: args.target_spread,
-        timeout_s: args.timeout,
-        quick: args.quick,
-        jobs: args.jobs.map(|n| n as u32),
-    }
-}
-
-/// The new run the command line asks for.
-fn request(args: &RunArgs, layout: &Layout) -> Request {
+/// The new run the command line asks for, with its `--modes` and `--device` targets (`None`:
+/// every device the workers report) parsed once; the switches that change results without
+/// changing the plan take their threads from the lanes (`--threads`, or each lane's core count
+/// under `--jobs`).
+fn request(args: &RunArgs, layout: &Layout, modes: &[Mode], devices: Option<Vec<Target>>) -> Request {
     Request {
         catalogue: args.catalogue.clone(),
         selection: Selection {
@@ -66,7 +53,16 @@ fn request(args: &RunArgs, layout: &Layout) -> Request {
         label: args.label.clone(),
         reference: args.reference.clone(),
         jax_x64: args.jax_x64,
-        switches: switches(args, layout),
+        switches: RunSwitches {
+            devices,
+            modes: modes.to_vec(),
+            threads: layout.threads,
+            budget_ms: args.budget_ms,
+            target_spread: args.target_spread,
+            timeout_s: args.timeout,
+            quick: args.quick,
+            jobs: args.jobs.map(|n| n as u32),
+        },
     }
 }
 
@@ -112,6 +108,7 @@ fn placement(args: &RunArgs) -> Result<Option<Placement>> {
 fn python_side(
     args: &RunArgs,
     start: &Start,
+    modes: &[Mode],
     asked: Option<&Vec<Target>>,
 ) -> Result<(pyenv::PythonEnv, Option<std::path::PathBuf>)> {
     let frameworks = start.frameworks();
@@ -121,7 +118,6 @@ fn python_side(
     }
     // An export route (`cpu/onnx`) needs its converters and runtimes; so does the onnxruntime
     // framework (its operator catalogue), from the same add-on.
-    let modes = values::modes(&args.modes);
     let ort = frameworks.contains(&Framework::Onnxruntime);
     let routes = asked.is_some_and(|d| d.iter().any(|t| t.mode().is_route())) || modes.iter().any(|m| m.is_route());
     if (ort || routes)
@@ -169,7 +165,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let modes = values::modes(&args.modes);
     let devices = if args.devices.is_empty() { None } else { Some(values::targets(&args.devices, &modes)) };
     let placement = placement(&args)?;
-    let req = request(&args, &layout);
+    let req = request(&args, &layout, &modes, devices.clone());
     let (mut store, start) =
         match start::open(&db, &folders, args.resume.as_deref(), &req, placement.as_ref(), devices.clone())? {
             Opened::Run(store, start) => (store, start),
@@ -192,7 +188,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         Start::Resume(r) => r.devices.clone(),
         Start::New(_) => devices.clone(),
     };
-    let (env, xla_python) = python_side(&args, &start, asked.as_ref())?;
+    let (env, xla_python) = python_side(&args, &start, &modes, asked.as_ref())?;
     let script_dir = workspace::worker_dir()?;
     let Begun { run_id, cases, mut info, devices, lock } =
         start::begin(&mut store, &folders, start, devices, args.jax_x64)?;
