@@ -21,6 +21,11 @@
 //!    differs from the default (timed) run's; and `--quick --kind functions`, the catalogue
 //!    without its workloads (as it was when the target was set).
 //!
+//! 0. With `MLPORT_BENCH_BASELINE=/path/to/old/mlport` (a release build of an earlier commit),
+//!    first: `--jobs 1 --threads 1` with that binary and this one in alternating rounds
+//!    (`MLPORT_BENCH_BASELINE_ROUNDS`, default 2): wall times and the per-case median ratio
+//!    (issue 35's "no slower" and ±3%); `MLPORT_BENCH_ONLY=0` stops after it.
+//!
 //! The load average is printed beside every figure. Run (about 25 min on a quiet 2-core machine):
 //!
 //! ```text
@@ -55,16 +60,26 @@ fn mlport(args: &[String], db: &Path, cpus: Option<&str>) -> f64 {
     mlport_phases(args, db, cpus).0
 }
 
+/// This build of mlport (the release binary `cargo bench` built).
+fn this_mlport() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mlport"))
+}
+
 /// [`mlport`], also returning when the float64 reference phase ended (s from the start: the
 /// time mlport reported "float64 references: …"), `None` when it had none.
 fn mlport_phases(args: &[String], db: &Path, cpus: Option<&str>) -> (f64, Option<f64>) {
+    mlport_of(&this_mlport(), args, db, cpus)
+}
+
+/// [`mlport_phases`] with the mlport binary `bin`.
+fn mlport_of(bin: &Path, args: &[String], db: &Path, cpus: Option<&str>) -> (f64, Option<f64>) {
     let mut cmd = match cpus {
         Some(c) => {
             let mut c2 = Command::new("taskset");
-            c2.args(["-c", c]).arg(env!("CARGO_BIN_EXE_mlport"));
+            c2.args(["-c", c]).arg(bin);
             c2
         }
-        None => Command::new(env!("CARGO_BIN_EXE_mlport")),
+        None => Command::new(bin),
     };
     cmd.args(args).arg("--python").arg(python()).arg("--db").arg(db).args(["--format", "json"]);
     cmd.env_remove("MLPORT_JOBS").stdout(Stdio::null()).stderr(Stdio::piped());
@@ -194,6 +209,58 @@ fn latency_round(dir: &Path, round: usize) -> HashMap<String, (f64, f64)> {
         .collect()
 }
 
+/// 0. One runner (issue 35): the plan at `--jobs 1 --threads 1` with `baseline` (a release build
+/// of the commit before, `MLPORT_BENCH_BASELINE`) and with this build, `rounds` times each in
+/// alternating order (baseline first in even rounds): wall times (median over rounds), and over
+/// the cases timed in every run the ratio of medians (this build's median over rounds / the
+/// baseline's), beside the floor: the baseline's last round over its first, and this build's.
+fn one_runner(dir: &Path, baseline: &Path, rounds: usize) {
+    let args = [plan_args("one-runner"), vec!["--jobs".into(), "1".into(), "--threads".into(), "1".into()]].concat();
+    let mut walls: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut medians: [Vec<HashMap<(String, Target), f64>>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let bin = if side == 0 { baseline.to_path_buf() } else { this_mlport() };
+            let db = dir.join(format!("one-runner-{side}-{round}.db"));
+            walls[side].push(mlport_of(&bin, &args, &db, None).0);
+            medians[side].push(results(&db).into_iter().filter_map(|(k, d, r)| Some(((k, d), r.median_ns?))).collect());
+        }
+    }
+    let keys: Vec<&(String, Target)> =
+        medians[0][0].keys().filter(|k| medians.iter().flatten().all(|m| m.contains_key(*k))).collect();
+    let per_case = |side: usize, k: &(String, Target)| median(&medians[side].iter().map(|m| m[k]).collect::<Vec<_>>());
+    let ratios: Vec<f64> = keys.iter().map(|k| per_case(1, k) / per_case(0, k)).collect();
+    let floor = |side: usize| -> Vec<f64> {
+        keys.iter().map(|k| medians[side][rounds - 1][*k] / medians[side][0][*k]).collect()
+    };
+    let (rm, ri) = med_iqr(&ratios);
+    println!("\n0. one runner: --jobs 1 --threads 1, {rounds} rounds each, alternating (load after: {}):", load());
+    println!(
+        "   wall time, median over rounds: baseline {:.1} s, this build {:.1} s ({:+.1}%)",
+        median(&walls[0]),
+        median(&walls[1]),
+        100.0 * (median(&walls[1]) / median(&walls[0]) - 1.0)
+    );
+    println!(
+        "   per-case median, this build / baseline, over {} timed cases: median {:+.1}%  IQR {:.2}%   target within ±3%: {}",
+        keys.len(),
+        100.0 * (rm - 1.0),
+        100.0 * ri,
+        if (rm - 1.0).abs() <= 0.03 { "met" } else { "NOT met" }
+    );
+    if rounds > 1 {
+        for (side, name) in [(0, "baseline"), (1, "this build")] {
+            let (fm, fi) = med_iqr(&floor(side));
+            println!(
+                "   floor, {name} round {rounds} / round 1:  median {:+.1}%  IQR {:.2}%",
+                100.0 * (fm - 1.0),
+                100.0 * fi
+            );
+        }
+    }
+}
+
 fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -207,6 +274,15 @@ fn main() {
         schedule::describe(&cores),
         load()
     );
+
+    // 0. One runner, before and after.
+    if let Some(baseline) = std::env::var_os("MLPORT_BENCH_BASELINE") {
+        let rounds = std::env::var("MLPORT_BENCH_BASELINE_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
+        one_runner(dir, Path::new(&baseline), rounds);
+        if std::env::var("MLPORT_BENCH_ONLY").is_ok_and(|v| v == "0") {
+            return;
+        }
+    }
 
     // 1. --jobs 1 vs the default.
     let serial_db = dir.join("serial.db");
