@@ -88,6 +88,12 @@ impl<'de> Deserialize<'de> for ReplyOutcome {
     }
 }
 
+impl<'de> Deserialize<'de> for Phase {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire_field(d, "phase", &Phase::ALL, <&'static str>::from)
+    }
+}
+
 impl ReplyOutcome {
     /// Every outcome a worker may answer.
     pub const ALL: [ReplyOutcome; 3] = [ReplyOutcome::Pass, ReplyOutcome::Fail, ReplyOutcome::IoError];
