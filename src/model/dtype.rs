@@ -1,15 +1,14 @@
 //! The dtypes a case may sweep, named as in NumPy and PyTorch (`float32`, `bfloat16`), with the
 //! kind predicates that tolerance defaults and references need.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 /// A dtype a case may sweep or an input may fix. Stored, sent to workers and shown as
 /// [`Dtype::as_str`]; ordered as [`Dtype::ALL`] (the dtype matrix's column order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "&'static str")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "lowercase", parse_err_ty = String, parse_err_fn = unknown_dtype)]
 pub enum Dtype {
     /// `bool`.
     Bool,
@@ -45,43 +44,12 @@ pub enum Dtype {
 
 impl Dtype {
     /// Every dtype, in the order catalogues and reports list them.
-    pub const ALL: [Dtype; 15] = [
-        Dtype::Bool,
-        Dtype::Int8,
-        Dtype::Int16,
-        Dtype::Int32,
-        Dtype::Int64,
-        Dtype::Uint8,
-        Dtype::Uint16,
-        Dtype::Uint32,
-        Dtype::Uint64,
-        Dtype::Float16,
-        Dtype::Bfloat16,
-        Dtype::Float32,
-        Dtype::Float64,
-        Dtype::Complex64,
-        Dtype::Complex128,
-    ];
+    pub const ALL: [Dtype; <Dtype as strum::EnumCount>::COUNT] =
+        *<Dtype as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The NumPy/PyTorch name (`float32`, `bfloat16`), as stored and sent to workers.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Dtype::Bool => "bool",
-            Dtype::Int8 => "int8",
-            Dtype::Int16 => "int16",
-            Dtype::Int32 => "int32",
-            Dtype::Int64 => "int64",
-            Dtype::Uint8 => "uint8",
-            Dtype::Uint16 => "uint16",
-            Dtype::Uint32 => "uint32",
-            Dtype::Uint64 => "uint64",
-            Dtype::Float16 => "float16",
-            Dtype::Bfloat16 => "bfloat16",
-            Dtype::Float32 => "float32",
-            Dtype::Float64 => "float64",
-            Dtype::Complex64 => "complex64",
-            Dtype::Complex128 => "complex128",
-        }
+        self.into()
     }
 
     /// `bool`.
@@ -125,32 +93,15 @@ impl Dtype {
     }
 }
 
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Dtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Dtype::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| format!("unknown dtype `{s}` (expected one of {})", Dtype::expected_list()))
-    }
+/// The error of parsing an unknown [`Dtype`], listing the dtypes.
+fn unknown_dtype(s: &str) -> String {
+    format!("unknown dtype `{s}` (expected one of {})", Dtype::expected_list())
 }
 
 impl TryFrom<String> for Dtype {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         s.parse()
-    }
-}
-
-impl From<Dtype> for &'static str {
-    fn from(d: Dtype) -> &'static str {
-        d.as_str()
     }
 }
 

@@ -140,6 +140,8 @@ pub struct WorkloadSpec {
 /// A case's side of an off-the-rut pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum RutRole {
     /// The framework's own (monolithic) kernel: the pair's baseline.
     Monolithic,
@@ -150,10 +152,7 @@ pub enum RutRole {
 impl RutRole {
     /// `monolithic` or `composed`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RutRole::Monolithic => "monolithic",
-            RutRole::Composed => "composed",
-        }
+        self.into()
     }
 }
 
