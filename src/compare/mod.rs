@@ -15,7 +15,7 @@ pub mod rule;
 
 pub use ks::{KsTest, kolmogorov_sf, ks_2samp};
 pub use metrics::{Comparison, KS_ALPHA, Verdict, compare};
-pub use npy::{Data, Dtype, NpyArray, NpyError, ShapeError, read_npy, write_npy};
+pub use npy::{Data, ElementType, NpyArray, NpyError, ShapeError, read_npy, write_npy};
 pub use rule::{Rule, Tolerance, UnknownRule};
 
 /// The real parts of every element of `a`, row-major, as float64 (integers and bools converted;

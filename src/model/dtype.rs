@@ -105,6 +105,102 @@ impl TryFrom<String> for Dtype {
     }
 }
 
+/// A dtype as a framework or an array file names it: one of mlport's [`Dtype`]s, or another
+/// name kept as written (`float128`, `float8_e4m3fn`, `object`). The one vocabulary of dtype
+/// names that comparisons, tolerances, agreement and dtype checks take; shown and stored as
+/// [`DtypeName::as_str`], the name it was parsed from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DtypeName {
+    /// A dtype mlport sweeps and knows the kind of.
+    Known(Dtype),
+    /// Any other name, as the framework wrote it.
+    Other(String),
+}
+
+impl DtypeName {
+    /// The dtype named `name`: [`DtypeName::Known`] for a [`Dtype`]'s name, else
+    /// [`DtypeName::Other`].
+    pub fn parse(name: &str) -> DtypeName {
+        name.parse().map_or_else(|_| DtypeName::Other(name.to_string()), DtypeName::Known)
+    }
+
+    /// The name, as parsed.
+    pub fn as_str(&self) -> &str {
+        match self {
+            DtypeName::Known(d) => d.as_str(),
+            DtypeName::Other(name) => name,
+        }
+    }
+
+    /// The [`Dtype`], when mlport knows it.
+    pub fn known(&self) -> Option<Dtype> {
+        match self {
+            DtypeName::Known(d) => Some(*d),
+            DtypeName::Other(_) => None,
+        }
+    }
+
+    /// A real floating dtype: a floating [`Dtype`], or a wider or narrower name no case sweeps
+    /// (`float128`, `float8_e4m3fn`).
+    pub fn is_float(&self) -> bool {
+        match self {
+            DtypeName::Known(d) => d.is_float(),
+            DtypeName::Other(name) => name.starts_with("float"),
+        }
+    }
+
+    /// A complex dtype: complex64, complex128, or another `complex…` name (`complex256`).
+    pub fn is_complex(&self) -> bool {
+        match self {
+            DtypeName::Known(d) => d.is_complex(),
+            DtypeName::Other(name) => name.starts_with("complex"),
+        }
+    }
+
+    /// Floating or complex ([`DtypeName::is_float`], [`DtypeName::is_complex`]).
+    pub fn is_inexact(&self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+}
+
+impl From<Dtype> for DtypeName {
+    fn from(d: Dtype) -> DtypeName {
+        DtypeName::Known(d)
+    }
+}
+
+impl From<&str> for DtypeName {
+    fn from(name: &str) -> DtypeName {
+        DtypeName::parse(name)
+    }
+}
+
+impl PartialEq<Dtype> for DtypeName {
+    fn eq(&self, d: &Dtype) -> bool {
+        *self == DtypeName::Known(*d)
+    }
+}
+
+impl Serialize for DtypeName {
+    /// As its name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for DtypeName {
+    /// From any name ([`DtypeName::parse`]).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(DtypeName::parse(&String::deserialize(d)?))
+    }
+}
+
+impl std::fmt::Display for DtypeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Serde for an optional dtype stored as its name, or `""` when absent (imported cases): the
 /// spelling of `cases.dtype` and of the JSON documents that carry a case row.
 pub mod or_empty {
@@ -172,6 +268,22 @@ mod tests {
         assert!(e.starts_with("unknown dtype `float8` (expected one of bool, int8,"), "{e}");
         assert!(e.ends_with("complex64, complex128)"), "{e}");
         assert!(serde_json::from_str::<Dtype>("\"T\"").is_err());
+    }
+
+    #[test]
+    fn names_mlport_does_not_know_are_kept_as_written() {
+        for d in Dtype::ALL {
+            let n = DtypeName::parse(d.as_str());
+            assert_eq!((n.known(), n.as_str(), n.is_inexact()), (Some(d), d.as_str(), d.is_inexact()));
+        }
+        let wide = DtypeName::parse("float128");
+        assert_eq!((wide.known(), wide.as_str()), (None, "float128"));
+        assert!(wide.is_float() && !wide.is_complex() && wide.is_inexact());
+        assert!(DtypeName::parse("complex256").is_complex());
+        let object = DtypeName::parse("object");
+        assert!(!object.is_inexact() && object.to_string() == "object");
+        assert_eq!(DtypeName::from(Dtype::Bfloat16), Dtype::Bfloat16);
+        assert_ne!(DtypeName::parse("Float32"), Dtype::Float32, "names are case-sensitive");
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod spec;
 mod target;
 
 pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop, WorkloadMeasures};
-pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
+pub use dtype::{Dtype, DtypeName, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
