@@ -399,12 +399,13 @@ fn error_words(c: &ComparisonRow) -> String {
     }
 }
 
-/// A number in 3 significant digits.
+/// A number to three decimals, or in three significant digits ([`crate::render::units::scientific`]) beyond
+/// 1e-3..1e4.
 fn short(x: f64) -> String {
     if x == 0.0 || (1e-3..1e4).contains(&x.abs()) {
         format!("{}", (x * 1000.0).round() / 1000.0)
     } else {
-        format!("{x:.2e}")
+        crate::render::units::scientific(x, 3)
     }
 }
 
