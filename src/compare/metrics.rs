@@ -312,15 +312,8 @@ impl UlpUnit {
             Dtype::Bfloat16 => UlpUnit::float(7, -126),
             Dtype::Float32 | Dtype::Complex64 => UlpUnit::float(23, -126),
             Dtype::Float64 | Dtype::Complex128 => UlpUnit::float(52, -1022),
-            Dtype::Bool
-            | Dtype::Int8
-            | Dtype::Int16
-            | Dtype::Int32
-            | Dtype::Int64
-            | Dtype::Uint8
-            | Dtype::Uint16
-            | Dtype::Uint32
-            | Dtype::Uint64 => UlpUnit::ONE,
+            // bool and the integers
+            _ => UlpUnit::ONE,
         }
     }
 
