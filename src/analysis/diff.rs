@@ -399,13 +399,12 @@ fn error_words(c: &ComparisonRow) -> String {
     }
 }
 
-/// A number to three decimals, or in three significant digits ([`crate::render::units::scientific`]) beyond
-/// 1e-3..1e4.
+/// A number in 3 significant digits.
 fn short(x: f64) -> String {
     if x == 0.0 || (1e-3..1e4).contains(&x.abs()) {
         format!("{}", (x * 1000.0).round() / 1000.0)
     } else {
-        crate::render::units::scientific(x, 3)
+        format!("{x:.2e}")
     }
 }
 

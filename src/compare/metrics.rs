@@ -25,12 +25,11 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::dtype::{Dtype, DtypeName};
 use super::element::{self, is_integral};
 use super::ks::ks_2samp;
 use super::npy::NpyArray;
 use super::rule::{Rule, Tolerance, align_signs, sort_last_axis};
-use crate::model::{Dtype, DtypeName};
-use crate::render::units::compact as short;
 
 /// The `statistical` rule's significance level: the outputs disagree when the
 /// Kolmogorov–Smirnov p-value is below it.
@@ -597,6 +596,19 @@ fn int_block(a: &[i128], e: &[i128], base: usize, tol: Tolerance, acc: &mut Acc)
         // Any difference is ≥ 1 as a float, so a zero tolerance fails it however large the integers.
         acc.finite(base + k, d, e.unsigned_abs() as f64, d, tol);
     }
+}
+
+/// Two significant digits, exponent form without a trailing `.0` or `e0`: `1e-3`, `3.1e-2`, `1`, `2.5e3`.
+/// (Its own: `compare` sits below `render`, whose `units` formats every report's numbers.)
+fn short(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let s = format!("{x:.1e}").replace(".0e", "e");
+    s.strip_suffix("e0").map_or(s.clone(), str::to_string)
 }
 
 /// A value as the reported dtype would print it (shortest round-trip form of that dtype).

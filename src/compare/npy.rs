@@ -14,7 +14,7 @@ use bytemuck::Pod;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
-use crate::model::Dtype;
+use super::dtype::Dtype;
 
 /// The element types a `.npy` file may hold here: how a [`Dtype`] is laid out in the file
 /// (its `descr`, item size and byte order). The names are [`Dtype`]'s ([`ElementType::dtype`]).

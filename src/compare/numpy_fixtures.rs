@@ -33,8 +33,8 @@ fn shape_of(v: &Value) -> Vec<usize> {
 }
 
 /// The dtype a fixture's `key` names.
-fn dtype_of(case: &serde_json::Value, key: &str) -> crate::model::DtypeName {
-    crate::model::DtypeName::parse(case[key].as_str().unwrap())
+fn dtype_of(case: &serde_json::Value, key: &str) -> super::dtype::DtypeName {
+    super::dtype::DtypeName::parse(case[key].as_str().unwrap())
 }
 
 #[test]

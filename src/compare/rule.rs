@@ -10,8 +10,8 @@ use std::str::FromStr;
 use half::f16;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::dtype::{Dtype, DtypeName};
 use super::npy::{Data, NpyArray, with_data};
-use crate::model::{Dtype, DtypeName};
 
 /// A comparison rule, as a catalogue case names it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -38,7 +38,7 @@ pub struct CaseRow {
     pub case_id: String,
     /// The swept dtype of this row; `None` for imported results (tests and the paper's data
     /// have no swept dtype), stored as `""`.
-    #[serde(with = "super::dtype::or_empty")]
+    #[serde(with = "super::dtype_or_empty")]
     pub dtype: Option<Dtype>,
     /// Input seed actually used (run seed mixed with the case seed).
     pub seed: u64,

@@ -64,20 +64,6 @@ pub fn scientific(x: f64, digits: usize) -> String {
     format!("{x:.decimals$e}")
 }
 
-/// Two significant digits in exponent form without a trailing `.0` or `e0`: `1e-3`, `3.1e-2`,
-/// `1`, `2.5e3`; `0` for zero, `NaN`/`inf` as Rust writes them. For tolerances and errors in
-/// one-line summaries.
-pub fn compact(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let s = scientific(x, 2).replace(".0e", "e");
-    s.strip_suffix("e0").map_or(s.clone(), str::to_string)
-}
-
 /// A ratio for people: `3.21×`, `0.052×`, `1234×`.
 pub fn ratio(r: f64) -> String {
     if r >= 100.0 {
@@ -130,11 +116,6 @@ mod tests {
         assert_eq!(scientific(4.8e-4, 2), "4.8e-4");
         assert_eq!(scientific(31.0, 3), "3.10e1");
         assert_eq!(scientific(2.0, 1), "2e0");
-        for (x, s) in [(0.0, "0"), (1e-3, "1e-3"), (0.031, "3.1e-2"), (1.0, "1"), (2500.0, "2.5e3"), (f64::NAN, "NaN")]
-        {
-            assert_eq!(compact(x), s);
-        }
-        assert_eq!(compact(f64::INFINITY), "inf");
     }
 
     #[test]

@@ -13,7 +13,18 @@ use crate::model::{Framework, Mode};
 /// How the worker says a case ended ([`RunReply::outcome`]); timeouts and crashes are decided
 /// by the core.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::EnumString, strum::IntoStaticStr, strum::Display,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+    strum::EnumCount,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -29,7 +40,18 @@ pub enum ReplyOutcome {
 /// The phase of a case in which the worker saw an error ([`WorkerError::phase`]), in the order
 /// a case goes through them.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::EnumString, strum::IntoStaticStr, strum::Display,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+    strum::EnumCount,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -96,21 +118,14 @@ impl<'de> Deserialize<'de> for Phase {
 
 impl ReplyOutcome {
     /// Every outcome a worker may answer.
-    pub const ALL: [ReplyOutcome; 3] = [ReplyOutcome::Pass, ReplyOutcome::Fail, ReplyOutcome::IoError];
+    pub const ALL: [ReplyOutcome; <ReplyOutcome as strum::EnumCount>::COUNT] =
+        *<ReplyOutcome as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 }
 
 impl Phase {
     /// Every phase, in the order a case goes through them.
-    pub const ALL: [Phase; 8] = [
-        Phase::Import,
-        Phase::Resolve,
-        Phase::Inputs,
-        Phase::Setup,
-        Phase::FirstCall,
-        Phase::Outputs,
-        Phase::Repeat,
-        Phase::Steady,
-    ];
+    pub const ALL: [Phase; <Phase as strum::EnumCount>::COUNT] =
+        *<Phase as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 }
 
 /// Serde for [`WorkerError::phase`]: `""` (or no field) is `None`.
