@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use half::f16;
 use mlport::compare::{NpyArray, Rule, Tolerance, compare, read_npy, write_npy};
+use mlport::model::Dtype;
 use mlport::stats::{SplitMix64, median};
 use rayon::prelude::*;
 
@@ -131,16 +132,16 @@ fn main() {
         n * 4 / 1_000_000,
         start.elapsed().as_secs_f64()
     );
-    let tol = Tolerance::for_dtype("float32");
+    let tol = Tolerance::for_dtype(Dtype::Float32);
     let (f, _) = time(|| read_pair(&pa, &pe));
     row("read both files", &f, 2 * n);
     let (arr_a, arr_e) = read_pair(&pa, &pe);
-    let (f, c) = time(|| compare(&arr_a, "float32", &arr_e, "float32", Rule::AllClose, tol, true));
+    let (f, c) = time(|| compare(&arr_a, &"float32".into(), &arr_e, &"float32".into(), Rule::AllClose, tol, true));
     row("compare in memory (allclose)", &f, n);
     drop((arr_a, arr_e));
     let (f, _) = time(|| {
         let (a, e) = read_pair(&pa, &pe);
-        compare(&a, "float32", &e, "float32", Rule::AllClose, tol, true)
+        compare(&a, &"float32".into(), &e, &"float32".into(), Rule::AllClose, tol, true)
     });
     row("read + compare", &f, n);
     println!("  result: {}", c.summary());
@@ -162,15 +163,15 @@ fn main() {
     write_npy(&pa, &NpyArray::new(vec![m16], a.into()).unwrap()).unwrap();
     write_npy(&pe, &NpyArray::new(vec![m16], e.into()).unwrap()).unwrap();
     println!("float16 output vs float64 reference, {m16} elements:");
-    let tol = Tolerance::for_dtype("float16");
+    let tol = Tolerance::for_dtype(Dtype::Float16);
     let (f, _) = time(|| read_pair(&pa, &pe));
     row("read both files", &f, 2 * m16);
     let (arr_a, arr_e) = read_pair(&pa, &pe);
-    let (f, c) = time(|| compare(&arr_a, "float16", &arr_e, "float64", Rule::AllClose, tol, false));
+    let (f, c) = time(|| compare(&arr_a, &"float16".into(), &arr_e, &"float64".into(), Rule::AllClose, tol, false));
     row("compare in memory (allclose)", &f, m16);
     let (f, _) = time(|| {
         let (a, e) = read_pair(&pa, &pe);
-        compare(&a, "float16", &e, "float64", Rule::AllClose, tol, false)
+        compare(&a, &"float16".into(), &e, &"float64".into(), Rule::AllClose, tol, false)
     });
     row("read + compare", &f, m16);
     println!("  result: {}", c.summary());

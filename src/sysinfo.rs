@@ -5,7 +5,7 @@ use std::process::Command;
 
 /// Host name, or "unknown".
 pub fn host() -> String {
-    hostname::get().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "unknown".into())
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "unknown".into())
 }
 
 /// e.g. "Linux 6.1.0-18-amd64 x86_64".

@@ -193,7 +193,7 @@ fn write_everything(store: &mut Store) -> i64 {
     store.plan_references(run, &[reference.clone(), own.clone()]).unwrap();
     store.plan_references(run, std::slice::from_ref(&reference)).unwrap();
     store.record_reference(run, &reference.key, Outcome::Pass, None, &serde_json::json!([{"index": 0}])).unwrap();
-    let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype("float32"));
+    let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype(Dtype::Float32));
     let row = ComparisonRow::incomparable(&cases[0].key, &Target::cpu(), &Against::Float64, "numpy", 0, rule, tol);
     let row = ComparisonRow {
         verdict: ComparisonVerdict::Disagree,

@@ -37,7 +37,7 @@ fn a_real_worker_says_hello_with_its_versions_and_devices() {
     };
     let w = worker::spawn(&spec, Duration::from_secs(120), &AtomicBool::new(false)).unwrap();
     assert_eq!(w.hello.protocol, worker::protocol::PROTOCOL_VERSION);
-    assert_eq!(w.hello.framework, "numpy");
+    assert_eq!(w.hello.framework, Framework::Numpy);
     assert!(w.hello.import_error.is_none());
     let numpy = w.hello.packages.get("numpy").expect("numpy version").clone();
     assert_eq!(w.hello.framework_version.as_deref(), Some(numpy.as_str()));

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::compare::{Comparison, Rule, Tolerance, compare, read_npy};
-use crate::model::{Against, CaseSpec, Compare, ComparisonRow, ComparisonVerdict, Dtype, Target};
+use crate::model::{Against, CaseSpec, Compare, ComparisonRow, ComparisonVerdict, Dtype, DtypeName, Target};
 
 /// The two sides of a comparison and how to judge them.
 #[derive(Clone, Copy, Debug)]
@@ -48,24 +48,19 @@ fn selection(pair: &OutputPair<'_>) -> Vec<(u64, Rule)> {
 /// to float32's tolerance; a float64 case that returns float32 lost precision and is held to
 /// float64's), else the leaf dtype's (an integer case with a float32 result: float32's; an integer
 /// or bool result: exact).
-pub fn tolerance(spec: &CaseSpec, case_dtype: Dtype, leaf_dtype: &str) -> Tolerance {
-    let leaf_floating = inexact_name(leaf_dtype);
-    let base =
-        Tolerance::for_dtype(if leaf_floating && case_dtype.is_inexact() { case_dtype.as_str() } else { leaf_dtype });
+/// An output's dtype mlport does not know (`float128`) still counts as floating or complex by
+/// its name ([`DtypeName::is_inexact`]).
+pub fn tolerance(spec: &CaseSpec, case_dtype: Dtype, leaf_dtype: &DtypeName) -> Tolerance {
+    let base = if leaf_dtype.is_inexact() && case_dtype.is_inexact() {
+        Tolerance::for_dtype(case_dtype)
+    } else {
+        Tolerance::for_name(leaf_dtype)
+    };
     let per = spec.tolerance.get(&case_dtype);
     Tolerance::close(
         per.and_then(|t| t.rtol).or(spec.rtol).unwrap_or(base.rtol),
         per.and_then(|t| t.atol).or(spec.atol).unwrap_or(base.atol),
     )
-}
-
-/// Whether an output's element type, as the worker names it, is floating or complex: a
-/// [`Dtype`] that is, or a wider NumPy type that no case sweeps (`float128`, `complex256`).
-fn inexact_name(name: &str) -> bool {
-    match name.parse::<Dtype>() {
-        Ok(d) => d.is_inexact(),
-        Err(_) => name.starts_with("float") || name.starts_with("complex"),
-    }
 }
 
 /// Compares every selected output leaf; one row per leaf (none for rule `none`). A leaf that
@@ -95,12 +90,14 @@ pub fn compare_outputs(
         if rule == Rule::None {
             continue;
         }
-        let leaf_dtype = leaf(pair.actual, index).and_then(|d| d["dtype"].as_str()).unwrap_or(pair.case_dtype.as_str());
+        let leaf_dtype = leaf(pair.actual, index)
+            .and_then(|d| d["dtype"].as_str())
+            .map_or(DtypeName::Known(pair.case_dtype), DtypeName::parse);
         let tol = match rule {
             Rule::Exact => Tolerance::EXACT,
             // The loader requires `max_ulp` with the rule; 0.5 (correctly rounded) for a spec without.
             Rule::Ulp => Tolerance::ulps(pair.spec.max_ulp.unwrap_or(0.5)),
-            _ => tolerance(pair.spec, pair.case_dtype, leaf_dtype),
+            _ => tolerance(pair.spec, pair.case_dtype, &leaf_dtype),
         };
         let mut row = ComparisonRow::incomparable(case_key, device, against, reference, index as u32, rule, tol);
         if let Some(why) = &list_mismatch {
@@ -168,12 +165,12 @@ pub fn compare_outputs(
 /// the rule (`shape_dtype` and `statistical` included) and whether or not the values could be
 /// compared; the summary begins `dtype int32, expected int64; `.
 fn expect_dtype(row: &mut ComparisonRow, pair: &OutputPair<'_>, position: usize, index: u64) {
-    fn dtype(side: &Value, index: u64) -> Option<&str> {
-        leaf(side, index).filter(|d| d["kind"] == "array").and_then(|d| d["dtype"].as_str())
+    fn dtype(side: &Value, index: u64) -> Option<DtypeName> {
+        leaf(side, index).filter(|d| d["kind"] == "array").and_then(|d| d["dtype"].as_str()).map(DtypeName::parse)
     }
     let (Some(actual), Some(reference)) = (dtype(pair.actual, index), dtype(pair.expected, index)) else { return };
-    let Some(expected) = crate::outcome::expected_of(pair.spec, pair.case_dtype, position, reference) else { return };
-    if expected.admits(actual) {
+    let Some(expected) = crate::outcome::expected_of(pair.spec, pair.case_dtype, position, &reference) else { return };
+    if expected.admits(&actual) {
         return;
     }
     row.dtype_changed = true;
@@ -205,8 +202,10 @@ fn compare_leaf(pair: &OutputPair<'_>, index: u64, rule: Rule, tol: Tolerance) -
     let (pa, pe) = (path(a, "result")?, path(e, "reference")?);
     let actual = read_npy(Path::new(&pa)).map_err(|e| e.to_string())?;
     let expected = read_npy(Path::new(&pe)).map_err(|e| e.to_string())?;
-    let ad = a["dtype"].as_str().unwrap_or(actual.dtype_name()).to_string();
-    let ed = e["dtype"].as_str().unwrap_or(expected.dtype_name()).to_string();
+    let reported = |d: &Value, file: &crate::compare::NpyArray| {
+        d["dtype"].as_str().map_or(DtypeName::Known(file.dtype()), DtypeName::parse)
+    };
+    let (ad, ed) = (reported(a, &actual), reported(e, &expected));
     Ok(compare(&actual, &ad, &expected, &ed, rule, tol, pair.check_dtype))
 }
 
@@ -248,17 +247,17 @@ mod tests {
     #[test]
     fn tolerance_overrides_go_dtype_table_then_case_then_default() {
         let spec = case_spec(json!({"rtol": 0.5, "tolerance": {"float16": {"atol": 0.25}}}));
-        let t = tolerance(&spec, Dtype::Float16, "float16");
+        let t = tolerance(&spec, Dtype::Float16, &"float16".into());
         assert_eq!((t.rtol, t.atol), (0.5, 0.25));
-        let t = tolerance(&spec, Dtype::Float32, "float32");
+        let t = tolerance(&spec, Dtype::Float32, &"float32".into());
         assert_eq!((t.rtol, t.atol), (0.5, 1e-5), "atol falls back to float32's default");
-        let t = tolerance(&case_spec(json!({})), Dtype::Float16, "int64");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float16, &"int64".into());
         assert_eq!((t.rtol, t.atol), (0.0, 0.0), "an integer output of a float16 case is exact");
-        let t = tolerance(&case_spec(json!({})), Dtype::Float16, "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float16, &"float32".into());
         assert_eq!((t.rtol, t.atol), (1e-3, 1e-5), "a float16 case returning float32 is judged as float16");
-        let t = tolerance(&case_spec(json!({})), Dtype::Float64, "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Float64, &"float32".into());
         assert_eq!((t.rtol, t.atol), (1e-7, 1e-7), "a float64 case returning float32 is held to float64");
-        let t = tolerance(&case_spec(json!({})), Dtype::Uint8, "float32");
+        let t = tolerance(&case_spec(json!({})), Dtype::Uint8, &"float32".into());
         assert_eq!((t.rtol, t.atol), (1.3e-6, 1e-5), "an integer case returning float32 is judged as float32");
     }
 

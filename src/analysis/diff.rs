@@ -14,7 +14,6 @@
 //! outcome. Rendered by [`crate::render::diff`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 
 use serde::Serialize;
 
@@ -28,6 +27,8 @@ use crate::stats::{Estimate, StatsConfig};
 /// What changed for one function on one target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_change_kind)]
 pub enum ChangeKind {
     /// A case that passed on A fails on B (an error, timeout or crash).
     NewFailure,
@@ -59,52 +60,19 @@ pub enum ChangeKind {
 
 impl ChangeKind {
     /// Every kind, in the order rows are sorted and counted.
-    pub const ALL: [ChangeKind; 11] = [
-        ChangeKind::NewFailure,
-        ChangeKind::NewWrongResult,
-        ChangeKind::Fixed,
-        ChangeKind::ReasonChanged,
-        ChangeKind::CountingChanged,
-        ChangeKind::AgreementChanged,
-        ChangeKind::ErrorMoved,
-        ChangeKind::Slowdown,
-        ChangeKind::Speedup,
-        ChangeKind::Added,
-        ChangeKind::Removed,
-    ];
+    pub const ALL: [ChangeKind; <ChangeKind as strum::EnumCount>::COUNT] =
+        *<ChangeKind as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The spelling in every rendering and in `--fail-on`: `new_failure`, `slowdown`, ...
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::NewFailure => "new_failure",
-            ChangeKind::NewWrongResult => "new_wrong_result",
-            ChangeKind::Fixed => "fixed",
-            ChangeKind::ReasonChanged => "reason_changed",
-            ChangeKind::CountingChanged => "counting_changed",
-            ChangeKind::AgreementChanged => "agreement_changed",
-            ChangeKind::ErrorMoved => "error_moved",
-            ChangeKind::Slowdown => "slowdown",
-            ChangeKind::Speedup => "speedup",
-            ChangeKind::Added => "added",
-            ChangeKind::Removed => "removed",
-        }
+        self.into()
     }
 }
 
-impl fmt::Display for ChangeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ChangeKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        ChangeKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
-            let all: Vec<&str> = ChangeKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!("unknown change `{s}` (expected one of {})", all.join(", "))
-        })
-    }
+/// The error of parsing an unknown [`ChangeKind`], listing the kinds.
+fn unknown_change_kind(s: &str) -> String {
+    let all: Vec<&str> = ChangeKind::ALL.iter().map(|k| k.as_str()).collect();
+    format!("unknown change `{s}` (expected one of {})", all.join(", "))
 }
 
 /// How to compare. Defaults: slowdowns beyond 1.5×, errors moved by 2× or more,

@@ -19,6 +19,8 @@ pub fn paper_device() -> Target {
 /// How a function's status moved from the paper's TPU v3 to today's `xla:0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Change {
     /// Failed (partly or completely) in 2023 and still fails today, not only by falling back.
     StillFails,
@@ -39,14 +41,7 @@ pub enum Change {
 impl Change {
     /// `still_fails`, `now_falls_back`, ...: as shown and in JSON.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Change::StillFails => "still_fails",
-            Change::NowFallsBack => "now_falls_back",
-            Change::Fixed => "fixed",
-            Change::NewlyFails => "newly_fails",
-            Change::StillPasses => "still_passes",
-            Change::NotCompared => "not_compared",
-        }
+        self.into()
     }
 }
 

@@ -528,14 +528,10 @@ impl<'a> Totals<'a> {
     }
 }
 
-/// The median (mean of the middle two for an even count); `None` when empty.
+/// The median (mean of the middle two for an even count, [`crate::stats::median_in_place`]);
+/// `None` when empty. Reorders `values`.
 fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
+    (!values.is_empty()).then(|| crate::stats::median_in_place(values))
 }
 
 #[cfg(test)]

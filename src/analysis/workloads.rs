@@ -300,7 +300,7 @@ fn cross_rows(workloads: &[&ResultRow], references: &[ReferenceRow], reference_d
                 let gold = gold.map(|g| model_check::flatten(g, &indices)).transpose()?;
                 let max_abs = cand.iter().zip(&floor).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
                 let spec = m.case.spec.catalogue().expect("workloads are catalogue cases");
-                let tol = crate::agreement::tolerance(spec, dtype.unwrap_or(Dtype::Float32), "float32");
+                let tol = crate::agreement::tolerance(spec, dtype.unwrap_or(Dtype::Float32), &Dtype::Float32.into());
                 let j = whole_model::judge(
                     whole_model::ModelOutputs {
                         candidate: &cand,

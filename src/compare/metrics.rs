@@ -25,6 +25,7 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::dtype::{Dtype, DtypeName};
 use super::element::{self, is_integral};
 use super::ks::ks_2samp;
 use super::npy::NpyArray;
@@ -104,9 +105,9 @@ pub struct Comparison {
     /// The shapes differ (then nothing else is compared, and the verdict is `Disagree`).
     pub shape_changed: bool,
     /// The dtype the framework reported for the output.
-    pub dtype_actual: String,
+    pub dtype_actual: DtypeName,
     /// The dtype reported for the reference.
-    pub dtype_expected: String,
+    pub dtype_expected: DtypeName,
     /// The reported dtypes differ (`Disagree` when dtypes are checked).
     pub dtype_changed: bool,
     /// C-order multi-index of the element that exceeds its tolerance by the most (or comes
@@ -149,9 +150,9 @@ fn null_as_inf<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 /// float64 copy of each side that it sorts.
 pub fn compare(
     actual: &NpyArray,
-    actual_dtype: &str,
+    actual_dtype: &DtypeName,
     expected: &NpyArray,
-    expected_dtype: &str,
+    expected_dtype: &DtypeName,
     rule: Rule,
     tol: Tolerance,
     check_dtype: bool,
@@ -175,8 +176,8 @@ pub fn compare(
         shape_actual: actual.shape().to_vec(),
         shape_expected: expected.shape().to_vec(),
         shape_changed: actual.shape() != expected.shape(),
-        dtype_actual: actual_dtype.to_string(),
-        dtype_expected: expected_dtype.to_string(),
+        dtype_actual: actual_dtype.clone(),
+        dtype_expected: expected_dtype.clone(),
         dtype_changed: actual_dtype != expected_dtype,
         worst_index: None,
         worst_actual: None,
@@ -242,8 +243,12 @@ pub fn compare(
                 }
             }
             differs |= acc.mismatched > 0;
-            let narrow = matches!(actual_dtype, "float16" | "bfloat16" | "float32" | "complex64");
-            if narrow && matches!(expected_dtype, "float64" | "complex128") && c.elements > 0 {
+            let narrow = matches!(
+                actual_dtype.known(),
+                Some(Dtype::Float16 | Dtype::Bfloat16 | Dtype::Float32 | Dtype::Complex64)
+            );
+            let wide = matches!(expected_dtype.known(), Some(Dtype::Float64 | Dtype::Complex128));
+            if narrow && wide && c.elements > 0 {
                 c.correctly_rounded = Some(c.max_ulp <= 0.5 && acc.nan == 0 && acc.inf == 0);
             }
         }
@@ -299,15 +304,15 @@ impl UlpUnit {
         UlpUnit { scale: pow2(-p), floor: pow2(emin - p), min_normal: pow2(emin), p, emin }
     }
 
-    /// The unit for a reported dtype name; unknown names fall back to the file's dtype.
-    fn of(dtype: &str, array: &NpyArray) -> UlpUnit {
-        match dtype {
-            "float16" => UlpUnit::float(10, -14),
-            "bfloat16" => UlpUnit::float(7, -126),
-            "float32" | "complex64" => UlpUnit::float(23, -126),
-            "float64" | "complex128" => UlpUnit::float(52, -1022),
-            "bool" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64" => UlpUnit::ONE,
-            _ => UlpUnit::of(array.dtype_name(), array),
+    /// The unit for a reported dtype; a name mlport does not know falls back to the file's dtype.
+    fn of(dtype: &DtypeName, array: &NpyArray) -> UlpUnit {
+        match dtype.known().unwrap_or(array.dtype()) {
+            Dtype::Float16 => UlpUnit::float(10, -14),
+            Dtype::Bfloat16 => UlpUnit::float(7, -126),
+            Dtype::Float32 | Dtype::Complex64 => UlpUnit::float(23, -126),
+            Dtype::Float64 | Dtype::Complex128 => UlpUnit::float(52, -1022),
+            // bool and the integers
+            _ => UlpUnit::ONE,
         }
     }
 
@@ -594,6 +599,7 @@ fn int_block(a: &[i128], e: &[i128], base: usize, tol: Tolerance, acc: &mut Acc)
 }
 
 /// Two significant digits, exponent form without a trailing `.0` or `e0`: `1e-3`, `3.1e-2`, `1`, `2.5e3`.
+/// (Its own: `compare` sits below `render`, whose `units` formats every report's numbers.)
 fn short(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
@@ -606,11 +612,11 @@ fn short(x: f64) -> String {
 }
 
 /// A value as the reported dtype would print it (shortest round-trip form of that dtype).
-fn value(re: f64, im: Option<f64>, dtype: &str) -> String {
-    let one = |x: f64| match dtype {
-        "float16" => f16::from_f64(x).to_string(),
-        "bfloat16" => bf16::from_f64(x).to_string(),
-        "float32" | "complex64" => (x as f32).to_string(),
+fn value(re: f64, im: Option<f64>, dtype: &DtypeName) -> String {
+    let one = |x: f64| match dtype.known() {
+        Some(Dtype::Float16) => f16::from_f64(x).to_string(),
+        Some(Dtype::Bfloat16) => bf16::from_f64(x).to_string(),
+        Some(Dtype::Float32 | Dtype::Complex64) => (x as f32).to_string(),
         _ => x.to_string(),
     };
     match im {
@@ -724,7 +730,8 @@ mod tests {
     }
 
     fn cmp(a: &NpyArray, e: &NpyArray, dtype: &str, rule: Rule) -> Comparison {
-        compare(a, dtype, e, dtype, rule, Tolerance::for_dtype(dtype), true)
+        let d = DtypeName::parse(dtype);
+        compare(a, &d, e, &d, rule, Tolerance::for_dtype(d.known().unwrap()), true)
     }
 
     #[test]
@@ -786,10 +793,18 @@ mod tests {
         assert_eq!(cmp(&a, &e, "float32", Rule::None).verdict, Verdict::Agree);
         // A float64 output against a float32 reference: a dtype change, fatal only when checked.
         let a64 = arr(&[3, 2], vec![0.0f64; 6]);
-        let checked = compare(&a64, "float64", &e, "float32", Rule::AllClose, Tolerance::for_dtype("float32"), true);
+        let checked = compare(
+            &a64,
+            &"float64".into(),
+            &e,
+            &"float32".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Float32),
+            true,
+        );
         assert!(checked.dtype_changed && checked.verdict == Verdict::Disagree && checked.mismatched == 0);
         assert!(checked.summary().ends_with("; dtype changed: float64 vs float32"), "{}", checked.summary());
-        let loose = compare(&a64, "float64", &e, "float32", Rule::ShapeDtype, Tolerance::EXACT, false);
+        let loose = compare(&a64, &"float64".into(), &e, &"float32".into(), Rule::ShapeDtype, Tolerance::EXACT, false);
         assert_eq!(loose.verdict, Verdict::Agree);
     }
 
@@ -828,17 +843,24 @@ mod tests {
             .map(|v| [(v[0] * c - v[1] * sn) as f32, (v[0] * sn + v[1] * c) as f32])
             .collect();
         let a = arr(&[2, 1], a_vals);
-        let plain =
-            compare(&a, "complex64", &e, "complex128", Rule::AllClose, Tolerance::for_dtype("complex64"), false);
+        let plain = compare(
+            &a,
+            &"complex64".into(),
+            &e,
+            &"complex128".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Complex64),
+            false,
+        );
         assert_eq!(plain.verdict, Verdict::Disagree);
         assert!(plain.worst_actual_imag.is_some());
         let phased = compare(
             &a,
-            "complex64",
+            &"complex64".into(),
             &e,
-            "complex128",
+            &"complex128".into(),
             Rule::UpToSign { axis: -2 },
-            Tolerance::for_dtype("complex64"),
+            Tolerance::for_dtype(Dtype::Complex64),
             false,
         );
         assert_eq!(phased.verdict, Verdict::Agree, "{}", phased.summary());
@@ -862,17 +884,41 @@ mod tests {
         // 1.0 + 2^-7 is bfloat16's next value after 1.0 (7 explicit mantissa bits).
         let e = arr(&[3], vec![1.0f64, 3.0, 1000.0]);
         let a = arr(&[3], vec![1.0f32 + 2f32.powi(-7), 3.0, 1000.0 - 4.0]);
-        let c = compare(&a, "bfloat16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("bfloat16"), false);
+        let c = compare(
+            &a,
+            &"bfloat16".into(),
+            &e,
+            &"float64".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Bfloat16),
+            false,
+        );
         // 1000 lies in [512, 1024): bfloat16 spacing 2^(9−7) = 4, so 4 below is 1 ULP.
         assert_eq!(c.max_ulp, 1.0);
         assert_eq!(c.verdict, Verdict::Agree, "{}", c.summary());
         // The same values measured as float32 are 2^16 and 2^(23−9+2) = 65536 ULP.
-        let f = compare(&a, "float32", &e, "float64", Rule::AllClose, Tolerance::for_dtype("bfloat16"), false);
+        let f = compare(
+            &a,
+            &"float32".into(),
+            &e,
+            &"float64".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Bfloat16),
+            false,
+        );
         assert_eq!(f.max_ulp, 65536.0);
         // float16: 10 bits; the subnormal floor: at 0 the spacing is 2^-24.
         let e = arr(&[2], vec![0.0f64, 2.0]);
         let a = arr(&[2], vec![f16::from_bits(3), f16::from_f64(2.0 + 2.0 / 1024.0)]);
-        let h = compare(&a, "float16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("float16"), false);
+        let h = compare(
+            &a,
+            &"float16".into(),
+            &e,
+            &"float64".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Float16),
+            false,
+        );
         assert_eq!(h.max_ulp, 3.0);
         assert!(h.summary().contains("3 ULP (float16)"), "{}", h.summary());
     }
@@ -888,7 +934,7 @@ mod tests {
         assert!(c.summary().contains("beyond exact equality"), "{}", c.summary());
         let u = arr(&[2], vec![u64::MAX, 0]);
         let i = arr(&[2], vec![-1i64, 0]);
-        let c = compare(&i, "int64", &u, "uint64", Rule::AllClose, Tolerance::EXACT, false);
+        let c = compare(&i, &"int64".into(), &u, &"uint64".into(), Rule::AllClose, Tolerance::EXACT, false);
         assert_eq!(c.mismatched, 1);
         let bools = cmp(&arr(&[2], vec![true, false]), &arr(&[2], vec![true, true]), "bool", Rule::AllClose);
         assert_eq!((bools.mismatched, bools.worst_index), (1, Some(vec![1])));
@@ -942,7 +988,15 @@ mod tests {
     fn serialises_and_summarises() {
         let e = arr(&[2, 2], vec![1.0f64, 2.0, 3.0, 12.53]);
         let a = arr(&[2, 2], vec![f16::from_f64(1.0), f16::from_f64(2.0), f16::from_f64(3.0), f16::from_f64(12.5)]);
-        let c = compare(&a, "float16", &e, "float64", Rule::AllClose, Tolerance::for_dtype("float16"), false);
+        let c = compare(
+            &a,
+            &"float16".into(),
+            &e,
+            &"float64".into(),
+            Rule::AllClose,
+            Tolerance::for_dtype(Dtype::Float16),
+            false,
+        );
         assert_eq!(
             c.summary(),
             "1 of 4 elements (25.00%) beyond rtol 1e-3, atol 1e-5: max abs 3e-2, max rel 2.4e-3, 3.8 ULP (float16); \
@@ -985,11 +1039,11 @@ mod tests {
         // The comparison uses the count: a bfloat16 0.38 where the reference is 1e-40.
         let c = compare(
             &arr(&[2], vec![0.38f32, 1.0]),
-            "bfloat16",
+            &"bfloat16".into(),
             &arr(&[2], vec![1e-40f64, 1.0]),
-            "float64",
+            &"float64".into(),
             Rule::AllClose,
-            Tolerance::for_dtype("bfloat16"),
+            Tolerance::for_dtype(Dtype::Bfloat16),
             false,
         );
         assert!(c.max_ulp > 16_000.0 && c.max_ulp < 16_300.0, "{}", c.max_ulp);
@@ -1004,13 +1058,13 @@ mod tests {
         let mut off = rn.clone();
         off[1] = f32::from_bits(off[1].to_bits() + 1);
         let run = |a: &[f32], tol: Tolerance, rule: Rule| {
-            compare(&arr(&[3], a.to_vec()), "float32", &e, "float64", rule, tol, false)
+            compare(&arr(&[3], a.to_vec()), &"float32".into(), &e, &"float64".into(), rule, tol, false)
         };
-        let exact = run(&rn, Tolerance::for_dtype("float32"), Rule::AllClose);
+        let exact = run(&rn, Tolerance::for_dtype(Dtype::Float32), Rule::AllClose);
         assert_eq!((exact.correctly_rounded, &exact.verdict), (Some(true), &Verdict::Agree));
         assert!(exact.max_ulp <= 0.5, "{}", exact.max_ulp);
         // One ULP off: within float32's rtol 1.3e-6 (11 ULP at 2/3), beyond max_ulp 0.5.
-        let loose = run(&off, Tolerance::for_dtype("float32"), Rule::AllClose);
+        let loose = run(&off, Tolerance::for_dtype(Dtype::Float32), Rule::AllClose);
         assert_eq!((loose.correctly_rounded, &loose.verdict), (Some(false), &Verdict::Agree));
         let strict = run(&off, Tolerance::ulps(0.5), Rule::Ulp);
         assert_eq!(
@@ -1024,11 +1078,11 @@ mod tests {
         // Same-dtype comparisons (another device) say nothing about rounding.
         let same = compare(
             &arr(&[1], vec![1.0f32]),
-            "float32",
+            &"float32".into(),
             &arr(&[1], vec![1.0f32]),
-            "float32",
+            &"float32".into(),
             Rule::AllClose,
-            Tolerance::for_dtype("float32"),
+            Tolerance::for_dtype(Dtype::Float32),
             true,
         );
         assert_eq!(same.correctly_rounded, None);

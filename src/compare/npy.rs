@@ -14,9 +14,12 @@ use bytemuck::Pod;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
-/// The element types a `.npy` file may hold here, with NumPy's canonical names.
+use super::dtype::Dtype;
+
+/// The element types a `.npy` file may hold here: how a [`Dtype`] is laid out in the file
+/// (its `descr`, item size and byte order). The names are [`Dtype`]'s ([`ElementType::dtype`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dtype {
+pub enum ElementType {
     /// `bool` (`|b1`), one byte per element.
     Bool,
     /// `int8` (`|i1`).
@@ -47,80 +50,72 @@ pub enum Dtype {
     Complex128,
 }
 
-impl Dtype {
+impl ElementType {
     /// Every dtype, in NumPy's order of kinds.
-    pub const ALL: [Dtype; 14] = [
-        Dtype::Bool,
-        Dtype::Int8,
-        Dtype::Int16,
-        Dtype::Int32,
-        Dtype::Int64,
-        Dtype::UInt8,
-        Dtype::UInt16,
-        Dtype::UInt32,
-        Dtype::UInt64,
-        Dtype::Float16,
-        Dtype::Float32,
-        Dtype::Float64,
-        Dtype::Complex64,
-        Dtype::Complex128,
+    pub const ALL: [ElementType; 14] = [
+        ElementType::Bool,
+        ElementType::Int8,
+        ElementType::Int16,
+        ElementType::Int32,
+        ElementType::Int64,
+        ElementType::UInt8,
+        ElementType::UInt16,
+        ElementType::UInt32,
+        ElementType::UInt64,
+        ElementType::Float16,
+        ElementType::Float32,
+        ElementType::Float64,
+        ElementType::Complex64,
+        ElementType::Complex128,
     ];
 
-    /// The canonical name (`float32`, `uint8`, `complex128`, ...), as NumPy and PyTorch spell it.
-    pub fn name(self) -> &'static str {
+    /// The dtype of these elements (`float32`, `uint8`, `complex128`, ...).
+    pub fn dtype(self) -> Dtype {
         match self {
-            Dtype::Bool => "bool",
-            Dtype::Int8 => "int8",
-            Dtype::Int16 => "int16",
-            Dtype::Int32 => "int32",
-            Dtype::Int64 => "int64",
-            Dtype::UInt8 => "uint8",
-            Dtype::UInt16 => "uint16",
-            Dtype::UInt32 => "uint32",
-            Dtype::UInt64 => "uint64",
-            Dtype::Float16 => "float16",
-            Dtype::Float32 => "float32",
-            Dtype::Float64 => "float64",
-            Dtype::Complex64 => "complex64",
-            Dtype::Complex128 => "complex128",
+            ElementType::Bool => Dtype::Bool,
+            ElementType::Int8 => Dtype::Int8,
+            ElementType::Int16 => Dtype::Int16,
+            ElementType::Int32 => Dtype::Int32,
+            ElementType::Int64 => Dtype::Int64,
+            ElementType::UInt8 => Dtype::Uint8,
+            ElementType::UInt16 => Dtype::Uint16,
+            ElementType::UInt32 => Dtype::Uint32,
+            ElementType::UInt64 => Dtype::Uint64,
+            ElementType::Float16 => Dtype::Float16,
+            ElementType::Float32 => Dtype::Float32,
+            ElementType::Float64 => Dtype::Float64,
+            ElementType::Complex64 => Dtype::Complex64,
+            ElementType::Complex128 => Dtype::Complex128,
         }
     }
 
-    /// The dtype with canonical name `name`; `None` for any other name (`bfloat16` included:
-    /// it has no `.npy` form).
-    pub fn from_name(name: &str) -> Option<Dtype> {
-        Dtype::ALL.into_iter().find(|d| d.name() == name)
+    /// The element type of `dtype`'s arrays; `None` for `bfloat16`, which has no `.npy` form
+    /// (the worker saves it as float32).
+    pub fn of(dtype: Dtype) -> Option<ElementType> {
+        ElementType::ALL.into_iter().find(|e| e.dtype() == dtype)
     }
 
     /// Bytes per element.
     pub fn item_size(self) -> usize {
         match self {
-            Dtype::Bool | Dtype::Int8 | Dtype::UInt8 => 1,
-            Dtype::Int16 | Dtype::UInt16 | Dtype::Float16 => 2,
-            Dtype::Int32 | Dtype::UInt32 | Dtype::Float32 => 4,
-            Dtype::Int64 | Dtype::UInt64 | Dtype::Float64 | Dtype::Complex64 => 8,
-            Dtype::Complex128 => 16,
+            ElementType::Bool | ElementType::Int8 | ElementType::UInt8 => 1,
+            ElementType::Int16 | ElementType::UInt16 | ElementType::Float16 => 2,
+            ElementType::Int32 | ElementType::UInt32 | ElementType::Float32 => 4,
+            ElementType::Int64 | ElementType::UInt64 | ElementType::Float64 | ElementType::Complex64 => 8,
+            ElementType::Complex128 => 16,
         }
-    }
-
-    /// True for the floating-point and complex dtypes.
-    pub fn is_inexact(self) -> bool {
-        matches!(self, Dtype::Float16 | Dtype::Float32 | Dtype::Float64 | Dtype::Complex64 | Dtype::Complex128)
-    }
-
-    /// True for `complex64` and `complex128`.
-    pub fn is_complex(self) -> bool {
-        matches!(self, Dtype::Complex64 | Dtype::Complex128)
     }
 
     /// The `descr` written for this dtype: `|` for one-byte types, else `<` (little-endian).
     fn descr(self) -> String {
         let (kind, size) = match self {
-            Dtype::Bool => ('b', 1),
-            Dtype::Int8 | Dtype::Int16 | Dtype::Int32 | Dtype::Int64 => ('i', self.item_size()),
-            Dtype::UInt8 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 => ('u', self.item_size()),
-            Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => ('f', self.item_size()),
-            Dtype::Complex64 | Dtype::Complex128 => ('c', self.item_size()),
+            ElementType::Bool => ('b', 1),
+            ElementType::Int8 | ElementType::Int16 | ElementType::Int32 | ElementType::Int64 => ('i', self.item_size()),
+            ElementType::UInt8 | ElementType::UInt16 | ElementType::UInt32 | ElementType::UInt64 => {
+                ('u', self.item_size())
+            }
+            ElementType::Float16 | ElementType::Float32 | ElementType::Float64 => ('f', self.item_size()),
+            ElementType::Complex64 | ElementType::Complex128 => ('c', self.item_size()),
         };
         let order = if size == 1 { '|' } else { '<' };
         format!("{order}{kind}{size}")
@@ -128,25 +123,25 @@ impl Dtype {
 
     /// Parses a `descr` string (`<f4`, `>i8`, `|b1`, ...) into the dtype and whether its
     /// bytes are big-endian. `None` for anything this reader does not support.
-    fn parse_descr(descr: &str) -> Option<(Dtype, bool)> {
+    fn parse_descr(descr: &str) -> Option<(ElementType, bool)> {
         let mut chars = descr.chars();
         let order = chars.next()?;
         let rest = chars.as_str();
         let dtype = match rest {
-            "b1" => Dtype::Bool,
-            "i1" => Dtype::Int8,
-            "i2" => Dtype::Int16,
-            "i4" => Dtype::Int32,
-            "i8" => Dtype::Int64,
-            "u1" => Dtype::UInt8,
-            "u2" => Dtype::UInt16,
-            "u4" => Dtype::UInt32,
-            "u8" => Dtype::UInt64,
-            "f2" => Dtype::Float16,
-            "f4" => Dtype::Float32,
-            "f8" => Dtype::Float64,
-            "c8" => Dtype::Complex64,
-            "c16" => Dtype::Complex128,
+            "b1" => ElementType::Bool,
+            "i1" => ElementType::Int8,
+            "i2" => ElementType::Int16,
+            "i4" => ElementType::Int32,
+            "i8" => ElementType::Int64,
+            "u1" => ElementType::UInt8,
+            "u2" => ElementType::UInt16,
+            "u4" => ElementType::UInt32,
+            "u8" => ElementType::UInt64,
+            "f2" => ElementType::Float16,
+            "f4" => ElementType::Float32,
+            "f8" => ElementType::Float64,
+            "c8" => ElementType::Complex64,
+            "c16" => ElementType::Complex128,
             _ => return None,
         };
         let big = match order {
@@ -161,9 +156,9 @@ impl Dtype {
     }
 }
 
-impl std::fmt::Display for Dtype {
+impl std::fmt::Display for ElementType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        self.dtype().fmt(f)
     }
 }
 
@@ -224,23 +219,28 @@ macro_rules! with_data {
 pub(crate) use with_data;
 
 impl Data {
-    /// The element type.
+    /// The dtype of the elements.
     pub fn dtype(&self) -> Dtype {
+        self.element().dtype()
+    }
+
+    /// The element type.
+    pub fn element(&self) -> ElementType {
         match self {
-            Data::Bool(_) => Dtype::Bool,
-            Data::Int8(_) => Dtype::Int8,
-            Data::Int16(_) => Dtype::Int16,
-            Data::Int32(_) => Dtype::Int32,
-            Data::Int64(_) => Dtype::Int64,
-            Data::UInt8(_) => Dtype::UInt8,
-            Data::UInt16(_) => Dtype::UInt16,
-            Data::UInt32(_) => Dtype::UInt32,
-            Data::UInt64(_) => Dtype::UInt64,
-            Data::Float16(_) => Dtype::Float16,
-            Data::Float32(_) => Dtype::Float32,
-            Data::Float64(_) => Dtype::Float64,
-            Data::Complex64(_) => Dtype::Complex64,
-            Data::Complex128(_) => Dtype::Complex128,
+            Data::Bool(_) => ElementType::Bool,
+            Data::Int8(_) => ElementType::Int8,
+            Data::Int16(_) => ElementType::Int16,
+            Data::Int32(_) => ElementType::Int32,
+            Data::Int64(_) => ElementType::Int64,
+            Data::UInt8(_) => ElementType::UInt8,
+            Data::UInt16(_) => ElementType::UInt16,
+            Data::UInt32(_) => ElementType::UInt32,
+            Data::UInt64(_) => ElementType::UInt64,
+            Data::Float16(_) => ElementType::Float16,
+            Data::Float32(_) => ElementType::Float32,
+            Data::Float64(_) => ElementType::Float64,
+            Data::Complex64(_) => ElementType::Complex64,
+            Data::Complex128(_) => ElementType::Complex128,
         }
     }
 
@@ -321,15 +321,15 @@ impl NpyArray {
         self.data.is_empty()
     }
 
-    /// The element type.
+    /// The dtype of the elements: `bool`, `int8` ... `uint64`, `float16`, `float32`, `float64`,
+    /// `complex64` or `complex128` (never `bfloat16`).
     pub fn dtype(&self) -> Dtype {
         self.data.dtype()
     }
 
-    /// The element type's canonical name: `bool`, `int8` ... `uint64`, `float16`, `float32`,
-    /// `float64`, `complex64` or `complex128`.
-    pub fn dtype_name(&self) -> &'static str {
-        self.dtype().name()
+    /// The element type.
+    pub fn element(&self) -> ElementType {
+        self.data.element()
     }
 
     /// The elements, in C order.
@@ -414,7 +414,7 @@ pub enum NpyError {
 /// What the header says.
 #[derive(Debug)]
 struct Header {
-    dtype: Dtype,
+    dtype: ElementType,
     big_endian: bool,
     fortran_order: bool,
     shape: Vec<usize>,
@@ -528,7 +528,7 @@ fn parse_header(text: &str) -> Result<Header, HeaderProblem> {
         Some(_) => return Err(HeaderProblem::Syntax("'descr' is not a string".into())),
         None => return Err(HeaderProblem::Syntax("no 'descr' key".into())),
     };
-    let Some((dtype, big_endian)) = Dtype::parse_descr(&descr) else {
+    let Some((dtype, big_endian)) = ElementType::parse_descr(&descr) else {
         let hint = match descr.get(1..2) {
             Some("V") => {
                 " (a raw void dtype; ml_dtypes' bfloat16 and float8 types are saved so: save them as float32 instead)"
@@ -745,23 +745,23 @@ fn read_pod<T: Pod>(file: &File, offset: u64, n: usize, swap: Option<usize>) -> 
 /// Reads `n` elements of the header's dtype from `file` at `offset` (its current position).
 fn read_data(r: &File, offset: u64, header: &Header, n: usize) -> io::Result<Data> {
     let dtype = header.dtype;
-    let component = if dtype.is_complex() { dtype.item_size() / 2 } else { dtype.item_size() };
+    let component = if dtype.dtype().is_complex() { dtype.item_size() / 2 } else { dtype.item_size() };
     let swap = (header.big_endian != cfg!(target_endian = "big") && component > 1).then_some(component);
     Ok(match dtype {
-        Dtype::Bool => Data::Bool(read_pod::<u8>(r, offset, n, None)?.into_iter().map(|b| b != 0).collect()),
-        Dtype::Int8 => Data::Int8(read_pod(r, offset, n, swap)?),
-        Dtype::Int16 => Data::Int16(read_pod(r, offset, n, swap)?),
-        Dtype::Int32 => Data::Int32(read_pod(r, offset, n, swap)?),
-        Dtype::Int64 => Data::Int64(read_pod(r, offset, n, swap)?),
-        Dtype::UInt8 => Data::UInt8(read_pod(r, offset, n, swap)?),
-        Dtype::UInt16 => Data::UInt16(read_pod(r, offset, n, swap)?),
-        Dtype::UInt32 => Data::UInt32(read_pod(r, offset, n, swap)?),
-        Dtype::UInt64 => Data::UInt64(read_pod(r, offset, n, swap)?),
-        Dtype::Float16 => Data::Float16(read_pod(r, offset, n, swap)?),
-        Dtype::Float32 => Data::Float32(read_pod(r, offset, n, swap)?),
-        Dtype::Float64 => Data::Float64(read_pod(r, offset, n, swap)?),
-        Dtype::Complex64 => Data::Complex64(read_pod(r, offset, n, swap)?),
-        Dtype::Complex128 => Data::Complex128(read_pod(r, offset, n, swap)?),
+        ElementType::Bool => Data::Bool(read_pod::<u8>(r, offset, n, None)?.into_iter().map(|b| b != 0).collect()),
+        ElementType::Int8 => Data::Int8(read_pod(r, offset, n, swap)?),
+        ElementType::Int16 => Data::Int16(read_pod(r, offset, n, swap)?),
+        ElementType::Int32 => Data::Int32(read_pod(r, offset, n, swap)?),
+        ElementType::Int64 => Data::Int64(read_pod(r, offset, n, swap)?),
+        ElementType::UInt8 => Data::UInt8(read_pod(r, offset, n, swap)?),
+        ElementType::UInt16 => Data::UInt16(read_pod(r, offset, n, swap)?),
+        ElementType::UInt32 => Data::UInt32(read_pod(r, offset, n, swap)?),
+        ElementType::UInt64 => Data::UInt64(read_pod(r, offset, n, swap)?),
+        ElementType::Float16 => Data::Float16(read_pod(r, offset, n, swap)?),
+        ElementType::Float32 => Data::Float32(read_pod(r, offset, n, swap)?),
+        ElementType::Float64 => Data::Float64(read_pod(r, offset, n, swap)?),
+        ElementType::Complex64 => Data::Complex64(read_pod(r, offset, n, swap)?),
+        ElementType::Complex128 => Data::Complex128(read_pod(r, offset, n, swap)?),
     })
 }
 
@@ -811,7 +811,7 @@ pub fn write_npy(path: &Path, array: &NpyArray) -> Result<(), NpyError> {
     let io_err = |source| NpyError::Io { path: path.to_path_buf(), source };
     let dict = format!(
         "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-        array.dtype().descr(),
+        array.element().descr(),
         shape_repr(&array.shape)
     );
     let mut header = Vec::with_capacity(dict.len() + 80);
@@ -915,10 +915,10 @@ mod tests {
             let p = dir.path().join(format!("{i}.npy"));
             write_npy(&p, a).unwrap();
             let bytes = std::fs::read(&p).unwrap();
-            assert_eq!(bytes.len() % 64, a.len() * a.dtype().item_size() % 64, "header padded to 64");
-            assert_eq!(&read_npy(&p).unwrap(), a, "{}", a.dtype_name());
+            assert_eq!(bytes.len() % 64, a.len() * a.element().item_size() % 64, "header padded to 64");
+            assert_eq!(&read_npy(&p).unwrap(), a, "{}", a.dtype());
         }
-        assert_eq!(arrays.iter().map(NpyArray::dtype).collect::<Vec<_>>(), Dtype::ALL.to_vec());
+        assert_eq!(arrays.iter().map(NpyArray::element).collect::<Vec<_>>(), ElementType::ALL.to_vec());
     }
 
     #[test]
@@ -949,9 +949,9 @@ mod tests {
     #[test]
     fn header_literals() {
         let h = parse_header("{'descr': '>i8', 'fortran_order': True, 'shape': (2, 3L), }   \n").ok().unwrap();
-        assert_eq!((h.dtype, h.big_endian, h.fortran_order, h.shape), (Dtype::Int64, true, true, vec![2, 3]));
+        assert_eq!((h.dtype, h.big_endian, h.fortran_order, h.shape), (ElementType::Int64, true, true, vec![2, 3]));
         let h = parse_header("{\"shape\": (), \"fortran_order\": False, \"descr\": \"|b1\"}").ok().unwrap();
-        assert_eq!((h.dtype, h.shape), (Dtype::Bool, vec![]));
+        assert_eq!((h.dtype, h.shape), (ElementType::Bool, vec![]));
         assert!(matches!(parse_header("{'descr': '<f4', 'shape': (1,)}"), Err(HeaderProblem::Syntax(_))));
         assert!(matches!(
             parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}"),
@@ -1013,10 +1013,11 @@ mod tests {
 
     #[test]
     fn dtype_names_round_trip() {
-        for d in Dtype::ALL {
-            assert_eq!(Dtype::from_name(d.name()), Some(d));
-            assert_eq!(Dtype::parse_descr(&d.descr()), Some((d, false)));
+        for d in ElementType::ALL {
+            assert_eq!(ElementType::of(d.dtype()), Some(d));
+            assert_eq!(d.to_string(), d.dtype().as_str());
+            assert_eq!(ElementType::parse_descr(&d.descr()), Some((d, false)));
         }
-        assert_eq!(Dtype::from_name("bfloat16"), None);
+        assert_eq!(ElementType::of(Dtype::Bfloat16), None);
     }
 }

@@ -32,6 +32,11 @@ fn shape_of(v: &Value) -> Vec<usize> {
     v.as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect()
 }
 
+/// The dtype a fixture's `key` names.
+fn dtype_of(case: &serde_json::Value, key: &str) -> super::dtype::DtypeName {
+    super::dtype::DtypeName::parse(case[key].as_str().unwrap())
+}
+
 #[test]
 fn reads_every_numpy_file_exactly() {
     let doc = expected();
@@ -40,7 +45,7 @@ fn reads_every_numpy_file_exactly() {
     for (name, want) in arrays {
         let a = read("read", &format!("{name}.npy"));
         assert_eq!(a.shape(), shape_of(&want["shape"]).as_slice(), "{name}");
-        assert_eq!(a.dtype_name(), want["dtype"].as_str().unwrap(), "{name}");
+        assert_eq!(a.dtype().as_str(), want["dtype"].as_str().unwrap(), "{name}");
         if let Some(ints) = want["ints"].as_array() {
             let got: Vec<i128> = (0..a.len()).map(|i| with_data!(a.data(), v => v[i].int().unwrap())).collect();
             let want: Vec<i128> =
@@ -86,9 +91,9 @@ fn metrics_equal_numpys() {
         let a = read("cmp", case["actual"].as_str().unwrap());
         let e = read("cmp", case["expected"].as_str().unwrap());
         let tol = Tolerance::close(case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
-        let (ad, ed) = (case["actual_dtype"].as_str().unwrap(), case["expected_dtype"].as_str().unwrap());
-        assert_eq!(tol, Tolerance::for_dtype(ad), "{name}: torch's default tolerance");
-        let c = compare(&a, ad, &e, ed, Rule::AllClose, tol, false);
+        let (ad, ed) = (dtype_of(case, "actual_dtype"), dtype_of(case, "expected_dtype"));
+        assert_eq!(tol, Tolerance::for_name(&ad), "{name}: torch's default tolerance");
+        let c = compare(&a, &ad, &e, &ed, Rule::AllClose, tol, false);
         let u = |k: &str| case[k].as_u64().unwrap();
         assert_eq!(c.elements, u("elements"), "{name}");
         assert_eq!(c.mismatched, u("mismatched"), "{name}: {}", c.summary());
@@ -111,10 +116,10 @@ fn rules_give_numpys_verdicts() {
         let name = case["name"].as_str().unwrap();
         let a = read("cmp", case["actual"].as_str().unwrap());
         let e = read("cmp", case["expected"].as_str().unwrap());
-        let (ad, ed) = (case["actual_dtype"].as_str().unwrap(), case["expected_dtype"].as_str().unwrap());
+        let (ad, ed) = (dtype_of(case, "actual_dtype"), dtype_of(case, "expected_dtype"));
         for (rule, verdict) in case["verdicts"].as_object().unwrap() {
             let rule: Rule = rule.parse().unwrap();
-            let c = compare(&a, ad, &e, ed, rule, Tolerance::for_dtype(ad), true);
+            let c = compare(&a, &ad, &e, &ed, rule, Tolerance::for_name(&ad), true);
             let want = if verdict == "agree" { Verdict::Agree } else { Verdict::Disagree };
             assert_eq!(c.verdict, want, "{name} under {rule}: {}", c.summary());
             if want == Verdict::Agree && rule != Rule::AllClose {
@@ -143,7 +148,8 @@ fn kolmogorov_smirnov_equals_scipys() {
         let scipy_p = case["scipy_asymp_p_value"].as_f64().unwrap();
         assert!(close(t.p_value, scipy_p, 1.5), "{name}: p {p} vs scipy's {scipy_p}");
         // Through `compare`: samples of one shape get the test; of different shapes, a shape change.
-        let c = compare(&a, a.dtype_name(), &e, e.dtype_name(), Rule::Statistical, Tolerance::EXACT, true);
+        let (ad, ed) = (a.dtype().into(), e.dtype().into());
+        let c = compare(&a, &ad, &e, &ed, Rule::Statistical, Tolerance::EXACT, true);
         if a.shape() == e.shape() {
             assert_eq!((c.ks_statistic, c.ks_p_value), (Some(t.statistic), Some(t.p_value)), "{name}");
             let want = if case["verdict"] == "agree" { Verdict::Agree } else { Verdict::Disagree };

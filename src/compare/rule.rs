@@ -10,6 +10,7 @@ use std::str::FromStr;
 use half::f16;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::dtype::{Dtype, DtypeName};
 use super::npy::{Data, NpyArray, with_data};
 
 /// A comparison rule, as a catalogue case names it.
@@ -188,19 +189,25 @@ impl Tolerance {
         Tolerance { rtol, atol, max_ulp: None }
     }
 
-    /// `torch.testing.assert_close`'s default (rtol, atol) for a dtype's canonical name
+    /// `torch.testing.assert_close`'s default (rtol, atol) for a dtype
     /// (<https://pytorch.org/docs/stable/testing.html#torch.testing.assert_close>): float16
     /// (1e-3, 1e-5), bfloat16 (1.6e-2, 1e-5), float32 and complex64 (1.3e-6, 1e-5), float64
-    /// and complex128 (1e-7, 1e-7); the integers, bool and any unknown name compare exactly (0, 0).
-    pub fn for_dtype(name: &str) -> Tolerance {
-        let (rtol, atol) = match name {
-            "float16" => (1e-3, 1e-5),
-            "bfloat16" => (1.6e-2, 1e-5),
-            "float32" | "complex64" => (1.3e-6, 1e-5),
-            "float64" | "complex128" => (1e-7, 1e-7),
+    /// and complex128 (1e-7, 1e-7); the integers and bool compare exactly (0, 0).
+    pub fn for_dtype(dtype: Dtype) -> Tolerance {
+        let (rtol, atol) = match dtype {
+            Dtype::Float16 => (1e-3, 1e-5),
+            Dtype::Bfloat16 => (1.6e-2, 1e-5),
+            Dtype::Float32 | Dtype::Complex64 => (1.3e-6, 1e-5),
+            Dtype::Float64 | Dtype::Complex128 => (1e-7, 1e-7),
+            // bool and the integers
             _ => (0.0, 0.0),
         };
         Tolerance::close(rtol, atol)
+    }
+
+    /// [`Tolerance::for_dtype`] of a reported dtype; a name mlport does not know compares exactly.
+    pub fn for_name(name: &DtypeName) -> Tolerance {
+        name.known().map_or(Tolerance::EXACT, Tolerance::for_dtype)
     }
 }
 
@@ -328,8 +335,8 @@ mod tests {
 
     #[test]
     fn torch_default_tolerances() {
-        let t = |n| {
-            let t = Tolerance::for_dtype(n);
+        let t = |n: &str| {
+            let t = Tolerance::for_name(&n.into());
             (t.rtol, t.atol)
         };
         assert_eq!(t("float16"), (1e-3, 1e-5));
@@ -339,7 +346,7 @@ mod tests {
         assert_eq!(t("float64"), (1e-7, 1e-7));
         assert_eq!(t("complex128"), (1e-7, 1e-7));
         for exact in ["bool", "int8", "int64", "uint8", "uint64", "float8_e4m3fn"] {
-            assert_eq!(Tolerance::for_dtype(exact), Tolerance::EXACT, "{exact}");
+            assert_eq!(Tolerance::for_name(&exact.into()), Tolerance::EXACT, "{exact}");
         }
     }
 

@@ -38,7 +38,7 @@ pub struct CaseRow {
     pub case_id: String,
     /// The swept dtype of this row; `None` for imported results (tests and the paper's data
     /// have no swept dtype), stored as `""`.
-    #[serde(with = "super::dtype::or_empty")]
+    #[serde(with = "super::dtype_or_empty")]
     pub dtype: Option<Dtype>,
     /// Input seed actually used (run seed mixed with the case seed).
     pub seed: u64,
@@ -58,6 +58,8 @@ impl CaseRow {
 /// ran out of time or blocks ([`crate::worker::protocol::Timing`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_steady_stop)]
 pub enum SteadyStop {
     /// The blocks' IQR/median, or the 95% bootstrap interval of their median over the median,
     /// fell under `target_spread` (with `min_blocks` taken and `min_time_ms` spent).
@@ -71,24 +73,13 @@ pub enum SteadyStop {
 impl SteadyStop {
     /// `precision`, `budget`, `max_blocks`: the stored spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SteadyStop::Precision => "precision",
-            SteadyStop::Budget => "budget",
-            SteadyStop::MaxBlocks => "max_blocks",
-        }
+        self.into()
     }
 }
 
-impl std::str::FromStr for SteadyStop {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "precision" => Ok(SteadyStop::Precision),
-            "budget" => Ok(SteadyStop::Budget),
-            "max_blocks" => Ok(SteadyStop::MaxBlocks),
-            other => Err(format!("unknown steady-state stop `{other}`")),
-        }
-    }
+/// The error of parsing an unknown [`SteadyStop`].
+fn unknown_steady_stop(s: &str) -> String {
+    format!("unknown steady-state stop `{s}`")
 }
 
 /// How one case ended on one device. Crash and timeout are outcomes, not errors.

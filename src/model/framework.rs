@@ -1,39 +1,59 @@
 //! The frameworks mlport drives, with the spellings every durable format stores.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 /// A framework mlport can drive. `numpy` is the float64 reference.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase", parse_err_ty = String, parse_err_fn = unknown_framework)]
 pub enum Framework {
     /// NumPy (`numpy`, also parsed from `np`): the float64 reference; its worker reports `cpu` only.
+    #[strum(to_string = "numpy", serialize = "np")]
     Numpy,
     /// PyTorch (`torch`, also parsed from `pytorch`).
+    #[strum(to_string = "torch", serialize = "pytorch")]
     Torch,
     /// JAX (`jax`); runs with `jax_enable_x64` off, as JAX ships, unless `mlport run --jax-x64`.
+    #[strum(to_string = "jax")]
     Jax,
     /// TensorFlow (`tensorflow`, also parsed from `tf`); the managed environment installs
     /// `tensorflow-cpu` except on Apple silicon.
+    #[strum(to_string = "tensorflow", serialize = "tf")]
     Tensorflow,
     /// ONNX Runtime (`onnxruntime`, also parsed from `ort`): single ONNX operators built with
     /// `onnx.helper` and run in an `InferenceSession` on the execution provider of the device
     /// (`catalogue/onnxruntime.toml`). Its packages are an add-on of the main stack
     /// (`python/ir-routes.lock`), so it runs only when selected (`--framework onnxruntime`).
+    #[strum(to_string = "onnxruntime", serialize = "ort")]
     Onnxruntime,
     /// Keras 3 on JAX (`keras-jax`, also parsed from `keras/jax`): a JAX worker with
     /// `KERAS_BACKEND=jax` whose catalogue is `keras.*` (`catalogue/keras.toml`, one file for the
     /// three backends). Its ops run when it is selected (`--framework`), its workloads in every
     /// run (docs/workloads.md).
     #[serde(rename = "keras-jax")]
+    #[strum(to_string = "keras-jax", serialize = "keras/jax")]
     KerasJax,
     /// Keras 3 on PyTorch (`keras-torch`, also `keras/torch`).
     #[serde(rename = "keras-torch")]
+    #[strum(to_string = "keras-torch", serialize = "keras/torch")]
     KerasTorch,
     /// Keras 3 on TensorFlow (`keras-tensorflow`, also `keras/tensorflow`, `keras-tf`).
     #[serde(rename = "keras-tensorflow")]
+    #[strum(to_string = "keras-tensorflow", serialize = "keras/tensorflow", serialize = "keras-tf")]
     KerasTensorflow,
 }
 
@@ -84,17 +104,16 @@ impl Framework {
     /// The lowercase name stored in every durable format, used in case keys and passed to the
     /// worker's `--framework` (`torch`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Framework::Numpy => "numpy",
-            Framework::Torch => "torch",
-            Framework::Jax => "jax",
-            Framework::Tensorflow => "tensorflow",
-            Framework::Onnxruntime => "onnxruntime",
-            Framework::KerasJax => "keras-jax",
-            Framework::KerasTorch => "keras-torch",
-            Framework::KerasTensorflow => "keras-tensorflow",
-        }
+        self.into()
     }
+}
+
+/// The error of parsing an unknown [`Framework`], listing the frameworks.
+fn unknown_framework(s: &str) -> String {
+    format!(
+        "unknown framework `{s}` (expected numpy, torch, jax, tensorflow, onnxruntime, keras-jax, keras-torch or \
+         keras-tensorflow)"
+    )
 }
 
 impl Framework {
@@ -139,32 +158,6 @@ impl Framework {
                  already whole-graph (compiled_fullgraph is torch.compile(fullgraph=True))"
             )),
             _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Framework {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Framework {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "numpy" | "np" => Ok(Framework::Numpy),
-            "torch" | "pytorch" => Ok(Framework::Torch),
-            "jax" => Ok(Framework::Jax),
-            "tensorflow" | "tf" => Ok(Framework::Tensorflow),
-            "onnxruntime" | "ort" => Ok(Framework::Onnxruntime),
-            "keras-jax" | "keras/jax" => Ok(Framework::KerasJax),
-            "keras-torch" | "keras/torch" => Ok(Framework::KerasTorch),
-            "keras-tensorflow" | "keras/tensorflow" | "keras-tf" => Ok(Framework::KerasTensorflow),
-            _ => Err(format!(
-                "unknown framework `{s}` (expected numpy, torch, jax, tensorflow, onnxruntime, keras-jax, keras-torch or \
-                 keras-tensorflow)"
-            )),
         }
     }
 }

@@ -6,7 +6,6 @@
 //! [`crate::outcome`]; this module only names it.
 
 mod case;
-mod dtype;
 mod framework;
 mod outcome;
 mod results;
@@ -15,7 +14,9 @@ mod spec;
 mod target;
 
 pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop, WorkloadMeasures};
-pub use dtype::{Dtype, name_or_empty, or_empty as dtype_or_empty};
+// The dtype vocabulary lives below `model`, in `compare`, whose `.npy` reader and comparisons
+// speak it too (`compare` does not depend on `model`).
+pub use crate::compare::dtype::{Dtype, DtypeName, name_or_empty, or_empty as dtype_or_empty};
 pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};

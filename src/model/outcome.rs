@@ -2,14 +2,29 @@
 //! and the paper's [`FunctionStatus`]. Which outcome and reason a case gets is decided in
 //! [`crate::outcome`] only; this module names them.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
+use strum::{EnumCount, VariantArray};
 
 /// How one case ended on one device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_outcome)]
 pub enum Outcome {
     /// Ran and (where compared) agreed.
     Pass,
@@ -31,46 +46,39 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in report order (the derived `Ord`).
-    pub const ALL: [Outcome; 7] = [
-        Outcome::Pass,
-        Outcome::Fail,
-        Outcome::Skip,
-        Outcome::Timeout,
-        Outcome::Crash,
-        Outcome::WrongResult,
-        Outcome::Flaky,
-    ];
+    pub const ALL: [Outcome; Outcome::COUNT] = *Outcome::VARIANTS.first_chunk().expect("every variant");
 
     /// The snake_case name stored with each result and shown in reports (`pass`, `timeout`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Skip => "skip",
-            Outcome::Timeout => "timeout",
-            Outcome::Crash => "crash",
-            Outcome::WrongResult => "wrong_result",
-            Outcome::Flaky => "flaky",
-        }
+        self.into()
     }
 }
 
-impl FromStr for Outcome {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Outcome::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| format!("unknown outcome `{s}`"))
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The error of parsing an unknown [`Outcome`].
+fn unknown_outcome(s: &str) -> String {
+    format!("unknown outcome `{s}`")
 }
 
 /// Why a case failed: the taxonomy of DESIGN.md.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_reason)]
 pub enum Reason {
     /// No kernel or lowering for this op on this device.
     NotImplemented,
@@ -115,62 +123,25 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in DESIGN.md's order (the derived `Ord`).
-    pub const ALL: [Reason; 14] = [
-        Reason::NotImplemented,
-        Reason::DtypeUnsupported,
-        Reason::WrongResult,
-        Reason::DtypeChanged,
-        Reason::OutOfMemory,
-        Reason::Timeout,
-        Reason::Crash,
-        Reason::SilentFallback,
-        Reason::CompileError,
-        Reason::ExportError,
-        Reason::Recompiles,
-        Reason::ApiMissing,
-        Reason::HarnessError,
-        Reason::Other,
-    ];
+    pub const ALL: [Reason; Reason::COUNT] = *Reason::VARIANTS.first_chunk().expect("every variant");
 
     /// The snake_case name stored with each result and shown in reports (`not_implemented`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::NotImplemented => "not_implemented",
-            Reason::DtypeUnsupported => "dtype_unsupported",
-            Reason::WrongResult => "wrong_result",
-            Reason::DtypeChanged => "dtype_changed",
-            Reason::OutOfMemory => "out_of_memory",
-            Reason::Timeout => "timeout",
-            Reason::Crash => "crash",
-            Reason::SilentFallback => "silent_fallback",
-            Reason::CompileError => "compile_error",
-            Reason::ExportError => "export_error",
-            Reason::Recompiles => "recompiles",
-            Reason::ApiMissing => "api_missing",
-            Reason::HarnessError => "harness_error",
-            Reason::Other => "other",
-        }
+        self.into()
     }
 }
 
-impl FromStr for Reason {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Reason::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| format!("unknown failure reason `{s}`"))
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The error of parsing an unknown [`Reason`].
+fn unknown_reason(s: &str) -> String {
+    format!("unknown failure reason `{s}`")
 }
 
 /// A function's status on a device, the paper's definitions (section 3):
 /// `success` when every counted case passes, `partial` when some fail,
 /// `complete_failure` when all fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum FunctionStatus {
     /// Every counted case passed.
     Success,
@@ -183,11 +154,7 @@ pub enum FunctionStatus {
 impl FunctionStatus {
     /// The snake_case name shown in reports (`complete_failure`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            FunctionStatus::Success => "success",
-            FunctionStatus::Partial => "partial",
-            FunctionStatus::CompleteFailure => "complete_failure",
-        }
+        self.into()
     }
 
     /// Status from counts of counted passing and failing cases; `None` when nothing was counted.

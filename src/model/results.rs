@@ -222,6 +222,8 @@ impl<'de> Deserialize<'de> for Against {
 /// stored form of [`crate::compare::Verdict`], whose `incomparable` why goes to the row's summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_comparison_verdict)]
 pub enum ComparisonVerdict {
     /// `agree`: the output matches the reference under the rule.
     Agree,
@@ -235,17 +237,18 @@ pub enum ComparisonVerdict {
 
 impl ComparisonVerdict {
     /// Every verdict, in the order above.
-    pub const ALL: [ComparisonVerdict; 3] =
-        [ComparisonVerdict::Agree, ComparisonVerdict::Disagree, ComparisonVerdict::Incomparable];
+    pub const ALL: [ComparisonVerdict; <ComparisonVerdict as strum::EnumCount>::COUNT] =
+        *<ComparisonVerdict as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The stored spelling: `agree`, `disagree`, `incomparable`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ComparisonVerdict::Agree => "agree",
-            ComparisonVerdict::Disagree => "disagree",
-            ComparisonVerdict::Incomparable => "incomparable",
-        }
+        self.into()
     }
+}
+
+/// The error of parsing an unknown [`ComparisonVerdict`], listing the verdicts.
+fn unknown_comparison_verdict(s: &str) -> String {
+    format!("unknown comparison verdict `{s}` (expected agree, disagree or incomparable)")
 }
 
 impl From<&Verdict> for ComparisonVerdict {
@@ -255,22 +258,6 @@ impl From<&Verdict> for ComparisonVerdict {
             Verdict::Disagree => ComparisonVerdict::Disagree,
             Verdict::Incomparable { .. } => ComparisonVerdict::Incomparable,
         }
-    }
-}
-
-impl FromStr for ComparisonVerdict {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        ComparisonVerdict::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| format!("unknown comparison verdict `{s}` (expected agree, disagree or incomparable)"))
-    }
-}
-
-impl fmt::Display for ComparisonVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

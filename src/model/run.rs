@@ -115,20 +115,42 @@ fn x64_before_it_was_recorded() -> bool {
 }
 
 /// Where a run's results came from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
+#[strum(parse_err_ty = String, parse_err_fn = unknown_run_source)]
 pub enum RunSource {
     /// `mlport run`: the catalogue run by mlport's own workers.
     #[default]
     #[serde(rename = "live")]
+    #[strum(serialize = "live")]
     Live,
     /// `mlport pytest`: a user's pytest suite run by mlport, then imported.
     #[serde(rename = "pytest")]
+    #[strum(serialize = "pytest")]
     Pytest,
     /// `mlport import pytest-json`: a pytest-json-report file (and timings) from elsewhere.
     #[serde(rename = "import:pytest-json")]
+    #[strum(serialize = "import:pytest-json")]
     ImportPytestJson,
     /// `mlport import paper`: the published raw data of "The Grand Illusion".
     #[serde(rename = "import:paper")]
+    #[strum(serialize = "import:paper")]
     ImportPaper,
 }
 
@@ -160,17 +182,12 @@ impl RunInfo {
 
 impl RunSource {
     /// Every source, in the order above.
-    pub const ALL: [RunSource; 4] =
-        [RunSource::Live, RunSource::Pytest, RunSource::ImportPytestJson, RunSource::ImportPaper];
+    pub const ALL: [RunSource; <RunSource as strum::EnumCount>::COUNT] =
+        *<RunSource as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The stored spelling: `live`, `pytest`, `import:pytest-json`, `import:paper`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunSource::Live => "live",
-            RunSource::Pytest => "pytest",
-            RunSource::ImportPytestJson => "import:pytest-json",
-            RunSource::ImportPaper => "import:paper",
-        }
+        self.into()
     }
 
     /// True for `live`.
@@ -184,17 +201,9 @@ impl RunSource {
     }
 }
 
-impl std::str::FromStr for RunSource {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        RunSource::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| format!("unknown run source `{s}`"))
-    }
-}
-
-impl std::fmt::Display for RunSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The error of parsing an unknown [`RunSource`], as it read before strum.
+fn unknown_run_source(s: &str) -> String {
+    format!("unknown run source `{s}`")
 }
 
 /// A run's provenance: where its results came from, a user's label, the machine the data
@@ -348,6 +357,8 @@ pub struct RunSummary {
 /// Where a stored run stands (`runs.state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "lowercase", parse_err_ty = String, parse_err_fn = unknown_run_state)]
 pub enum RunState {
     /// `running`: created and not ended: its cases are being run, or the process running it
     /// was killed before it could say how it ended (no `finished_at`).
@@ -364,33 +375,18 @@ pub enum RunState {
 
 impl RunState {
     /// Every state, in the order above.
-    pub const ALL: [RunState; 4] = [RunState::Running, RunState::Finished, RunState::Interrupted, RunState::Incomplete];
+    pub const ALL: [RunState; <RunState as strum::EnumCount>::COUNT] =
+        *<RunState as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The stored spelling: `running`, `finished`, `interrupted`, `incomplete`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Running => "running",
-            RunState::Finished => "finished",
-            RunState::Interrupted => "interrupted",
-            RunState::Incomplete => "incomplete",
-        }
+        self.into()
     }
 }
 
-impl std::str::FromStr for RunState {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        RunState::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("unknown run state `{s}` (expected running, finished, interrupted or incomplete)"))
-    }
-}
-
-impl std::fmt::Display for RunState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The error of parsing an unknown [`RunState`], listing the states.
+fn unknown_run_state(s: &str) -> String {
+    format!("unknown run state `{s}` (expected running, finished, interrupted or incomplete)")
 }
 
 #[cfg(test)]

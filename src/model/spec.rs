@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{Dtype, Mode};
+use super::{Dtype, DtypeName, Mode};
 use crate::compare::Rule;
 
 /// What a [`super::CaseRow`] was planned from: a catalogue case, or an imported test.
@@ -140,6 +140,8 @@ pub struct WorkloadSpec {
 /// A case's side of an off-the-rut pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum RutRole {
     /// The framework's own (monolithic) kernel: the pair's baseline.
     Monolithic,
@@ -150,10 +152,7 @@ pub enum RutRole {
 impl RutRole {
     /// `monolithic` or `composed`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RutRole::Monolithic => "monolithic",
-            RutRole::Composed => "composed",
-        }
+        self.into()
     }
 }
 
@@ -250,12 +249,12 @@ pub enum OutDtype {
 impl OutDtype {
     /// The dtype the `i`-th compared output must have at the swept dtype `case`: `T` is
     /// `case`; `None` past the end of a list (that output's dtype is not declared).
-    pub fn of(&self, i: usize, case: Dtype) -> Option<String> {
+    pub fn of(&self, i: usize, case: Dtype) -> Option<DtypeName> {
         let name = match self {
             OutDtype::One(d) => d,
             OutDtype::PerOutput(list) => list.get(i)?,
         };
-        Some(if name == "T" { case.as_str().to_string() } else { name.clone() })
+        Some(if name == "T" { case.into() } else { DtypeName::parse(name) })
     }
 }
 

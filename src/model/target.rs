@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 /// (docs/modes.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_mode)]
 pub enum Mode {
     /// Each framework's ordinary dispatch: PyTorch and TensorFlow eager execution, JAX's
     /// op-by-op dispatch, NumPy. The default, and the only mode NumPy has.
@@ -39,20 +41,13 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, eager first.
-    pub const ALL: [Mode; 6] =
-        [Mode::Eager, Mode::Compiled, Mode::CompiledFullgraph, Mode::Onnx, Mode::OnnxOpenvino, Mode::Stablehlo];
+    pub const ALL: [Mode; <Mode as strum::EnumCount>::COUNT] =
+        *<Mode as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// `eager`, `compiled`, `compiled_fullgraph`, `onnx`, `onnx_openvino` or `stablehlo`: the suffix of a target
     /// (`cpu/compiled`, `cpu/onnx`), the worker's `--mode` and the catalogue's `modes` spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Eager => "eager",
-            Mode::Compiled => "compiled",
-            Mode::CompiledFullgraph => "compiled_fullgraph",
-            Mode::Onnx => "onnx",
-            Mode::OnnxOpenvino => "onnx_openvino",
-            Mode::Stablehlo => "stablehlo",
-        }
+        self.into()
     }
 
     /// Whether the case runs transformed rather than as written — compiled or exported (every
@@ -68,21 +63,9 @@ impl Mode {
     }
 }
 
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
-            format!(
-                "unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)"
-            )
-        })
-    }
+/// The error of parsing an unknown [`Mode`], listing the modes.
+fn unknown_mode(s: &str) -> String {
+    format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)")
 }
 
 /// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `xla:N`, `mps` or `xpu:N`) and an

@@ -10,6 +10,7 @@
 //! provoke here (CUDA, MPS, TPU). Plain substring search, no regular expressions.
 
 use crate::model::{Framework, Reason};
+use crate::worker::protocol::Phase;
 
 /// An error as the worker reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,8 +19,8 @@ pub struct ErrorReport<'a> {
     pub error_type: &'a str,
     /// The exception message (`str(exc)`, whole up to 65,536 characters); matched ASCII-lowercased.
     pub message: &'a str,
-    /// `import`, `resolve`, `inputs`, `setup`, `first_call`, `outputs` or `steady`.
-    pub phase: &'a str,
+    /// The phase it was raised in; `None` when unknown (an imported test's teardown).
+    pub phase: Option<Phase>,
     /// The worker's verdict that the error is mlport's own bug.
     pub harness: bool,
     /// The case ran on a compiled target (`cpu/compiled`): its first call traced and compiled
@@ -103,7 +104,7 @@ fn rule_harness(e: &ErrorReport) -> Option<Reason> {
 /// `ImportError: libcudart.so.12: cannot open shared object file`); the core reports that
 /// once per worker rather than per case.
 fn rule_import(e: &ErrorReport) -> Option<Reason> {
-    (e.phase == "import").then_some(Reason::Other)
+    matches!(e.phase, Some(Phase::Import)).then_some(Reason::Other)
 }
 
 /// Rule 3: the function's name did not resolve ⇒ `api_missing`. Example: `AttributeError:
@@ -116,7 +117,7 @@ fn rule_resolve(e: &ErrorReport, ty: &str, m: &str) -> Option<Reason> {
         m,
         &["cannot open shared object file", "undefined symbol", "dll load failed", "library not loaded"],
     );
-    (e.phase == "resolve" && lookup && !broken_library).then_some(Reason::ApiMissing)
+    (matches!(e.phase, Some(Phase::Resolve)) && lookup && !broken_library).then_some(Reason::ApiMissing)
 }
 
 /// Rule 4: the worker's own verdict that outputs came back on the host ⇒ `silent_fallback`.
@@ -213,11 +214,11 @@ fn rule_signature_mismatch(ty: &str, m: &str) -> Option<Reason> {
 ///   `ImportError: cannot import name 'x' from 'torch.y'` — only when the module belongs to
 ///   the case's own framework (a NumPy name missing in a PyTorch case is not PyTorch's API);
 ///   `'Tensor' object has no attribute 'x'` is not a module and falls through.
-fn rule_removed_api(framework: Framework, phase: &str, ty: &str, m: &str) -> Option<Reason> {
+fn rule_removed_api(framework: Framework, phase: Option<Phase>, ty: &str, m: &str) -> Option<Reason> {
     if contains_any(m, &["is now removed", "was removed in", "has been removed in"]) {
         return Some(Reason::ApiMissing);
     }
-    if !matches!(phase, "setup" | "first_call") {
+    if !matches!(phase, Some(Phase::Setup | Phase::FirstCall)) {
         return None;
     }
     let module = match ty {
@@ -477,7 +478,7 @@ fn rule_not_implemented_generic(ty: &str, m: &str) -> Option<Reason> {
 /// refusal (`compile_error`): TensorFlow's autograph `TypeError: The two structures don't have
 /// the same nested structure` for a loop it converted, say. Anywhere else it is `other`.
 fn rule_anything_else(e: &ErrorReport) -> Reason {
-    if e.compiled && e.phase == "first_call" { Reason::CompileError } else { Reason::Other }
+    if e.compiled && e.phase == Some(Phase::FirstCall) { Reason::CompileError } else { Reason::Other }
 }
 
 // ------------------------------------------------------------------------------ helpers
@@ -661,7 +662,7 @@ mod tests {
         label: String,
         error_type: String,
         message: String,
-        phase: String,
+        phase: Phase,
         harness: bool,
         /// Raised on a compiled target (absent: eager).
         #[serde(default)]
@@ -674,6 +675,7 @@ mod tests {
     }
 
     fn run(framework: Framework, error_type: &str, message: &str, phase: &str) -> Reason {
+        let phase = Some(phase.parse().unwrap());
         classify(framework, &ErrorReport { error_type, message, phase, harness: false, compiled: false })
     }
 
@@ -694,7 +696,7 @@ mod tests {
                 let e = ErrorReport {
                     error_type: &f.error_type,
                     message: &f.message,
-                    phase: &f.phase,
+                    phase: Some(f.phase),
                     harness: f.harness,
                     compiled: f.compiled,
                 };
@@ -739,7 +741,10 @@ mod tests {
         for f in &fx.errors {
             assert!(labels.insert(f.label.as_str()), "duplicate label {}", f.label);
             assert!(
-                ["resolve", "inputs", "setup", "first_call", "outputs", "steady"].contains(&f.phase.as_str()),
+                matches!(
+                    f.phase,
+                    Phase::Resolve | Phase::Inputs | Phase::Setup | Phase::FirstCall | Phase::Outputs | Phase::Steady
+                ),
                 "{}: phase {}",
                 f.label,
                 f.phase
@@ -754,7 +759,7 @@ mod tests {
         let e = ErrorReport {
             error_type: "torch.OutOfMemoryError",
             message: msg,
-            phase: "first_call",
+            phase: Some(Phase::FirstCall),
             harness: true,
             compiled: false,
         };
@@ -763,7 +768,7 @@ mod tests {
         let e = ErrorReport {
             error_type: "AttributeError",
             message: "module 'jax' has no attribute 'x'",
-            phase: "resolve",
+            phase: Some(Phase::Resolve),
             harness: true,
             compiled: false,
         };
@@ -774,8 +779,13 @@ mod tests {
     /// refusals — an operator at a type outside its schema, a kernel missing for a type.
     #[test]
     fn export_route_failures() {
-        let report =
-            |ty, msg| ErrorReport { error_type: ty, message: msg, phase: "first_call", harness: false, compiled: true };
+        let report = |ty, msg| ErrorReport {
+            error_type: ty,
+            message: msg,
+            phase: Some(Phase::FirstCall),
+            harness: false,
+            compiled: true,
+        };
         let c = |ty, msg| classify(Framework::Torch, &report(ty, msg));
         assert_eq!(
             c("mlport.ExportError", "ConversionError: Failed to convert the exported program"),
@@ -1086,8 +1096,13 @@ mod tests {
     #[test]
     fn rule_16_unknown_errors_of_a_compiled_first_call_are_the_compilers() {
         let msg = "The two structures don't have the same nested structure.";
-        let compiled =
-            |phase| ErrorReport { error_type: "TypeError", message: msg, phase, harness: false, compiled: true };
+        let compiled = |phase: &str| ErrorReport {
+            error_type: "TypeError",
+            message: msg,
+            phase: Some(phase.parse().unwrap()),
+            harness: false,
+            compiled: true,
+        };
         assert_eq!(classify(Tf, &compiled("first_call")), Reason::CompileError);
         // Not in the steady state (the compiled call already ran once), nor before the call.
         assert_eq!(classify(Tf, &compiled("steady")), Reason::Other);

@@ -13,13 +13,13 @@
 use serde_json::Value;
 
 use super::Decision;
-use crate::model::{CaseSpec, Dtype, Outcome, Reason};
+use crate::model::{CaseSpec, Dtype, DtypeName, Outcome, Reason};
 
 /// The dtype an output may have.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Expected {
     /// Exactly this dtype (as the worker names it: `int64`, `float32`).
-    Exactly(String),
+    Exactly(DtypeName),
     /// Any floating dtype: an integer or bool case whose reference is floating (NumPy computes
     /// `sin` of uint8 in float16, PyTorch in float32: no precision is the case's own).
     Floating,
@@ -28,12 +28,12 @@ pub enum Expected {
 }
 
 impl Expected {
-    /// Whether an output of dtype `actual` (the worker's name) is what was expected.
-    pub fn admits(&self, actual: &str) -> bool {
+    /// Whether an output of dtype `actual` (as the worker named it) is what was expected.
+    pub fn admits(&self, actual: &DtypeName) -> bool {
         match self {
             Expected::Exactly(d) => d == actual,
-            Expected::Floating => floating(actual),
-            Expected::Complex => actual.starts_with("complex"),
+            Expected::Floating => actual.is_float(),
+            Expected::Complex => actual.is_complex(),
         }
     }
 }
@@ -41,16 +41,11 @@ impl Expected {
 impl std::fmt::Display for Expected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Expected::Exactly(d) => f.write_str(d),
+            Expected::Exactly(d) => f.write_str(d.as_str()),
             Expected::Floating => f.write_str("a floating dtype"),
             Expected::Complex => f.write_str("a complex dtype"),
         }
     }
-}
-
-/// Whether a worker's dtype name is a real floating one (`float16` .. `float128`, `bfloat16`).
-fn floating(name: &str) -> bool {
-    name.starts_with("float") || name == "bfloat16"
 }
 
 /// The real floating dtype of a case's precision: float16, bfloat16, float32 (float32 and
@@ -76,27 +71,27 @@ fn real_of(case: Dtype) -> Option<Dtype> {
 ///   `argmax` returning int32 (64-bit mode off) where NumPy returns int64 is a change.
 ///
 /// `None` for a reference dtype this does not know (an object, a string).
-pub fn expected_dtype(case: Dtype, reference: &str) -> Option<Expected> {
+pub fn expected_dtype(case: Dtype, reference: &DtypeName) -> Option<Expected> {
     let complex_of = |case: Dtype| match case {
         Dtype::Float64 | Dtype::Complex128 => Dtype::Complex128,
         _ => Dtype::Complex64,
     };
-    if floating(reference) {
-        return Some(real_of(case).map_or(Expected::Floating, |d| Expected::Exactly(d.to_string())));
+    if reference.is_float() {
+        return Some(real_of(case).map_or(Expected::Floating, |d| Expected::Exactly(d.into())));
     }
-    if reference.starts_with("complex") {
+    if reference.is_complex() {
         return Some(match real_of(case) {
-            Some(_) => Expected::Exactly(complex_of(case).to_string()),
+            Some(_) => Expected::Exactly(complex_of(case).into()),
             None => Expected::Complex,
         });
     }
-    reference.parse::<Dtype>().ok().map(|d| Expected::Exactly(d.to_string()))
+    reference.known().map(|d| Expected::Exactly(d.into()))
 }
 
 /// What a comparison with a float64 reference expects of the `position`-th compared output:
 /// the case's `out_dtype` when it declares one, else [`expected_dtype`] of the reference's
 /// dtype `reference`.
-pub fn expected_of(spec: &CaseSpec, case: Dtype, position: usize, reference: &str) -> Option<Expected> {
+pub fn expected_of(spec: &CaseSpec, case: Dtype, position: usize, reference: &DtypeName) -> Option<Expected> {
     match spec.out_dtype.as_ref().and_then(|o| o.of(position, case)) {
         Some(declared) => Some(Expected::Exactly(declared)),
         None => expected_dtype(case, reference),
@@ -120,7 +115,7 @@ pub fn declared_dtype(spec: &CaseSpec, case: Dtype, outputs: &Value) -> Option<D
         let want = declared.of(position, case)?;
         let leaf = leaves.iter().find(|d| d["index"].as_u64() == Some(index))?;
         let got = match (leaf["kind"].as_str(), leaf["dtype"].as_str()) {
-            (Some("array"), Some(d)) if d == want => return None,
+            (Some("array"), Some(d)) if DtypeName::parse(d) == want => return None,
             (Some("array"), Some(d)) => d.to_string(),
             _ => format!("a {}, not an array", leaf["type"].as_str().unwrap_or("Python object")),
         };
@@ -146,34 +141,38 @@ mod tests {
     fn the_reference_dtype_is_mapped_to_the_case_precision() {
         use Dtype::*;
         // Floating references: the case's precision, whatever the reference's width.
-        assert_eq!(expected_dtype(Float32, "float64"), exactly("float32"));
-        assert_eq!(expected_dtype(Bfloat16, "float64"), exactly("bfloat16"));
-        assert_eq!(expected_dtype(Float64, "float64"), exactly("float64"));
-        assert_eq!(expected_dtype(Complex64, "float64"), exactly("float32"), "abs of complex64");
-        assert_eq!(expected_dtype(Float16, "complex128"), exactly("complex64"), "fft of float16");
-        assert_eq!(expected_dtype(Complex128, "complex128"), exactly("complex128"));
+        assert_eq!(expected_dtype(Float32, &"float64".into()), exactly("float32"));
+        assert_eq!(expected_dtype(Bfloat16, &"float64".into()), exactly("bfloat16"));
+        assert_eq!(expected_dtype(Float64, &"float64".into()), exactly("float64"));
+        assert_eq!(expected_dtype(Complex64, &"float64".into()), exactly("float32"), "abs of complex64");
+        assert_eq!(expected_dtype(Float16, &"complex128".into()), exactly("complex64"), "fft of float16");
+        assert_eq!(expected_dtype(Complex128, &"complex128".into()), exactly("complex128"));
         // Integer and bool references: exactly.
-        assert_eq!(expected_dtype(Float32, "int64"), exactly("int64"), "argmax");
-        assert_eq!(expected_dtype(Float16, "bool"), exactly("bool"), "a comparison");
-        assert_eq!(expected_dtype(Int32, "int64"), exactly("int64"), "NumPy's sum of int32");
+        assert_eq!(expected_dtype(Float32, &"int64".into()), exactly("int64"), "argmax");
+        assert_eq!(expected_dtype(Float16, &"bool".into()), exactly("bool"), "a comparison");
+        assert_eq!(expected_dtype(Int32, &"int64".into()), exactly("int64"), "NumPy's sum of int32");
         // Integer cases with a floating reference: no precision is theirs.
-        assert_eq!(expected_dtype(Uint8, "float64"), Some(Expected::Floating));
-        assert_eq!(expected_dtype(Int8, "complex128"), Some(Expected::Complex));
-        assert_eq!(expected_dtype(Float32, "object"), None);
+        assert_eq!(expected_dtype(Uint8, &"float64".into()), Some(Expected::Floating));
+        assert_eq!(expected_dtype(Int8, &"complex128".into()), Some(Expected::Complex));
+        assert_eq!(expected_dtype(Float32, &"object".into()), None);
         let any = Expected::Floating;
-        assert!(any.admits("float16") && any.admits("bfloat16") && !any.admits("int32"));
-        assert!(Expected::Complex.admits("complex64") && !Expected::Complex.admits("float32"));
+        assert!(any.admits(&"float16".into()) && any.admits(&"bfloat16".into()) && !any.admits(&"int32".into()));
+        assert!(Expected::Complex.admits(&"complex64".into()) && !Expected::Complex.admits(&"float32".into()));
         assert_eq!(Expected::Floating.to_string(), "a floating dtype");
     }
 
     #[test]
     fn a_declared_out_dtype_wins_over_the_reference() {
         let mut spec = CaseSpec::new("jax.numpy.argmax", "default");
-        assert_eq!(expected_of(&spec, Dtype::Float32, 0, "int64"), exactly("int64"));
+        assert_eq!(expected_of(&spec, Dtype::Float32, 0, &"int64".into()), exactly("int64"));
         spec.out_dtype = Some(OutDtype::PerOutput(vec!["T".into(), "int32".into()]));
-        assert_eq!(expected_of(&spec, Dtype::Float16, 0, "float64"), exactly("float16"));
-        assert_eq!(expected_of(&spec, Dtype::Float16, 1, "int64"), exactly("int32"));
-        assert_eq!(expected_of(&spec, Dtype::Float16, 2, "int64"), exactly("int64"), "past the list: the reference");
+        assert_eq!(expected_of(&spec, Dtype::Float16, 0, &"float64".into()), exactly("float16"));
+        assert_eq!(expected_of(&spec, Dtype::Float16, 1, &"int64".into()), exactly("int32"));
+        assert_eq!(
+            expected_of(&spec, Dtype::Float16, 2, &"int64".into()),
+            exactly("int64"),
+            "past the list: the reference"
+        );
     }
 
     #[test]

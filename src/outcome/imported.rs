@@ -5,6 +5,7 @@
 
 use super::{Decision, ErrorReport, classify};
 use crate::model::{Framework, Outcome, Reason};
+use crate::worker::protocol::Phase;
 
 /// How a test of an imported suite ended, as its report (or the lack of one) tells it.
 #[derive(Clone, Copy, Debug)]
@@ -190,7 +191,12 @@ fn one(
     if is_mismatch(error_type, message) {
         return (Outcome::Fail, Reason::WrongResult);
     }
-    let phase = if f.stage == "call" { "first_call" } else { f.stage };
+    // pytest's stages: `call` is the call under test; `setup` is the fixtures'; `teardown` none.
+    let phase = match f.stage {
+        "call" => Some(Phase::FirstCall),
+        "setup" => Some(Phase::Setup),
+        _ => None,
+    };
     let report = ErrorReport { error_type: error_type.unwrap_or(""), message, phase, harness: false, compiled: false };
     let reason = match classify(framework, &report) {
         Reason::HarnessError => Reason::NotImplemented,

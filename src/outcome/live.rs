@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use super::{Decision, ErrorReport, classify};
 use crate::model::{Framework, Outcome, Reason};
+use crate::worker::protocol::ReplyOutcome;
 
 /// A worker's answer to one case, as outcome needs it.
 #[derive(Clone, Copy, Debug)]
 pub struct Answer<'a> {
     /// The worker's word for how the case went: `pass`, or anything else for a failure.
-    pub outcome: &'a str,
+    pub outcome: ReplyOutcome,
     /// The error it reported, if any.
     pub error: Option<ErrorReport<'a>>,
     /// Compilations during the case; `None` on eager targets.
@@ -30,7 +31,10 @@ pub struct Answer<'a> {
 ///
 /// The message is the error's when there is one (even on a pass), else the one written here.
 pub fn answered(framework: Framework, answer: &Answer<'_>) -> Decision {
-    let passed = answer.outcome == "pass";
+    let passed = match answer.outcome {
+        ReplyOutcome::Pass => true,
+        ReplyOutcome::Fail | ReplyOutcome::IoError => false,
+    };
     let mut d = Decision::of(if passed { Outcome::Pass } else { Outcome::Fail });
     if passed && let Some(rc) = recompiled(answer.compiles, answer.compiles_first_call, answer.graph_breaks) {
         d = rc;
@@ -124,13 +128,20 @@ pub fn skipped(why: impl Into<String>) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::protocol::Phase;
 
     fn error<'a>(error_type: &'a str, message: &'a str) -> ErrorReport<'a> {
-        ErrorReport { error_type, message, phase: "first_call", harness: false, compiled: false }
+        ErrorReport { error_type, message, phase: Some(Phase::FirstCall), harness: false, compiled: false }
     }
 
-    fn answer<'a>(outcome: &'a str, error: Option<ErrorReport<'a>>) -> Answer<'a> {
-        Answer { outcome, error, compiles: None, compiles_first_call: None, graph_breaks: None }
+    fn answer<'a>(outcome: &str, error: Option<ErrorReport<'a>>) -> Answer<'a> {
+        Answer {
+            outcome: outcome.parse().unwrap(),
+            error,
+            compiles: None,
+            compiles_first_call: None,
+            graph_breaks: None,
+        }
     }
 
     #[test]
@@ -184,15 +195,18 @@ mod tests {
 
     #[test]
     fn a_failure_without_an_error_is_our_bug() {
-        let d = answered(Framework::Torch, &answer("exploded", None));
-        assert_eq!(
-            d,
-            Decision::with(
-                Outcome::Fail,
-                Some(Reason::HarnessError),
-                "worker answered outcome `exploded` without an error"
-            )
-        );
+        // (A word outside the protocol's outcomes never gets here: `protocol::parse_line` refuses it.)
+        for word in ["fail", "io_error"] {
+            let d = answered(Framework::Torch, &answer(word, None));
+            assert_eq!(
+                d,
+                Decision::with(
+                    Outcome::Fail,
+                    Some(Reason::HarnessError),
+                    format!("worker answered outcome `{word}` without an error")
+                )
+            );
+        }
     }
 
     #[test]

@@ -76,7 +76,7 @@ mod tests {
 
     fn row(index: u32, verdict: ComparisonVerdict, summary: &str) -> ComparisonRow {
         let (against, rule) = (crate::model::Against::Float64, crate::compare::Rule::AllClose);
-        let tol = crate::compare::Tolerance::for_dtype("float32");
+        let tol = crate::compare::Tolerance::for_dtype(crate::model::Dtype::Float32);
         let reference = "numpy.cumsum in float64";
         let row = ComparisonRow::incomparable("k", &Target::cpu(), &against, reference, index, rule, tol);
         ComparisonRow { verdict, summary: summary.into(), ..row }

@@ -13,9 +13,6 @@
 //! (docs/stacks.md), and [`native_to_canonical`] maps their frameworks' device names onto
 //! mlport's canonical ones.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::model::Framework;
@@ -23,6 +20,8 @@ use crate::model::Framework;
 /// A pinned set of wheels a managed environment is created from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = String, parse_err_fn = unknown_stack)]
 pub enum Stack {
     /// CPU builds (`python/requirements.lock`).
     Main,
@@ -34,15 +33,12 @@ pub enum Stack {
 
 impl Stack {
     /// Every stack, main first.
-    pub const ALL: [Stack; 3] = [Stack::Main, Stack::Cuda, Stack::TorchXla];
+    pub const ALL: [Stack; <Stack as strum::EnumCount>::COUNT] =
+        *<Stack as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// `main`, `cuda`, `torch-xla`: the `--stack` spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stack::Main => "main",
-            Stack::Cuda => "cuda",
-            Stack::TorchXla => "torch-xla",
-        }
+        self.into()
     }
 
     /// The lock file's text (embedded): a pip constraints file pinning every package.
@@ -110,20 +106,9 @@ impl Stack {
     }
 }
 
-impl fmt::Display for Stack {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Stack {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Stack::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown stack `{s}` (expected main, cuda or torch-xla)"))
-    }
+/// The error of parsing an unknown [`Stack`], listing the stacks.
+fn unknown_stack(s: &str) -> String {
+    format!("unknown stack `{s}` (expected main, cuda or torch-xla)")
 }
 
 /// `--accelerator`: the accelerator the main environment is installed for, instead of

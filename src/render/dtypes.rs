@@ -149,7 +149,8 @@ mod tests {
 
     /// The float64 comparison of a result: correctly rounded or not.
     fn rounded(r: &crate::model::ResultRow, yes: bool) -> crate::model::ComparisonRow {
-        let (rule, tol) = (crate::compare::Rule::AllClose, crate::compare::Tolerance::for_dtype("float32"));
+        let (rule, tol) =
+            (crate::compare::Rule::AllClose, crate::compare::Tolerance::for_dtype(crate::model::Dtype::Float32));
         let mut c = crate::model::ComparisonRow::incomparable(
             &r.case.key,
             &r.result.device,

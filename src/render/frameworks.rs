@@ -23,11 +23,10 @@ fn num(x: f64) -> String {
     if x == 0.0 {
         "0".into()
     } else if (1e-2..1e5).contains(&a) {
-        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
-        let s = format!("{x:.decimals$}");
+        let s = super::units::significant(x, 3);
         if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
     } else {
-        format!("{x:.1e}")
+        super::units::scientific(x, 2)
     }
 }
 

@@ -28,9 +28,8 @@ pub fn sig4(v: f64) -> String {
         let p = 10f64.powi(digits);
         (v * p).round() / p
     };
-    // Rounding may carry into a new digit (9.9996 → 10.00): recompute the decimals then.
-    let digits = 3 - rounded.abs().log10().floor() as i32;
-    format!("{rounded:.*}", digits.max(0) as usize)
+    // Rounding may carry into a new digit (9.9996 → 10.00): the decimals follow the rounded value.
+    super::units::significant(rounded, 4)
 }
 
 fn count(c: &StatusCounts, n: usize) -> String {

@@ -43,14 +43,25 @@ pub fn bytes(n: u64) -> String {
 
 /// `value unit` with three significant digits for a value in [1, 1000): `4.56 ms`, `868 MiB`.
 fn three_significant(value: f64, unit: &str) -> String {
-    let digits = if value < 10.0 {
-        2
-    } else if value < 100.0 {
-        1
-    } else {
-        0
-    };
-    format!("{value:.digits$} {unit}")
+    format!("{} {unit}", significant(value, 3))
+}
+
+/// The number formatter of every rendering: `x` (finite, not zero) with `digits` significant
+/// digits in positional notation, `{x:.N}` with N = `digits` − 1 − ⌊log₁₀|x|⌋ decimals (none
+/// for large values, whose extra digits are kept: `13174`): `4.56`, `83.3`, `0.0310`. The
+/// value is rounded once, by the formatting; a value that rounds up to the next power of ten
+/// keeps the decimals of its magnitude (`9.996` to three digits is `10.00`); round first (as
+/// [`crate::render::paper::sig4`] does) to count the carry.
+pub fn significant(x: f64, digits: i32) -> String {
+    let decimals = (digits - 1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// `x` with `digits` significant digits in exponent notation, as Rust writes it: `4.8e-4`,
+/// `3.10e1` (`{x:.N e}` with N = `digits` − 1).
+pub fn scientific(x: f64, digits: usize) -> String {
+    let decimals = digits.saturating_sub(1);
+    format!("{x:.decimals$e}")
 }
 
 /// A ratio for people: `3.21×`, `0.052×`, `1234×`.
@@ -93,6 +104,19 @@ pub fn reasons(reasons: &BTreeMap<Reason, usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_formatter_for_significant_digits() {
+        assert_eq!(significant(4.5612, 3), "4.56");
+        assert_eq!(significant(83.281, 3), "83.3");
+        assert_eq!(significant(13174.4, 3), "13174");
+        assert_eq!(significant(0.031, 3), "0.0310");
+        assert_eq!(significant(-0.30864, 4), "-0.3086");
+        assert_eq!(significant(9.996, 3), "10.00", "the decimals of the unrounded magnitude");
+        assert_eq!(scientific(4.8e-4, 2), "4.8e-4");
+        assert_eq!(scientific(31.0, 3), "3.10e1");
+        assert_eq!(scientific(2.0, 1), "2e0");
+    }
 
     #[test]
     fn bytes_in_binary_units() {

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::model::ResultRow;
 use crate::model::{Against, CaseSpec, ComparisonRow, ComparisonVerdict, Dtype, Framework, Outcome};
 use crate::store::Store;
+use crate::worker::protocol::Phase;
 
 const TEMPLATE: &str = include_str!("repro.py.j2");
 
@@ -90,7 +91,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
     let mut inputs = Vec::new();
     // A failure to find the function (phase `resolve`, e.g. `api_missing`) happens before any
     // input is made: the script reproduces it by looking the name up, and needs no inputs.
-    let before_inputs = r.phase.as_deref() == Some("resolve");
+    let before_inputs = matches!(r.phase.as_deref().map(str::parse), Some(Ok(Phase::Resolve)));
     for (i, s) in specs.iter().enumerate().filter(|_| !before_inputs) {
         let dtype = match s["dtype"].as_str() {
             None | Some("T") => case_dtype.to_string(),

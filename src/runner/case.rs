@@ -80,13 +80,13 @@ pub fn execute_case(
             let error = reply.error.as_ref().map(|e| ErrorReport {
                 error_type: &e.error_type,
                 message: &e.message,
-                phase: &e.phase,
+                phase: e.phase,
                 harness: e.harness,
                 compiled,
             });
             let graph_breaks = reply.graph_breaks.filter(|_| compiled);
             let answer = Answer {
-                outcome: &reply.outcome,
+                outcome: reply.outcome,
                 error,
                 compiles,
                 compiles_first_call: reply.compiles_first_call,
@@ -115,7 +115,7 @@ pub fn execute_case(
             if let Some(e) = reply.error {
                 r.error_type = Some(e.error_type);
                 r.traceback = Some(e.traceback).filter(|t| !t.is_empty());
-                r.phase = Some(e.phase).filter(|p| !p.is_empty());
+                r.phase = e.phase.map(|p| p.to_string());
             }
             (Some(finish(r)), true)
         }

@@ -3,7 +3,7 @@
 //! the median of one case, the ratio of two sides' medians (each side resampled
 //! independently, within each of its cases), and the geometric mean of ratios over functions.
 
-use super::summary::quantile;
+use super::summary::{median_in_place, quantile};
 use super::{Estimate, StatsConfig};
 
 /// SplitMix64 (Steele, Lea & Flood 2014): a tiny portable generator; its output for a seed
@@ -50,21 +50,6 @@ impl SplitMix64 {
             }
         }
         (m >> 64) as u64
-    }
-}
-
-/// Median of `v` in place (reorders it); `NaN` when empty.
-fn median_in_place(v: &mut [f64]) -> f64 {
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    let (left, &mut hi, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        hi
-    } else {
-        let lo = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lo + hi) / 2.0
     }
 }
 

@@ -9,4 +9,4 @@ pub mod summary;
 
 pub use bootstrap::{SplitMix64, geometric_mean, median_ci, ratio_of_medians};
 pub use estimate::{Estimate, StatsConfig};
-pub use summary::{Summary, median, quantile};
+pub use summary::{Summary, median, median_in_place, quantile};

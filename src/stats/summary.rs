@@ -24,9 +24,24 @@ pub fn quantile(sorted: &[f64], p: f64) -> f64 {
 
 /// The median of unsorted values (mean of the middle two for an even count); `NaN` for none.
 pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    quantile(&v, 0.5)
+    median_in_place(&mut values.to_vec())
+}
+
+/// [`median`] of `v` in place, without a copy: reorders it (a selection, not a sort; order by
+/// [`f64::total_cmp`]). The one median of mlport: the bootstrap's resamples and every
+/// analysis use it.
+pub fn median_in_place(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let (left, &mut hi, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        hi
+    } else {
+        let lo = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo + hi) / 2.0
+    }
 }
 
 /// Robust summary of one case's samples (ns per call).

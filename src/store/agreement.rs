@@ -295,7 +295,7 @@ mod tests {
     use crate::store::Store;
 
     fn comparison(key: &str, against: Against, verdict: ComparisonVerdict) -> ComparisonRow {
-        let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype("float32"));
+        let (rule, tol) = (Rule::UpToSign { axis: -1 }, Tolerance::for_dtype(crate::model::Dtype::Float32));
         let row = ComparisonRow::incomparable(key, &Target::cpu(), &against, "numpy.exp in float64", 0, rule, tol);
         ComparisonRow { verdict, elements: 4, mismatched: 1, max_abs: Some(0.5), summary: "1 of 4".into(), ..row }
     }

@@ -242,7 +242,7 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
         lines,
         stderr: tail,
         oom_before: OomKills::read(),
-        hello: placeholder_hello(),
+        hello: placeholder_hello(spec),
     };
     w.stdin = w.child.stdin.take();
     match w.receive(start_timeout, interrupted) {
@@ -268,16 +268,16 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
     }
 }
 
-fn placeholder_hello() -> Hello {
+fn placeholder_hello(spec: &WorkerSpec) -> Hello {
     Hello {
         v: PROTOCOL_VERSION,
         protocol: PROTOCOL_VERSION,
         pid: 0,
         python: String::new(),
         python_executable: String::new(),
-        framework: String::new(),
+        framework: spec.framework,
         device: String::new(),
-        mode: String::new(),
+        mode: spec.device.mode(),
         framework_version: None,
         import_error: None,
         devices: Vec::new(),

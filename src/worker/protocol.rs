@@ -5,7 +5,157 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::model::{Framework, Mode};
+
+/// How the worker says a case ended ([`RunReply::outcome`]); timeouts and crashes are decided
+/// by the core.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReplyOutcome {
+    /// The case ran (its outputs are still to be compared).
+    Pass,
+    /// The case raised: [`RunReply::error`] says what.
+    Fail,
+    /// mlport's own file I/O failed (protocol 8): [`RunReply::io_error`] says what.
+    IoError,
+}
+
+/// The phase of a case in which the worker saw an error ([`WorkerError::phase`]), in the order
+/// a case goes through them.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Phase {
+    /// Importing the framework (the worker then answers every case with the error).
+    Import,
+    /// Looking the function up by its name.
+    Resolve,
+    /// Building or reading the case's inputs.
+    Inputs,
+    /// The case's own setup code.
+    Setup,
+    /// The first call on the device, with its synchronisation (compilation included).
+    FirstCall,
+    /// Checking and writing the outputs.
+    Outputs,
+    /// `--quick`: the untimed second call.
+    Repeat,
+    /// The steady-state timing.
+    Steady,
+}
+
+/// The start of the message of a field whose value is not one the protocol defines: the
+/// error [`parse_line`] returns then names the field rather than the message kind.
+const UNKNOWN_VALUE: &str = "worker protocol: field `";
+
+/// The one of `candidates` (spelled by `name`) named `value`, or the error for `field` that
+/// lists them: ``worker protocol: field `outcome`: unknown value `passs` (expected one of pass,
+/// fail, io_error)``.
+fn wire_value<T: Copy>(
+    field: &str,
+    value: &str,
+    candidates: &[T],
+    name: impl Fn(T) -> &'static str,
+) -> Result<T, String> {
+    candidates.iter().copied().find(|&c| name(c) == value).ok_or_else(|| {
+        let names: Vec<&str> = candidates.iter().map(|&c| name(c)).collect();
+        format!("{UNKNOWN_VALUE}{field}`: unknown value `{value}` (expected one of {})", names.join(", "))
+    })
+}
+
+/// Deserialises a field holding one of `candidates` by name.
+fn wire_field<'de, D: Deserializer<'de>, T: Copy>(
+    d: D,
+    field: &str,
+    candidates: &[T],
+    name: impl Fn(T) -> &'static str,
+) -> Result<T, D::Error> {
+    let s = String::deserialize(d)?;
+    wire_value(field, &s, candidates, name).map_err(D::Error::custom)
+}
+
+impl<'de> Deserialize<'de> for ReplyOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire_field(d, "outcome", &ReplyOutcome::ALL, <&'static str>::from)
+    }
+}
+
+impl<'de> Deserialize<'de> for Phase {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire_field(d, "phase", &Phase::ALL, <&'static str>::from)
+    }
+}
+
+impl ReplyOutcome {
+    /// Every outcome a worker may answer.
+    pub const ALL: [ReplyOutcome; <ReplyOutcome as strum::EnumCount>::COUNT] =
+        *<ReplyOutcome as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
+}
+
+impl Phase {
+    /// Every phase, in the order a case goes through them.
+    pub const ALL: [Phase; <Phase as strum::EnumCount>::COUNT] =
+        *<Phase as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
+}
+
+/// Serde for [`WorkerError::phase`]: `""` (or no field) is `None`.
+mod phase_or_empty {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(p: &Option<Phase>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(p.map_or("", <&'static str>::from))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Phase>, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Ok(None);
+        }
+        wire_value("phase", &s, &Phase::ALL, <&'static str>::from).map(Some).map_err(D::Error::custom)
+    }
+}
+
+/// [`Hello::framework`]: a framework's stored name ([`Framework::as_str`]), no alias.
+fn hello_framework<'de, D: Deserializer<'de>>(d: D) -> Result<Framework, D::Error> {
+    let all: Vec<Framework> =
+        Framework::ALL.iter().chain(&Framework::ADD_ONS).chain(&Framework::KERAS).copied().collect();
+    wire_field(d, "framework", &all, Framework::as_str)
+}
+
+/// [`Hello::mode`]: a mode's name ([`Mode::as_str`]).
+fn hello_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    wire_field(d, "mode", &Mode::ALL, Mode::as_str)
+}
 
 /// The protocol version this core speaks; every message carries it as `v`.
 pub const PROTOCOL_VERSION: u32 = 11;
@@ -147,9 +297,9 @@ pub struct WorkerError {
     /// none (a silent fallback is detected, not raised).
     #[serde(default)]
     pub traceback: String,
-    /// import | resolve | inputs | setup | first_call | outputs | steady
-    #[serde(default)]
-    pub phase: String,
+    /// The phase the error was raised in; `None` when the worker sent none (`""`).
+    #[serde(default, with = "phase_or_empty")]
+    pub phase: Option<Phase>,
     /// True when the worker judged the error its own or the catalogue's (harness_error).
     #[serde(default)]
     pub harness: bool,
@@ -213,11 +363,13 @@ pub struct Hello {
     /// The interpreter's path, `sys.executable`.
     pub python_executable: String,
     /// The framework it was started for (its `--framework`).
-    pub framework: String,
+    #[serde(deserialize_with = "hello_framework")]
+    pub framework: Framework,
     /// The canonical device it was started for (its `--device`, without a mode).
     pub device: String,
-    /// The execution mode it was started for (its `--mode`): `eager` or `compiled` (protocol 4).
-    pub mode: String,
+    /// The execution mode it was started for (its `--mode`): `eager`, `compiled`, … (protocol 4).
+    #[serde(deserialize_with = "hello_mode")]
+    pub mode: Mode,
     /// The framework's `__version__`; `None` when the import failed.
     pub framework_version: Option<String>,
     /// Why the framework could not be imported (phase `import`); the core then runs no case of it.
@@ -264,7 +416,7 @@ pub struct RunReply {
     pub nonce: Option<u64>,
     /// `pass` or `fail` (timeouts and crashes are decided by the core), or `io_error` with
     /// [`RunReply::io_error`] set (protocol 8).
-    pub outcome: String,
+    pub outcome: ReplyOutcome,
     /// mlport's own file I/O failed while running the case (protocol 8): the answer says
     /// nothing about the function, and the core records no result for it.
     #[serde(default)]
@@ -349,7 +501,8 @@ pub enum Message {
 /// Parses one protocol line, checking the version.
 ///
 /// Errors (a protocol error for the caller to record): the line is not JSON, its `v` is not
-/// [`PROTOCOL_VERSION`], or it is not one of the [`Message`] kinds. Each message quotes at most
+/// [`PROTOCOL_VERSION`], it is not one of the [`Message`] kinds, or a field of a closed set
+/// (`outcome`, `phase`, `framework`, `mode`) holds another value. Each message quotes at most
 /// the line's first 200 characters.
 pub fn parse_line(line: &str) -> Result<Message, String> {
     let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e}): {line:.200}"))?;
@@ -357,7 +510,10 @@ pub fn parse_line(line: &str) -> Result<Message, String> {
     if v != Some(u64::from(PROTOCOL_VERSION)) {
         return Err(format!("protocol version {v:?} (this core speaks {PROTOCOL_VERSION}): {line:.200}"));
     }
-    serde_json::from_value(value).map_err(|e| format!("unexpected message ({e}): {line:.200}"))
+    serde_json::from_value(value).map_err(|e| match e.to_string() {
+        m if m.starts_with(UNKNOWN_VALUE) => format!("{m}: {line:.200}"),
+        m => format!("unexpected message ({m}): {line:.200}"),
+    })
 }
 
 #[cfg(test)]
@@ -394,8 +550,8 @@ mod tests {
         let m = parse_line(r#"{"v":11,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
-                assert_eq!(r.outcome, "fail");
-                assert_eq!(r.error.unwrap().phase, "first_call");
+                assert_eq!(r.outcome, ReplyOutcome::Fail);
+                assert_eq!(r.error.unwrap().phase, Some(Phase::FirstCall));
                 assert!(r.samples_ns.is_empty() && r.block_sizes.is_empty());
                 assert_eq!(r.compiles, None);
             }
@@ -425,5 +581,64 @@ mod tests {
             OwnIoError::from_io(std::path::Path::new("/r/d"), "create folder", &std::io::Error::from_raw_os_error(28));
         assert!(e.to_string().starts_with("could not create folder /r/d: No space left on device"), "{e}");
         assert!(parse_line(r#"{"v":11,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+    }
+
+    #[test]
+    fn unknown_values_of_closed_fields_are_protocol_errors_naming_the_field() {
+        let e = parse_line(r#"{"v":11,"kind":"result","case_key":"k","outcome":"passs","first_call_ns":null}"#)
+            .unwrap_err();
+        assert!(
+            e.starts_with(
+                "worker protocol: field `outcome`: unknown value `passs` (expected one of pass, fail, io_error): {"
+            ),
+            "{e}"
+        );
+        let e = parse_line(r#"{"v":11,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"E","message":"x","phase":"lunch","harness":false},"first_call_ns":null}"#).unwrap_err();
+        assert!(
+            e.starts_with(
+                "worker protocol: field `phase`: unknown value `lunch` (expected one of import, resolve, inputs, setup, \
+                 first_call, outputs, repeat, steady): "
+            ),
+            "{e}"
+        );
+        let hello = |framework: &str, mode: &str| {
+            format!(
+                r#"{{"v":11,"kind":"hello","protocol":11,"pid":1,"python":"3.12","python_executable":"/p","framework":"{framework}","device":"cpu","mode":"{mode}","framework_version":"2","import_error":null}}"#
+            )
+        };
+        match parse_line(&hello("keras-jax", "compiled_fullgraph")).unwrap() {
+            Message::Hello(h) => assert_eq!((h.framework, h.mode), (Framework::KerasJax, Mode::CompiledFullgraph)),
+            other => panic!("{other:?}"),
+        }
+        let e = parse_line(&hello("pytorch", "eager")).unwrap_err();
+        assert!(
+            e.starts_with(
+                "worker protocol: field `framework`: unknown value `pytorch` (expected one of numpy, torch, jax, \
+                 tensorflow, onnxruntime, keras-jax, keras-torch, keras-tensorflow): "
+            ),
+            "{e}"
+        );
+        let e = parse_line(&hello("torch", "jit")).unwrap_err();
+        assert!(
+            e.starts_with(
+                "worker protocol: field `mode`: unknown value `jit` (expected one of eager, compiled, \
+                 compiled_fullgraph, onnx, onnx_openvino, stablehlo): "
+            ),
+            "{e}"
+        );
+        // Wire spellings round-trip; an absent or empty phase is none.
+        for o in ReplyOutcome::ALL {
+            let s = serde_json::to_string(&o).unwrap();
+            assert_eq!(s, format!("\"{o}\""));
+            assert_eq!(serde_json::from_str::<ReplyOutcome>(&s).unwrap(), o);
+        }
+        let e: WorkerError = serde_json::from_str(r#"{"type":"E","message":"x"}"#).unwrap();
+        assert_eq!(e.phase, None);
+        assert_eq!(serde_json::to_value(&e).unwrap()["phase"], "");
+        for p in Phase::ALL {
+            let e = WorkerError { phase: Some(p), ..e.clone() };
+            let back: WorkerError = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+            assert_eq!(back, e);
+        }
     }
 }

@@ -1,15 +1,14 @@
 //! The dtypes a case may sweep, named as in NumPy and PyTorch (`float32`, `bfloat16`), with the
 //! kind predicates that tolerance defaults and references need.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 /// A dtype a case may sweep or an input may fix. Stored, sent to workers and shown as
 /// [`Dtype::as_str`]; ordered as [`Dtype::ALL`] (the dtype matrix's column order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "&'static str")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray, strum::EnumCount)]
+#[strum(serialize_all = "lowercase", parse_err_ty = String, parse_err_fn = unknown_dtype)]
 pub enum Dtype {
     /// `bool`.
     Bool,
@@ -45,43 +44,12 @@ pub enum Dtype {
 
 impl Dtype {
     /// Every dtype, in the order catalogues and reports list them.
-    pub const ALL: [Dtype; 15] = [
-        Dtype::Bool,
-        Dtype::Int8,
-        Dtype::Int16,
-        Dtype::Int32,
-        Dtype::Int64,
-        Dtype::Uint8,
-        Dtype::Uint16,
-        Dtype::Uint32,
-        Dtype::Uint64,
-        Dtype::Float16,
-        Dtype::Bfloat16,
-        Dtype::Float32,
-        Dtype::Float64,
-        Dtype::Complex64,
-        Dtype::Complex128,
-    ];
+    pub const ALL: [Dtype; <Dtype as strum::EnumCount>::COUNT] =
+        *<Dtype as strum::VariantArray>::VARIANTS.first_chunk().expect("every variant");
 
     /// The NumPy/PyTorch name (`float32`, `bfloat16`), as stored and sent to workers.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Dtype::Bool => "bool",
-            Dtype::Int8 => "int8",
-            Dtype::Int16 => "int16",
-            Dtype::Int32 => "int32",
-            Dtype::Int64 => "int64",
-            Dtype::Uint8 => "uint8",
-            Dtype::Uint16 => "uint16",
-            Dtype::Uint32 => "uint32",
-            Dtype::Uint64 => "uint64",
-            Dtype::Float16 => "float16",
-            Dtype::Bfloat16 => "bfloat16",
-            Dtype::Float32 => "float32",
-            Dtype::Float64 => "float64",
-            Dtype::Complex64 => "complex64",
-            Dtype::Complex128 => "complex128",
-        }
+        self.into()
     }
 
     /// `bool`.
@@ -125,20 +93,9 @@ impl Dtype {
     }
 }
 
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Dtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Dtype::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| format!("unknown dtype `{s}` (expected one of {})", Dtype::expected_list()))
-    }
+/// The error of parsing an unknown [`Dtype`], listing the dtypes.
+fn unknown_dtype(s: &str) -> String {
+    format!("unknown dtype `{s}` (expected one of {})", Dtype::expected_list())
 }
 
 impl TryFrom<String> for Dtype {
@@ -148,9 +105,99 @@ impl TryFrom<String> for Dtype {
     }
 }
 
-impl From<Dtype> for &'static str {
-    fn from(d: Dtype) -> &'static str {
-        d.as_str()
+/// A dtype as a framework or an array file names it: one of mlport's [`Dtype`]s, or another
+/// name kept as written (`float128`, `float8_e4m3fn`, `object`). The one vocabulary of dtype
+/// names that comparisons, tolerances, agreement and dtype checks take; shown and stored as
+/// [`DtypeName::as_str`], the name it was parsed from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DtypeName {
+    /// A dtype mlport sweeps and knows the kind of.
+    Known(Dtype),
+    /// Any other name, as the framework wrote it.
+    Other(String),
+}
+
+impl DtypeName {
+    /// The dtype named `name`: [`DtypeName::Known`] for a [`Dtype`]'s name, else
+    /// [`DtypeName::Other`].
+    pub fn parse(name: &str) -> DtypeName {
+        name.parse().map_or_else(|_| DtypeName::Other(name.to_string()), DtypeName::Known)
+    }
+
+    /// The name, as parsed.
+    pub fn as_str(&self) -> &str {
+        match self {
+            DtypeName::Known(d) => d.as_str(),
+            DtypeName::Other(name) => name,
+        }
+    }
+
+    /// The [`Dtype`], when mlport knows it.
+    pub fn known(&self) -> Option<Dtype> {
+        match self {
+            DtypeName::Known(d) => Some(*d),
+            DtypeName::Other(_) => None,
+        }
+    }
+
+    /// A real floating dtype: a floating [`Dtype`], or a wider or narrower name no case sweeps
+    /// (`float128`, `float8_e4m3fn`).
+    pub fn is_float(&self) -> bool {
+        match self {
+            DtypeName::Known(d) => d.is_float(),
+            DtypeName::Other(name) => name.starts_with("float"),
+        }
+    }
+
+    /// A complex dtype: complex64, complex128, or another `complex…` name (`complex256`).
+    pub fn is_complex(&self) -> bool {
+        match self {
+            DtypeName::Known(d) => d.is_complex(),
+            DtypeName::Other(name) => name.starts_with("complex"),
+        }
+    }
+
+    /// Floating or complex ([`DtypeName::is_float`], [`DtypeName::is_complex`]).
+    pub fn is_inexact(&self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+}
+
+impl From<Dtype> for DtypeName {
+    fn from(d: Dtype) -> DtypeName {
+        DtypeName::Known(d)
+    }
+}
+
+impl From<&str> for DtypeName {
+    fn from(name: &str) -> DtypeName {
+        DtypeName::parse(name)
+    }
+}
+
+impl PartialEq<Dtype> for DtypeName {
+    fn eq(&self, d: &Dtype) -> bool {
+        *self == DtypeName::Known(*d)
+    }
+}
+
+impl Serialize for DtypeName {
+    /// As its name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for DtypeName {
+    /// From any name ([`DtypeName::parse`]).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(DtypeName::parse(&String::deserialize(d)?))
+    }
+}
+
+impl std::fmt::Display for DtypeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -221,6 +268,22 @@ mod tests {
         assert!(e.starts_with("unknown dtype `float8` (expected one of bool, int8,"), "{e}");
         assert!(e.ends_with("complex64, complex128)"), "{e}");
         assert!(serde_json::from_str::<Dtype>("\"T\"").is_err());
+    }
+
+    #[test]
+    fn names_mlport_does_not_know_are_kept_as_written() {
+        for d in Dtype::ALL {
+            let n = DtypeName::parse(d.as_str());
+            assert_eq!((n.known(), n.as_str(), n.is_inexact()), (Some(d), d.as_str(), d.is_inexact()));
+        }
+        let wide = DtypeName::parse("float128");
+        assert_eq!((wide.known(), wide.as_str()), (None, "float128"));
+        assert!(wide.is_float() && !wide.is_complex() && wide.is_inexact());
+        assert!(DtypeName::parse("complex256").is_complex());
+        let object = DtypeName::parse("object");
+        assert!(!object.is_inexact() && object.to_string() == "object");
+        assert_eq!(DtypeName::from(Dtype::Bfloat16), Dtype::Bfloat16);
+        assert_ne!(DtypeName::parse("Float32"), Dtype::Float32, "names are case-sensitive");
     }
 
     #[test]
