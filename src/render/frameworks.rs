@@ -3,7 +3,10 @@
 //! apart from `wrong`) or CSV: per row, each
 //! framework's verdict against float64 with its largest error and median time.
 
+use std::io::{self, Write};
+
 use super::Format;
+use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
@@ -167,7 +170,7 @@ pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
 }
 
 /// Renders the table and its summary. CSV is the table only; JSON holds every comparison.
-pub fn render(t: &FrameworkTable, format: Format) -> String {
+fn render(t: &FrameworkTable, format: Format) -> String {
     let g = grid(t);
     let lines = summary_lines(t);
     match format {
@@ -180,6 +183,13 @@ pub fn render(t: &FrameworkTable, format: Format) -> String {
             g.markdown(),
             lines.iter().map(|l| format!("- {}", escape(l).replace("\\`", "`"))).collect::<Vec<_>>().join("\n")
         ),
+    }
+}
+
+/// The cross-framework table in every text format.
+impl Report for FrameworkTable {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

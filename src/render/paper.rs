@@ -4,9 +4,12 @@
 //! by side). Percentages print with two decimals (the paper's 54.69%), ratios with four
 //! significant digits ([`sig4`]); CSV holds the same printed values.
 
+use std::io::{self, Write};
+
 use std::fmt::Write as _;
 
 use super::Format;
+use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
@@ -216,7 +219,7 @@ pub fn csv(p: &PaperFigures) -> String {
 }
 
 /// Renders the figures in `format` (HTML: [`html`]).
-pub fn render(p: &PaperFigures, format: Format) -> String {
+fn render(p: &PaperFigures, format: Format) -> String {
     let empty = p.status.is_empty() && p.latency.is_empty();
     const NONE: &str = "No imported paper data in this store: run `mlport import paper ../shared/paper-data` first.\n";
     match format {
@@ -344,6 +347,17 @@ fn bars(p: &PaperFigures) -> String {
         h = y + 4.0,
         a = esc(&alt.join("; "))
     )
+}
+
+/// The paper's figures in every text format.
+impl Report for PaperFigures {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
+    }
+
+    fn html(&self) -> Option<anyhow::Result<String>> {
+        Some(Ok(html(self)))
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,10 @@
 //! column per run ([`crate::analysis::suite::SuiteTable`]); table, Markdown, CSV, or JSON
 //! `{"format": "mlport.suite", "version": 1}`.
 
+use std::io::{self, Write};
+
 use super::Format;
+use super::report::Report;
 use super::grid::Grid;
 use crate::analysis::suite::SuiteTable;
 
@@ -10,7 +13,7 @@ use crate::analysis::suite::SuiteTable;
 pub const JSON_VERSION: u32 = 1;
 
 /// Renders `t` in `format`.
-pub fn render(t: &SuiteTable, format: Format) -> String {
+fn render(t: &SuiteTable, format: Format) -> String {
     if format == Format::Json {
         return super::json::versioned("mlport.suite", JSON_VERSION, t);
     }
@@ -51,3 +54,11 @@ pub fn render(t: &SuiteTable, format: Format) -> String {
         }
     }
 }
+
+/// A suite's runs side by side in every text format.
+impl Report for SuiteTable {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
+    }
+}
+
