@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(kind(&["--campaign", "c"]), "Campaign");
         assert_eq!(kind(&["--campaign", "c", "--dtypes"]), "Dtypes");
         assert_eq!(kind(&["--paper-compare", "--routes"]), "PaperCompare");
-        assert_eq!(kind(&["--routes", "--workloads"]), "Routes");
+        assert_eq!(kind(&["--workloads", "--campaign", "c"]), "Workloads");
         // The run's page holds the dtypes, frameworks and modes: HTML of those is the page.
         assert_eq!(kind(&["--dtypes", "--format", "html", "-o", "x.html"]), "Portability");
         assert_eq!(kind(&["--modes", "--campaign", "c", "--format", "html", "-o", "x.html"]), "Campaign");
