@@ -12,6 +12,11 @@
 #   scripts/report_parity.sh render BIN DB OUT            # every report of DB rendered by BIN into OUT
 #   scripts/report_parity.sh compare OLD_BIN NEW_BIN DB   # render with both, diff -r
 #
+# On a slow machine (a debug build renders a bootstrap in seconds) PARITY_RUNS="ID ..." limits the
+# per-run renderings to those runs and PARITY_SPECS=N the slowdowns to the first N pairs, and
+# PARITY_PART=reports|pages|slowdowns|others renders one part (run the parts side by side into
+# the same OUT); unset, everything is rendered.
+#
 # What is rendered, per command: stdout, then the exit code, in one file; stderr apart for the
 # commands whose stderr holds no timing. Runs are found in the store, so every stored run
 # (live, modes, the paper's 18, a campaign's, a suite's) is rendered in every format and variant.
@@ -68,6 +73,12 @@ page() {
   fi
 }
 
+# part NAME: whether this rendering does part NAME (reports, pages, slowdowns, others): every
+# part unless PARITY_PART names one, so that the parts can run side by side.
+part() {
+  [ -z "${PARITY_PART:-}" ] || [ "$PARITY_PART" = "$1" ]
+}
+
 # sql QUERY: the first column of a query's rows on the store, one value a line.
 sql() {
   python3 - "$db" "$1" <<'EOF'
@@ -86,9 +97,10 @@ render() {
   local formats=(table markdown json csv)
   cmd runs runs --db "$db"
   local ids campaigns suites
-  ids=$(sql 'SELECT id FROM runs ORDER BY id')
+  ids=${PARITY_RUNS:-$(sql 'SELECT id FROM runs ORDER BY id')}
   campaigns=$(sql 'SELECT DISTINCT campaign FROM runs WHERE campaign IS NOT NULL ORDER BY campaign')
   suites=$(sql "SELECT label FROM runs WHERE label LIKE 'suite-%' ORDER BY id" | paste -sd, -)
+  if part reports; then
   for f in "${formats[@]}"; do
     pair "overview.$f" --run all --format "$f" -- overview --format "$f"
     pair "overview.all-failures.$f" --run all --all-failures --format "$f" -- overview --all-failures --format "$f"
@@ -96,7 +108,6 @@ render() {
     pair "latest.$f" --format "$f" -- portability --format "$f"
     pair "latest.modes.$f" --modes --run all --format "$f" -- modes --format "$f"
     pair "paper.$f" --paper --format "$f" -- paper --format "$f"
-    pair "paper.seed.$f" --paper --stats-seed 3 --format "$f" -- paper --stats-seed 3 --format "$f"
     pair "paper-compare.$f" --paper-compare --format "$f" -- paper-compare --format "$f"
     pair "suite.$f" --suite "$suites" --format "$f" -- suite ${suites//,/ } --format "$f"
     pair "suite.one.$f" --suite "${suites%%,*}" --format "$f" -- suite "${suites%%,*}" --format "$f"
@@ -126,6 +137,7 @@ render() {
       pair "campaign-$c.dtypes.no-machine.$f" --campaign "$c" --dtypes --format "$f" -- dtypes --campaign "$c" --format "$f"
     done
   done
+  pair paper.seed --paper --stats-seed 3 -- paper --stats-seed 3
   # The refusals: each alias's message is its kind's.
   pair refuse.only --only numpy.sum -- portability --run nothing-such
   pair refuse.all-functions --run all --functions -- overview --format html
@@ -137,6 +149,8 @@ render() {
   pair refuse.overview-html --run all --format html -o "$work/x.html" -- overview --format html
   pair refuse.paper-compare-html --paper-compare --format html -o "$work/x.html" -- paper-compare --format html
   pair refuse.no-campaign --campaign none -- campaign none
+  fi
+  if part pages; then
   # HTML pages: the run's (latest; each of the first runs, with each view flag that means it; a
   # campaign's machine) and the paper's.
   page page.latest -- portability
@@ -152,6 +166,8 @@ render() {
     page "page.campaign-$c.dtypes" --campaign "$c" --machine "$m" --dtypes -- dtypes --campaign "$c" --machine "$m"
   done
   page page.paper --paper -- paper
+  fi
+  if part slowdowns; then
   # Slowdowns: between the paper's GPU and TPU runs (by label), eager vs compiled, framework vs
   # framework, every measure, every format (markdown is refused: its error is compared too).
   local labels
@@ -171,6 +187,7 @@ EOF
     tpu=$(echo "$labels" | grep "^paper/$fw/" | grep -i tpu | head -1 || true)
     [ -n "$gpu" ] && [ -n "$tpu" ] && specs+=("cuda:0@$gpu..tpu:0@$tpu")
   done
+  if [ -n "${PARITY_SPECS:-}" ]; then specs=("${specs[@]:0:$PARITY_SPECS}"); fi
   local i=0
   for spec in "${specs[@]}"; do
     i=$((i + 1))
@@ -196,11 +213,15 @@ EOF
       pair "campaign-$c.slowdown.$f" --campaign "$c" --slowdown "$cs" --measure first-call --format "$f" -- slowdown "$cs" --campaign "$c" --measure first-call --format "$f"
     done
   done
+  fi
   # The pages: the run's byte for byte once the template's escaping of / and ' is decoded; the
   # paper's by its text (ids, headings, cells, paragraphs).
-  sed -i -e 's|&#x2f;|/|g' -e "s|&#x27;|'|g" "$out"/page.*.html
+  if ls "$out"/page.*.html >/dev/null 2>&1; then
+    sed -i -e 's|&#x2f;|/|g' -e "s|&#x27;|'|g" "$out"/page.*.html
+  fi
   local p
   for p in "$out"/page.paper*.html; do
+    [ -f "$p" ] || continue
     python3 - "$p" >"$p.text" <<'EOF'
 import html.parser, sys
 class Text(html.parser.HTMLParser):
@@ -229,6 +250,7 @@ print("\n".join(t.out))
 EOF
     rm "$p"
   done
+  if part others; then
   # Catalogue listing, scan, audit, mine and sample over mlport's own Python and test fixtures.
   cmd list list --no-probe
   cmd list.functions list --no-probe --functions
@@ -266,6 +288,7 @@ EOF
   done
   # scan's, audit's and mine's stderr carry throughput timings; drop those lines only.
   sed -i -E '/scanned [0-9]+ files/d' "$out"/*.err
+  fi
   sed -i "s#$work#WORK#g" "$out"/*.out "$out"/*.err
   rm -rf "$work"
   echo "rendered $(ls "$out" | wc -l) files into $out"
@@ -276,9 +299,9 @@ EOF
 make_extra() {
   local bin="$1" db="$2"
   "$bin" run --db "$db" --catalogue "$here/tests/fixtures/fleet/numpy.toml" --campaign parity --machine box-a \
-    --shard 1/2 --format json >/dev/null
+    --shard 0/2 --format json >/dev/null
   "$bin" run --db "$db" --catalogue "$here/tests/fixtures/fleet/numpy.toml" --campaign parity --machine box-b \
-    --shard 2/2 --format json >/dev/null
+    --shard 1/2 --format json >/dev/null
   local fw
   for fw in torch jax; do
     "$bin" import pytest-json "$here/tests/fixtures/pytest-classify/report.json" --framework "$fw" --device cpu \
@@ -306,5 +329,5 @@ case "${1:-}" in
       echo "renderings differ (above)"; exit 1
     fi
     ;;
-  *) sed -n 2,24p "$0"; exit 2 ;;
+  *) sed -n 2,28p "$0"; exit 2 ;;
 esac

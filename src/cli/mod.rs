@@ -597,7 +597,11 @@ docs/reports.md.";
 /// without one, the older flags, each an alias of a kind (`--slowdown A..B` is
 /// `report slowdown A..B`); a kind and these flags do not go together.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true, after_long_help = REPORT_ALIASES)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_long_help = REPORT_ALIASES,
+    next_help_heading = "Options without a kind (the older flags, each an alias of a kind)"
+)]
 pub struct ReportArgs {
     /// The report; without one, the flags below pick it (default: `portability`).
     #[command(subcommand)]

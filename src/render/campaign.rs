@@ -11,11 +11,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::Format;
-use super::report::Report;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::json::pretty;
 use super::portability::words::{SUMMARY_COLUMNS, summary_cells, versions};
+use super::report::Report;
 use crate::analysis::campaign::{CampaignReport, MachineReport};
 use crate::model::Target;
 
@@ -139,9 +139,8 @@ fn json(r: &CampaignReport) -> String {
         .machines
         .iter()
         .map(|m| {
-            let portability: serde_json::Value =
-                serde_json::from_str(&super::report::to_text(&m.report, Format::Json))
-                    .expect("the portability JSON parses");
+            let portability: serde_json::Value = serde_json::from_str(&super::report::to_text(&m.report, Format::Json))
+                .expect("the portability JSON parses");
             Machine {
                 machine: &m.machine,
                 reference_device: &m.report.reference,

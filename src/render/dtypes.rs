@@ -6,10 +6,10 @@
 use std::io::{self, Write};
 
 use super::Format;
-use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::dtypes::{Cell, DtypeMatrix, Problem};
 use crate::model::{Outcome, Reason};
 

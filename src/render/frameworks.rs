@@ -6,10 +6,10 @@
 use std::io::{self, Write};
 
 use super::Format;
-use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use super::units::latency;
 use crate::analysis::frameworks::{Entry, FrameworkTable, compared};
 use crate::model::ComparisonRow;

@@ -10,13 +10,13 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::Format;
-use super::report::Report;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::histogram::log2_rows;
 use super::json::versioned;
 use super::markdown::escape;
 use super::portability::words::versions;
+use super::report::Report;
 use super::units::{count_of, interval, latency, ratio, reasons};
 use crate::analysis::modes::{ModeRow, ModesReport, View};
 use crate::model::{Framework, Reason};

@@ -12,10 +12,10 @@ use serde::Serialize;
 use std::io::{self, Write};
 
 use super::Format;
-use super::report::Report;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::json::versioned;
+use super::report::Report;
 use super::units::reasons;
 use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::RunSource;

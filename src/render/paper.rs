@@ -9,10 +9,10 @@ use std::io::{self, Write};
 use std::fmt::Write as _;
 
 use super::Format;
-use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::paper::{LatencyRow, PaperFigures, StatusCounts};
 use crate::analysis::slowdown::{Distribution, fmt_threshold};
 

@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::Format;
-use super::report::Report;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::paper_compare::{PaperCompare, Side};
 
 /// The `format` of the JSON document.

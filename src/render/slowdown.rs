@@ -8,12 +8,12 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::csv::Csv;
-use super::report::{Report, unsupported};
 use super::Format;
+use super::csv::Csv;
 use super::grid::Grid;
 use super::histogram::log2_rows;
 use super::json::versioned;
+use super::report::{Report, unsupported};
 use super::units::{interval, latency, ratio};
 use crate::analysis::slowdown::{
     Distribution, FrameworkSlowdown, FunctionSlowdown, Measure, NotCompared, Rule, Side, SlowdownReport, fmt_threshold,

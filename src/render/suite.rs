@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 
 use super::Format;
-use super::report::Report;
 use super::grid::Grid;
+use super::report::Report;
 use crate::analysis::suite::SuiteTable;
 
 /// The JSON document's version.
@@ -61,4 +61,3 @@ impl Report for SuiteTable {
         out.write_all(render(self, format).as_bytes())
     }
 }
-

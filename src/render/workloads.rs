@@ -9,11 +9,11 @@ use std::io::{self, Write};
 use std::fmt::Write as _;
 
 use super::Format;
-use super::report::Report;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use super::units::{bytes, interval, latency, ratio};
 use crate::analysis::workloads::{JSON_FORMAT, JSON_VERSION, WorkloadRow, WorkloadsReport};
 

@@ -6,8 +6,8 @@
 use anyhow::{Result, bail};
 
 use crate::cli::report::{
-    CampaignArgs, CountingArgs, MatrixArgs, ModesArgs, OverviewArgs, PaperArgs, PaperCompareArgs,
-    PortabilityArgs, RunPick, SlowdownArgs, SuiteArgs,
+    CampaignArgs, CountingArgs, MatrixArgs, ModesArgs, OverviewArgs, PaperArgs, PaperCompareArgs, PortabilityArgs,
+    RunPick, SlowdownArgs, SuiteArgs,
 };
 use crate::cli::{FormatArg, ReportArgs, ReportKind};
 

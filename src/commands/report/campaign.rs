@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use super::portability::{campaign_page, options};
-use super::{show, text_format};
+use super::portability::campaign_page;
+use super::{options, show, text_format};
 use crate::analysis;
 use crate::cli::FormatArg;
 use crate::cli::report::CampaignArgs;

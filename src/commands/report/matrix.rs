@@ -52,7 +52,7 @@ fn kept(only: &[String], r: &ResultRow) -> bool {
 fn matrix(store: &Store, args: &MatrixArgs, by_op: bool) -> Result<()> {
     if args.format == FormatArg::Html {
         let path = html_path(args.output.as_ref())?;
-        let what = PageOf { pick: &args.pick, opts: &ReportOptions::default(), stats_seed: None, slowdown: None };
+        let what = PageOf { pick: &args.pick, opts: &ReportOptions::default(), stats_seed: None, slowdowns: None };
         return page::write(store, &what, path);
     }
     let format = text_format(args.format, args.output.as_ref())?;
@@ -68,9 +68,13 @@ fn matrix(store: &Store, args: &MatrixArgs, by_op: bool) -> Result<()> {
         let m = analysis::dtypes::build(run.id, run.origin.source, &results, &store.comparisons(run.id)?, &keep);
         return show(&m, format, String::new);
     }
-    let t = analysis::frameworks::build(run.id, &results, &picked.comparisons(store)?, &picked.references(store)?, &keep);
+    let t =
+        analysis::frameworks::build(run.id, &results, &picked.comparisons(store)?, &picked.references(store)?, &keep);
     if t.rows.is_empty() {
-        eprintln!("mlport: {} has no op run by two or more frameworks (the catalogue's `op` key maps them)", picked.describe());
+        eprintln!(
+            "mlport: {} has no op run by two or more frameworks (the catalogue's `op` key maps them)",
+            picked.describe()
+        );
     }
     show(&t, format, String::new)
 }

@@ -23,6 +23,8 @@ use anyhow::{Result, bail};
 
 use super::ExitStatus;
 use super::output::{emit, format_of};
+use crate::analysis::ReportOptions;
+use crate::cli::report::CountingArgs;
 use crate::cli::{FormatArg, ReportArgs, ReportKind};
 use crate::render::{Format, Report, to_text};
 use crate::workspace;
@@ -55,6 +57,11 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         ReportKind::Overview(a) => overview::report(&store, &a),
     }?;
     Ok(ExitStatus::Ok)
+}
+
+/// The counting options of `--all-failures` and `--reference`.
+fn options(counting: &CountingArgs) -> ReportOptions {
+    ReportOptions { attributable: !counting.all_failures, reference: counting.reference.clone() }
 }
 
 /// The text format of `--format` for a report written to stdout.

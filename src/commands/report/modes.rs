@@ -19,7 +19,8 @@ use crate::store::Store;
 pub fn modes(store: &Store, args: &ModesArgs) -> Result<()> {
     if args.format == FormatArg::Html {
         let path = html_path(args.output.as_ref())?;
-        let what = PageOf { pick: &args.pick, opts: &ReportOptions::default(), stats_seed: args.stats_seed, slowdown: None };
+        let what =
+            PageOf { pick: &args.pick, opts: &ReportOptions::default(), stats_seed: args.stats_seed, slowdowns: None };
         return page::write(store, &what, path);
     }
     view(store, args, analysis::modes::View::Compiled)
@@ -51,7 +52,8 @@ pub fn workloads(store: &Store, args: &ModesArgs) -> Result<()> {
     }
     let format = text_format(args.format, args.output.as_ref())?;
     let run = Picked::of(store, &args.pick, args.pick.run.as_deref(), None)?;
-    let stats = crate::stats::StatsConfig { seed: args.stats_seed.unwrap_or(run.summary.info.seed), ..Default::default() };
+    let stats =
+        crate::stats::StatsConfig { seed: args.stats_seed.unwrap_or(run.summary.info.seed), ..Default::default() };
     let rep = analysis::workloads::build(
         &run.summary,
         &run.results(store)?,

@@ -3,8 +3,8 @@
 
 use anyhow::{Result, bail};
 
-use super::portability::{build_portability, options};
-use super::{show, text_format};
+use super::portability::build_portability;
+use super::{options, show, text_format};
 use crate::analysis;
 use crate::cli::FormatArg;
 use crate::cli::report::OverviewArgs;

@@ -8,12 +8,15 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::picked::Picked;
-use super::slowdown::slowdown_report;
 use super::write_page;
 use crate::analysis::{self, ReportOptions};
-use crate::cli::report::{RunPick, SlowdownArgs};
+use crate::cli::report::RunPick;
 use crate::render;
 use crate::store::Store;
+
+/// The slowdowns a page shows, computed once its run is read (so a run that cannot be read is
+/// said first).
+pub type Slowdowns<'a> = &'a dyn Fn() -> Result<Vec<analysis::SlowdownReport>>;
 
 /// What one page shows.
 pub struct PageOf<'a> {
@@ -23,8 +26,8 @@ pub struct PageOf<'a> {
     pub opts: &'a ReportOptions,
     /// The bootstrap's seed of the modes section (default: the run's).
     pub stats_seed: Option<u64>,
-    /// `report slowdown`'s sides: one section each.
-    pub slowdown: Option<&'a SlowdownArgs>,
+    /// `report slowdown`'s slowdowns: one section each.
+    pub slowdowns: Option<Slowdowns<'a>>,
 }
 
 /// Writes the page of `what` to `path`, and says so on stderr.
@@ -48,8 +51,8 @@ pub fn write(store: &Store, what: &PageOf<'_>, path: &Path) -> Result<()> {
         what.stats_seed,
         analysis::modes::View::Compiled,
     );
-    let sds: Vec<analysis::SlowdownReport> = match what.slowdown {
-        Some(args) => args.specs.iter().map(|s| slowdown_report(store, args, s)).collect::<Result<_>>()?,
+    let sds = match what.slowdowns {
+        Some(slowdowns) => slowdowns()?,
         None => Vec::new(),
     };
     let page = render::html::render(&render::html::Page {

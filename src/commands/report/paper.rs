@@ -4,8 +4,8 @@
 
 use anyhow::{Result, bail};
 
-use super::portability::{build_portability, options};
-use super::{html_path, show, text_format, write_page};
+use super::portability::build_portability;
+use super::{html_path, options, show, text_format, write_page};
 use crate::analysis::{self, ReportOptions};
 use crate::cli::FormatArg;
 use crate::cli::report::{PaperArgs, PaperCompareArgs};
@@ -87,7 +87,9 @@ pub fn paper_compare(store: &Store, args: &PaperCompareArgs) -> Result<()> {
                 }
             }
             found.ok_or_else(|| {
-                anyhow::anyhow!("no run in {db} has torch on xla:0: run `mlport run --framework torch --device cpu,xla:0` first")
+                anyhow::anyhow!(
+                    "no run in {db} has torch on xla:0: run `mlport run --framework torch --device cpu,xla:0` first"
+                )
             })?
         }
     };

@@ -5,9 +5,9 @@
 use anyhow::Result;
 
 use super::page::{self, PageOf};
-use super::{emit, html_path, text_format};
+use super::{emit, html_path, options, text_format};
 use crate::analysis::{self, ReportOptions};
-use crate::cli::report::{CountingArgs, PortabilityArgs, RunPick};
+use crate::cli::report::{PortabilityArgs, RunPick};
 use crate::cli::{FormatArg, report::CampaignArgs};
 use crate::commands::output::format_of;
 use crate::commands::select::resolve_run;
@@ -45,11 +45,6 @@ pub fn print_portability(store: &Store, run_id: i64, format: FormatArg, function
     print_with(store, run_id, format_of(format)?, &ReportOptions::default(), functions)
 }
 
-/// The counting options of `--all-failures` and `--reference`.
-pub fn options(counting: &CountingArgs) -> ReportOptions {
-    ReportOptions { attributable: !counting.all_failures, reference: counting.reference.clone() }
-}
-
 /// `mlport report portability`.
 ///
 /// Errors: no such run; `-o` without `--format html`, or HTML without `-o`; the store's
@@ -59,7 +54,11 @@ pub fn report(store: &Store, args: &PortabilityArgs) -> Result<()> {
     if args.format == FormatArg::Html {
         let pick = RunPick { run: args.run.clone(), campaign: None, machine: None };
         let path = html_path(args.output.as_ref())?;
-        return page::write(store, &PageOf { pick: &pick, opts: &opts, stats_seed: args.stats_seed, slowdown: None }, path);
+        return page::write(
+            store,
+            &PageOf { pick: &pick, opts: &opts, stats_seed: args.stats_seed, slowdowns: None },
+            path,
+        );
     }
     let format = text_format(args.format, args.output.as_ref())?;
     let run = resolve_run(store, args.run.as_deref())?;
@@ -71,7 +70,7 @@ pub fn campaign_page(store: &Store, args: &CampaignArgs) -> Result<()> {
     let pick = RunPick { run: None, campaign: Some(args.name.clone()), machine: args.machine.clone() };
     let path = html_path(args.output.as_ref())?;
     let opts = options(&args.counting);
-    page::write(store, &PageOf { pick: &pick, opts: &opts, stats_seed: args.stats_seed, slowdown: None }, path)
+    page::write(store, &PageOf { pick: &pick, opts: &opts, stats_seed: args.stats_seed, slowdowns: None }, path)
 }
 
 fn print_with(store: &Store, run_id: i64, format: Format, opts: &ReportOptions, functions: bool) -> Result<()> {

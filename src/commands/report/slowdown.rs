@@ -6,8 +6,7 @@ use anyhow::{Result, bail};
 
 use super::page::{self, PageOf};
 use super::picked::Picked;
-use super::portability::options;
-use super::{html_path, show, text_format};
+use super::{html_path, options, show, text_format};
 use crate::analysis;
 use crate::cli::report::SlowdownArgs;
 use crate::cli::{FormatArg, MeasureArg, RuleArg, SlowdownSpec};
@@ -26,7 +25,10 @@ pub fn report(store: &Store, args: &SlowdownArgs) -> Result<()> {
     if args.format == FormatArg::Html {
         let path = html_path(args.output.as_ref())?;
         let opts = options(&args.counting);
-        let what = PageOf { pick: &args.pick, opts: &opts, stats_seed: args.stats_seed, slowdown: Some(args) };
+        let slowdowns = || -> Result<Vec<analysis::SlowdownReport>> {
+            args.specs.iter().map(|s| slowdown_report(store, args, s)).collect()
+        };
+        let what = PageOf { pick: &args.pick, opts: &opts, stats_seed: args.stats_seed, slowdowns: Some(&slowdowns) };
         return page::write(store, &what, path);
     }
     let format = text_format(args.format, args.output.as_ref())?;
