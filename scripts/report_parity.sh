@@ -14,8 +14,8 @@
 #
 # On a slow machine (a debug build renders a bootstrap in seconds) PARITY_RUNS="ID ..." limits the
 # per-run renderings to those runs and PARITY_SPECS=N the slowdowns to the first N pairs, and
-# PARITY_PART=reports|pages|slowdowns|others renders one part (run the parts side by side into
-# the same OUT); unset, everything is rendered.
+# PARITY_PART=reports|pages|slowdowns|others renders one part into OUT/PART (run the parts side
+# by side into the same OUT); unset, everything is rendered.
 #
 # What is rendered, per command: stdout, then the exit code, in one file; stderr apart for the
 # commands whose stderr holds no timing. Runs are found in the store, so every stored run
@@ -41,7 +41,8 @@ cmd() {
 }
 
 # pair NAME ALIAS... -- KIND...: `report ALIAS...` into NAME, `report KIND...` into NAME.kind (a
-# build without kinds: the alias's rendering copied there).
+# build without kinds: the alias's rendering copied there). A kind's options follow its name
+# (`report --db X slowdown` is refused: the older flags and a kind do not go together).
 pair() {
   local name="$1"; shift
   local alias=()
@@ -49,7 +50,7 @@ pair() {
   shift
   cmd "$name" report --db "$db" "${alias[@]}"
   if [ "$kinds" = yes ]; then
-    cmd "$name.kind" report --db "$db" "$@"
+    cmd "$name.kind" report "$@" --db "$db"
   else
     cp "$out/$name.out" "$out/$name.kind.out"; cp "$out/$name.err" "$out/$name.kind.err"
   fi
@@ -65,7 +66,7 @@ page() {
   cmd "$name" report --db "$db" "${alias[@]}" --format html -o "$work/page.html"
   mv "$work/page.html" "$out/$name.html" 2>/dev/null || true
   if [ "$kinds" = yes ]; then
-    cmd "$name.kind" report --db "$db" "$@" --format html -o "$work/page.html"
+    cmd "$name.kind" report "$@" --db "$db" --format html -o "$work/page.html"
     mv "$work/page.html" "$out/$name.kind.html" 2>/dev/null || true
   else
     cp "$out/$name.out" "$out/$name.kind.out"; cp "$out/$name.err" "$out/$name.kind.err"
@@ -90,6 +91,9 @@ EOF
 
 render() {
   bin="$(realpath "$1")"; db="$(realpath "$2")"; out="$3"
+  # A part rendered side by side with the others writes its own folder: the rewrites at the end
+  # (paths, timings) then touch its files only.
+  if [ -n "${PARITY_PART:-}" ]; then out="$out/$PARITY_PART"; fi
   mkdir -p "$out"; out="$(realpath "$out")"
   work="$(mktemp -d)"
   kinds=no
@@ -319,6 +323,14 @@ case "${1:-}" in
     ;;
   make-extra) make_extra "$(realpath "$2")" "$3" ;;
   render) render "$2" "$3" "$4" ;;
+  # diff OLD_OUT NEW_OUT: two renderings made with `render` (for parts rendered side by side).
+  diff)
+    if diff -r "$2" "$3"; then
+      echo "identical: $(find "$2" -type f | wc -l) renderings"
+    else
+      echo "renderings differ (above)"; exit 1
+    fi
+    ;;
   compare)
     tmp="$(mktemp -d)"
     render "$2" "$4" "$tmp/old"
