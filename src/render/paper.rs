@@ -8,8 +8,11 @@ use std::io::{self, Write};
 
 use std::fmt::Write as _;
 
+use minijinja::context;
+
 use super::Format;
 use super::grid::Grid;
+use super::html::bars::{self, Bar};
 use super::json::versioned;
 use super::markdown::escape;
 use super::report::Report;
@@ -252,6 +255,63 @@ fn render(p: &PaperFigures, format: Format) -> String {
     }
 }
 
+// The HTML page: the template `html/paper.html.j2` with plotters' stacked bars
+// ([`super::html::bars`]) and the pages' `grid` macro.
+
+/// The width of the bars' labels (`tensorflow cuda:0 authors`), in pixels.
+const LABEL_WIDTH: i32 = 240;
+
+/// The status figure's bars: per framework × device the authors' counting, then mlport's.
+fn status_bars(p: &PaperFigures) -> Vec<Bar> {
+    let mut out = Vec::new();
+    for r in &p.status {
+        for (method, c) in [("authors", &r.authors), ("mlport", &r.mlport)] {
+            out.push(Bar {
+                label: format!("{} {} {}", r.framework, r.device, method),
+                functions: c.functions,
+                success: c.success,
+                partial: c.partial,
+                complete_failure: c.complete_failure,
+                wrong: 0,
+            });
+        }
+    }
+    out
+}
+
+/// The bars' text alternative: one clause per bar.
+fn alt(bars: &[Bar]) -> String {
+    let clauses: Vec<String> = bars
+        .iter()
+        .map(|b| {
+            format!(
+                "{}: {} success, {} partial, {} complete failure of {}",
+                b.label, b.success, b.partial, b.complete_failure, b.functions
+            )
+        })
+        .collect();
+    clauses.join("; ")
+}
+
+/// The page of `p`, ending with a newline.
+///
+/// Errors: a template error (the templates are compiled in and tested), naming the template
+/// and line.
+fn page(p: &PaperFigures) -> anyhow::Result<String> {
+    let env = super::html::environment()?;
+    let bars = status_bars(p);
+    let page = env.get_template("paper.html")?.render(context! {
+        format => format!("{JSON_FORMAT}.html"),
+        version => JSON_VERSION,
+        bars_svg => bars::stacked(&bars, LABEL_WIDTH),
+        bars_alt => alt(&bars),
+        status => status_grid(p),
+        latency => latency_grid(p),
+        notes => notes(p),
+    })?;
+    Ok(page + "\n")
+}
+
 /// The paper's figures in every text format.
 impl Report for PaperFigures {
     fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
@@ -259,7 +319,7 @@ impl Report for PaperFigures {
     }
 
     fn html(&self) -> Option<anyhow::Result<String>> {
-        Some(super::html::paper::page(self))
+        Some(page(self))
     }
 }
 

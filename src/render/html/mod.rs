@@ -9,7 +9,6 @@
 
 pub mod bars;
 pub mod heatmap;
-pub mod paper;
 pub mod slowdown;
 
 use minijinja::{Environment, context};
@@ -29,7 +28,7 @@ pub const HTML_VERSION: u32 = 1;
 
 /// The run's page.
 const TEMPLATE: &str = include_str!("page.html.j2");
-/// The paper's figures' page ([`paper`]).
+/// The paper's figures' page ([`crate::render::paper`]).
 const PAPER_TEMPLATE: &str = include_str!("paper.html.j2");
 /// The `grid` macro both pages draw their tables with.
 const GRID_TEMPLATE: &str = include_str!("grid.html.j2");
@@ -37,7 +36,7 @@ const GRID_TEMPLATE: &str = include_str!("grid.html.j2");
 /// The pages' templates (HTML auto-escaping, by their `.html` names).
 ///
 /// Errors: a template that does not parse (named, with its line).
-fn environment() -> anyhow::Result<Environment<'static>> {
+pub(crate) fn environment() -> anyhow::Result<Environment<'static>> {
     let mut env = Environment::new();
     env.add_template("grid.html", GRID_TEMPLATE)?;
     env.add_template("page.html", TEMPLATE)?;
