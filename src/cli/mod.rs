@@ -3,6 +3,7 @@
 //! numbers, `--slowdown` sides), so the commands never parse a string clap has seen. A bad
 //! value is a usage error (exit code 2, [`crate::commands::ExitStatus::Usage`]).
 
+pub mod report;
 pub mod values;
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{Dtype, Framework, Mode, Shard, Target};
 use crate::store::Location;
+pub use report::ReportKind;
 pub use values::{SlowdownSide, SlowdownSpec, TargetArg, ThresholdFor};
 
 /// mlport: which ML framework functions run on which devices and dtypes, whether they
@@ -31,7 +33,10 @@ pub struct Cli {
 pub enum Command {
     /// Run the catalogue on every (framework, device, dtype) and store the results.
     Run(RunArgs),
-    /// Print the portability report of a stored run.
+    /// Print a report of stored results: `mlport report <KIND>` (portability, slowdown, modes,
+    /// routes, workloads, dtypes, frameworks, paper, paper-compare, campaign, suite, overview;
+    /// default portability). The older flags (`--slowdown`, `--modes`, `--run all`, ...) are
+    /// aliases of the kinds (docs/reports.md).
     Report(ReportArgs),
     /// Show the catalogue, the frameworks and the devices they can see.
     List(ListArgs),
@@ -569,9 +574,38 @@ pub struct RunArgs {
     pub format: FormatArg,
 }
 
-/// Arguments of `mlport report`.
+/// The aliases of `mlport report`'s kinds, as `mlport report --help` lists them.
+const REPORT_ALIASES: &str = "\
+Aliases (the older flags; each prints the same bytes as its kind):
+  mlport report [--run RUN]            = mlport report portability [--run RUN]
+  mlport report --slowdown A..B        = mlport report slowdown A..B
+  mlport report --modes                = mlport report modes
+  mlport report --routes               = mlport report routes
+  mlport report --workloads            = mlport report workloads
+  mlport report --dtypes               = mlport report dtypes
+  mlport report --frameworks           = mlport report frameworks
+  mlport report --paper                = mlport report paper
+  mlport report --paper-compare        = mlport report paper-compare
+  mlport report --campaign NAME        = mlport report campaign NAME
+  mlport report --suite A,B            = mlport report suite A B
+  mlport report --run all              = mlport report overview
+When several are given, the first of --paper-compare, --slowdown, --paper, --modes, --routes,
+--workloads, --run all, --dtypes, --frameworks, --campaign wins (as it always did); see
+docs/reports.md.";
+
+/// Arguments of `mlport report`: a kind ([`ReportKind`], each with its own options), or,
+/// without one, the older flags, each an alias of a kind (`--slowdown A..B` is
+/// `report slowdown A..B`); a kind and these flags do not go together.
 #[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_long_help = REPORT_ALIASES,
+    next_help_heading = "Options without a kind (the older flags, each an alias of a kind)"
+)]
 pub struct ReportArgs {
+    /// The report; without one, the flags below pick it (default: `portability`).
+    #[command(subcommand)]
+    pub kind: Option<ReportKind>,
     /// The store to read.
     #[command(flatten)]
     pub db: DbArg,

@@ -80,6 +80,6 @@ pub fn paper(args: ImportPaperArgs) -> Result<ExitStatus> {
         args.dir.display(),
         started.elapsed().as_secs_f64()
     );
-    emit(&render::overview::render(&reports, format_of(args.format)?))?;
+    emit(&render::to_text(&render::overview::Overview(&reports), format_of(args.format)?))?;
     Ok(ExitStatus::Ok)
 }

@@ -4,6 +4,8 @@
 //! reference device. JSON is versioned (`{"format": "mlport.campaign", "version": 2}`); CSV has
 //! one row per machine × framework × target, counts as numbers and latency in ns.
 
+use std::io::{self, Write};
+
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -13,6 +15,7 @@ use super::csv::Csv;
 use super::grid::Grid;
 use super::json::pretty;
 use super::portability::words::{SUMMARY_COLUMNS, summary_cells, versions};
+use super::report::Report;
 use crate::analysis::campaign::{CampaignReport, MachineReport};
 use crate::model::Target;
 
@@ -24,7 +27,7 @@ pub const JSON_FORMAT: &str = "mlport.campaign";
 pub const JSON_VERSION: u32 = 2;
 
 /// Renders `report`. Ends with a newline.
-pub fn render(report: &CampaignReport, format: Format) -> String {
+fn render(report: &CampaignReport, format: Format) -> String {
     match format {
         Format::Table => text(report, false),
         Format::Markdown => text(report, true),
@@ -136,9 +139,8 @@ fn json(r: &CampaignReport) -> String {
         .machines
         .iter()
         .map(|m| {
-            let portability: serde_json::Value =
-                serde_json::from_str(&super::portability::render(&m.report, Format::Json))
-                    .expect("the portability JSON parses");
+            let portability: serde_json::Value = serde_json::from_str(&super::report::to_text(&m.report, Format::Json))
+                .expect("the portability JSON parses");
             Machine {
                 machine: &m.machine,
                 reference_device: &m.report.reference,
@@ -200,6 +202,35 @@ fn csv(r: &CampaignReport) -> String {
         }
     }
     out.finish()
+}
+
+/// A campaign's portability in every text format.
+impl Report for CampaignReport {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
+    }
+}
+
+/// A campaign's table followed by each machine's failing functions
+/// (`report campaign NAME --functions`): table or Markdown only.
+pub struct CampaignWithFunctions<'a>(pub &'a CampaignReport);
+
+impl Report for CampaignWithFunctions<'_> {
+    fn formats(&self) -> &'static [Format] {
+        &[Format::Table, Format::Markdown]
+    }
+
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        if !self.formats().contains(&format) {
+            return Err(super::report::unsupported(format));
+        }
+        self.0.render(format, out)?;
+        for m in &self.0.machines {
+            out.write_all(b"\n")?;
+            super::portability::Functions(&m.report).render(format, out)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 //! version 3 `unchecked`) or CSV: one mark per cell, a legend, then
 //! the cases that did not pass.
 
+use std::io::{self, Write};
+
 use super::Format;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::dtypes::{Cell, DtypeMatrix, Problem};
 use crate::model::{Outcome, Reason};
 
@@ -113,7 +116,7 @@ fn problem_line(p: &Problem) -> String {
 
 /// Renders the matrix, its legend and the list of cases that did not pass. CSV is the matrix
 /// only (marks as in the table); JSON holds everything with counts per cell.
-pub fn render(m: &DtypeMatrix, format: Format) -> String {
+fn render(m: &DtypeMatrix, format: Format) -> String {
     let g = grid(m);
     match format {
         Format::Json => versioned(JSON_FORMAT, JSON_VERSION, m),
@@ -138,6 +141,13 @@ pub fn render(m: &DtypeMatrix, format: Format) -> String {
             }
             out
         }
+    }
+}
+
+/// The dtype matrix in every text format.
+impl Report for DtypeMatrix {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

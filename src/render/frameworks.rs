@@ -3,10 +3,13 @@
 //! apart from `wrong`) or CSV: per row, each
 //! framework's verdict against float64 with its largest error and median time.
 
+use std::io::{self, Write};
+
 use super::Format;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use super::units::latency;
 use crate::analysis::frameworks::{Entry, FrameworkTable, compared};
 use crate::model::ComparisonRow;
@@ -166,7 +169,7 @@ pub fn summary_lines(t: &FrameworkTable) -> Vec<String> {
 }
 
 /// Renders the table and its summary. CSV is the table only; JSON holds every comparison.
-pub fn render(t: &FrameworkTable, format: Format) -> String {
+fn render(t: &FrameworkTable, format: Format) -> String {
     let g = grid(t);
     let lines = summary_lines(t);
     match format {
@@ -179,6 +182,13 @@ pub fn render(t: &FrameworkTable, format: Format) -> String {
             g.markdown(),
             lines.iter().map(|l| format!("- {}", escape(l).replace("\\`", "`"))).collect::<Vec<_>>().join("\n")
         ),
+    }
+}
+
+/// The cross-framework table in every text format.
+impl Report for FrameworkTable {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

@@ -8,7 +8,8 @@ use super::csv::Csv;
 use super::markdown::{escape, row, rule_row};
 
 /// Rows of cells under column titles; `right` lists the right-aligned columns (0-based).
-#[derive(Clone, Debug, Default)]
+/// Serialised (`columns`, `right`, `rows`) for the HTML pages' `grid` macro.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Grid {
     /// The column titles.
     pub columns: Vec<String>,

@@ -2,6 +2,8 @@
 //! versioned JSON (`{"format": "mlport.modes", "version": 2}`; 2: one row per compiled mode, with
 //! torch's graph breaks and the functions that run only compiled) or CSV.
 
+use std::io::{self, Write};
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -14,6 +16,7 @@ use super::histogram::log2_rows;
 use super::json::versioned;
 use super::markdown::escape;
 use super::portability::words::versions;
+use super::report::Report;
 use super::units::{count_of, interval, latency, ratio, reasons};
 use crate::analysis::modes::{ModeRow, ModesReport, View};
 use crate::model::{Framework, Reason};
@@ -241,7 +244,7 @@ fn compiled_only_grid(rep: &ModesReport) -> Grid {
 /// steady-state ratios, the functions that fail, recompile or change their answer, those that
 /// fail eagerly but run compiled, the rule. CSV: the summary table's numbers ([`csv`]). JSON:
 /// everything, `{"format": "mlport.modes", "version": 2}`.
-pub fn render(rep: &ModesReport, format: Format) -> String {
+fn render(rep: &ModesReport, format: Format) -> String {
     match format {
         Format::Json => {
             #[derive(Serialize)]
@@ -335,6 +338,13 @@ pub fn render(rep: &ModesReport, format: Format) -> String {
             out.push_str(&rule);
             out
         }
+    }
+}
+
+/// The eager-against-compiled (or export routes) view in every text format.
+impl Report for ModesReport {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

@@ -9,10 +9,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use std::io::{self, Write};
+
 use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::json::versioned;
+use super::report::Report;
 use super::units::reasons;
 use crate::analysis::{PortabilityReport, TargetSummary};
 use crate::model::RunSource;
@@ -91,8 +94,18 @@ fn rules(reports: &[PortabilityReport]) -> Vec<String> {
         .collect()
 }
 
+/// The overview of several runs (`mlport report overview`): the runs' portability reports,
+/// one row per run × framework × target.
+pub struct Overview<'a>(pub &'a [PortabilityReport]);
+
+impl Report for Overview<'_> {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self.0, format).as_bytes())
+    }
+}
+
 /// Renders the overview of `reports` (one per run, in the order given). Ends with a newline.
-pub fn render(reports: &[PortabilityReport], format: Format) -> String {
+fn render(reports: &[PortabilityReport], format: Format) -> String {
     match format {
         Format::Table => table(reports),
         Format::Markdown => markdown(reports),

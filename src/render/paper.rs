@@ -1,15 +1,21 @@
-//! `mlport report --paper`: the paper's figures ([`PaperFigures`]) as a terminal table, GitHub
+//! `mlport report paper`: the paper's figures ([`PaperFigures`]) as a terminal table, GitHub
 //! Markdown, CSV, versioned JSON (`{"format": "mlport.paper", "version": 1}`) or a
-//! self-contained HTML page (the same tables, stacked bars of the statuses, both methods side
-//! by side). Percentages print with two decimals (the paper's 54.69%), ratios with four
+//! self-contained HTML page ([`super::html::paper`]: the same tables, stacked bars of the
+//! statuses, both methods side by side). Percentages print with two decimals (the paper's 54.69%), ratios with four
 //! significant digits ([`sig4`]); CSV holds the same printed values.
+
+use std::io::{self, Write};
 
 use std::fmt::Write as _;
 
+use minijinja::context;
+
 use super::Format;
 use super::grid::Grid;
+use super::html::bars::{self, Bar};
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::paper::{LatencyRow, PaperFigures, StatusCounts};
 use crate::analysis::slowdown::{Distribution, fmt_threshold};
 
@@ -128,7 +134,7 @@ fn rows_of(r: &LatencyRow) -> [(&'static str, &Distribution, String); 2] {
 }
 
 /// The words under the tables: what was compared, then why the methods differ.
-fn notes(p: &PaperFigures) -> Vec<String> {
+pub fn notes(p: &PaperFigures) -> Vec<String> {
     let mut out: Vec<String> = p
         .latency
         .iter()
@@ -214,8 +220,8 @@ pub fn csv(p: &PaperFigures) -> String {
     g.csv()
 }
 
-/// Renders the figures in `format` (HTML: [`html`]).
-pub fn render(p: &PaperFigures, format: Format) -> String {
+/// Renders the figures in `format` (HTML: [`Report::html`]).
+fn render(p: &PaperFigures, format: Format) -> String {
     let empty = p.status.is_empty() && p.latency.is_empty();
     const NONE: &str = "No imported paper data in this store: run `mlport import paper ../shared/paper-data` first.\n";
     match format {
@@ -248,101 +254,72 @@ pub fn render(p: &PaperFigures, format: Format) -> String {
     }
 }
 
-/// The figures as one self-contained HTML page (the same Content-Security-Policy as
-/// `report --format html`: nothing fetched), the status figure also as stacked bars.
-pub fn html(p: &PaperFigures) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" \
-         content=\"default-src 'none'; style-src 'unsafe-inline'\">\n",
-    );
-    let _ = writeln!(out, "<meta name=\"generator\" content=\"{JSON_FORMAT}.html {JSON_VERSION}\">");
-    out.push_str(
-        "<title>The Grand Illusion's figures — mlport</title>\n<style>body{font-family:sans-serif;margin:1.5em auto;\
-         max-width:70em;padding:0 1em}table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #999;\
-         padding:.2em .5em}td.n{text-align:right;font-variant-numeric:tabular-nums}</style>\n</head>\n<body>\n\
-         <h1>The Grand Illusion's figures from its raw data, both methods</h1>\n",
-    );
-    out.push_str("<section id=\"status\">\n<h2>Functions by status per framework × device</h2>\n");
-    out.push_str(&bars(p));
-    out.push_str(&grid_html(&status_grid(p), "status-table"));
-    out.push_str("</section>\n<section id=\"latency\">\n<h2>GPU (T4) → TPU v3 latency per framework</h2>\n");
-    out.push_str(&grid_html(&latency_grid(p), "latency-table"));
-    out.push_str("</section>\n<section id=\"why\">\n<h2>Why the methods differ</h2>\n");
-    for n in notes(p) {
-        let _ = writeln!(out, "<p>{}</p>", esc(&n));
-    }
-    out.push_str("</section>\n</body>\n</html>\n");
-    out
-}
+// The HTML page: the template `html/paper.html.j2` with plotters' stacked bars
+// ([`super::html::bars`]) and the pages' `grid` macro.
 
-/// HTML-escapes text.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+/// The width of the bars' labels (`tensorflow cuda:0 authors`), in pixels.
+const LABEL_WIDTH: i32 = 240;
 
-/// A grid as an HTML table with `id`; numeric (right-aligned) cells get class `n`.
-pub fn grid_html(g: &Grid, id: &str) -> String {
-    let mut out = format!("<table id=\"{id}\">\n<thead><tr>");
-    for c in &g.columns {
-        let _ = write!(out, "<th>{}</th>", esc(c));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for r in &g.rows {
-        out.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            let class = if g.right.contains(&i) { " class=\"n\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", esc(c).replace('\n', "<br>"));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody>\n</table>\n");
-    out
-}
-
-/// Stacked bars of the statuses, one pair (authors, mlport) per row, Okabe-Ito colours with
-/// the counts as text; a text alternative in `aria-label`.
-fn bars(p: &PaperFigures) -> String {
-    const W: f64 = 420.0;
-    let colours = ["#0072B2", "#F0E442", "#CC79A7"];
-    let mut svg = String::new();
-    let mut alt = Vec::new();
-    let mut y = 4.0;
+/// The status figure's bars: per framework × device the authors' counting, then mlport's.
+fn status_bars(p: &PaperFigures) -> Vec<Bar> {
+    let mut out = Vec::new();
     for r in &p.status {
         for (method, c) in [("authors", &r.authors), ("mlport", &r.mlport)] {
-            let label = format!("{} {} {}", r.framework, r.device, method);
-            let _ = write!(svg, "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>", y + 12.0, esc(&label));
-            let mut x = 230.0;
-            for (n, colour) in [c.success, c.partial, c.complete_failure].iter().zip(colours) {
-                if c.functions == 0 {
-                    break;
-                }
-                let w = W * *n as f64 / c.functions as f64;
-                let _ = write!(
-                    svg,
-                    "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"16\" fill=\"{colour}\" stroke=\"#000\" \
-                     stroke-width=\"0.5\"/>"
-                );
-                if *n > 0 {
-                    let _ = write!(svg, "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\">{n}</text>", x + 2.0, y + 12.0);
-                }
-                x += w;
-            }
-            alt.push(format!(
-                "{label}: {} success, {} partial, {} complete failure of {}",
-                c.success, c.partial, c.complete_failure, c.functions
-            ));
-            y += 20.0;
+            out.push(Bar {
+                label: format!("{} {} {}", r.framework, r.device, method),
+                functions: c.functions,
+                success: c.success,
+                partial: c.partial,
+                complete_failure: c.complete_failure,
+                wrong: 0,
+            });
         }
-        y += 6.0;
     }
-    format!(
-        "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"680\" height=\"{h}\" role=\"img\" \
-         aria-label=\"{a}\">{svg}</svg><figcaption>Success (blue), partial (yellow), complete failure (reddish \
-         purple), per framework × device, the authors' counting above mlport's. {a}.</figcaption></figure>\n",
-        h = y + 4.0,
-        a = esc(&alt.join("; "))
-    )
+    out
+}
+
+/// The bars' text alternative: one clause per bar.
+fn alt(bars: &[Bar]) -> String {
+    let clauses: Vec<String> = bars
+        .iter()
+        .map(|b| {
+            format!(
+                "{}: {} success, {} partial, {} complete failure of {}",
+                b.label, b.success, b.partial, b.complete_failure, b.functions
+            )
+        })
+        .collect();
+    clauses.join("; ")
+}
+
+/// The page of `p`, ending with a newline.
+///
+/// Errors: a template error (the templates are compiled in and tested), naming the template
+/// and line.
+fn page(p: &PaperFigures) -> anyhow::Result<String> {
+    let env = super::html::environment()?;
+    let bars = status_bars(p);
+    let page = env.get_template("paper.html")?.render(context! {
+        format => format!("{JSON_FORMAT}.html"),
+        version => JSON_VERSION,
+        bars_svg => bars::stacked(&bars, LABEL_WIDTH),
+        bars_alt => alt(&bars),
+        status => status_grid(p),
+        latency => latency_grid(p),
+        notes => notes(p),
+    })?;
+    Ok(page + "\n")
+}
+
+/// The paper's figures in every text format.
+impl Report for PaperFigures {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
+    }
+
+    fn html(&self) -> Option<anyhow::Result<String>> {
+        Some(page(self))
+    }
 }
 
 #[cfg(test)]
@@ -404,7 +381,7 @@ mod tests {
         insta::assert_snapshot!("paper_table", render(&p, Format::Table));
         insta::assert_snapshot!("paper_markdown", render(&p, Format::Markdown));
         insta::assert_snapshot!("paper_csv", render(&p, Format::Csv));
-        insta::assert_snapshot!("paper_html", html(&p));
+        insta::assert_snapshot!("paper_html", p.html().unwrap().unwrap());
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! ([`crate::analysis::paper_compare`]) as a table, Markdown, CSV or versioned JSON
 //! (`{"format": "mlport.paper_compare", "version": 1}`).
 
+use std::io::{self, Write};
+
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -10,6 +12,7 @@ use super::Format;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use crate::analysis::paper_compare::{PaperCompare, Side};
 
 /// The `format` of the JSON document.
@@ -72,7 +75,7 @@ const RULE: &str = "Statuses by the paper's definitions, each run counted device
     now_falls_back: every counted failure today is silent_fallback. Functions are matched by catalogue name.";
 
 /// Renders the comparison.
-pub fn render(rep: &PaperCompare, format: Format) -> String {
+fn render(rep: &PaperCompare, format: Format) -> String {
     match format {
         Format::Json => {
             #[derive(Serialize)]
@@ -103,6 +106,13 @@ pub fn render(rep: &PaperCompare, format: Format) -> String {
             }
             out
         }
+    }
+}
+
+/// The paper, then and now in every text format.
+impl Report for PaperCompare {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

@@ -4,13 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::histogram::log2_rows;
 use super::json::versioned;
+use super::report::{Report, unsupported};
 use super::units::{interval, latency, ratio};
 use crate::analysis::slowdown::{
     Distribution, FrameworkSlowdown, FunctionSlowdown, Measure, NotCompared, Rule, Side, SlowdownReport, fmt_threshold,
@@ -87,7 +90,7 @@ pub fn render_histogram(r: &SlowdownReport) -> String {
 
 /// The terminal rendering: per-function table, the distribution per framework, the
 /// functions not compared, then the rule. Ends with a newline.
-pub fn render_table(r: &SlowdownReport) -> String {
+fn render_table(r: &SlowdownReport) -> String {
     let mut out = format!("mlport slowdown — B = {} vs A = {}\n\n", r.b.describe(), r.a.describe());
     if r.functions.is_empty() {
         out.push_str("No function was timed on both devices.\n");
@@ -202,7 +205,7 @@ pub fn render_table(r: &SlowdownReport) -> String {
 /// ratio columns. Times in ns, shares as fractions. Columns after `note`: the median ratio's
 /// interval and level (for `(geometric mean)`, the geometric mean's of the median ratios),
 /// `unstable`, the function's `threshold`, `intolerable`, and B's function across frameworks.
-pub fn render_csv(r: &SlowdownReport) -> String {
+fn render_csv(r: &SlowdownReport) -> String {
     let mut out = Csv::new();
     out.row([
         "framework",
@@ -302,7 +305,7 @@ pub const JSON_VERSION: u32 = 2;
 
 /// Versioned JSON: sides, options (with the statistics' settings and seed), the summary
 /// lines, functions, not compared, distributions, rule.
-pub fn render_json(r: &SlowdownReport) -> String {
+fn render_json(r: &SlowdownReport) -> String {
     #[derive(Serialize)]
     struct Body<'a> {
         a: &'a Side,
@@ -331,6 +334,49 @@ pub fn render_json(r: &SlowdownReport) -> String {
         rule: &r.rule,
     };
     versioned(JSON_FORMAT, JSON_VERSION, &body)
+}
+
+/// The formats of one slowdown: a table, CSV or JSON (no Markdown).
+const FORMATS: &[Format] = &[Format::Table, Format::Json, Format::Csv];
+
+/// One slowdown in a table, CSV or versioned JSON.
+impl Report for SlowdownReport {
+    fn formats(&self) -> &'static [Format] {
+        FORMATS
+    }
+
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        let text = match format {
+            Format::Table => render_table(self),
+            Format::Csv => render_csv(self),
+            Format::Json => render_json(self),
+            Format::Markdown => return Err(unsupported(format)),
+        };
+        out.write_all(text.as_bytes())
+    }
+}
+
+/// Several slowdowns (`report slowdown A..B C..D`), one table each separated by an empty
+/// line; a single one in any of its formats.
+pub struct Slowdowns<'a>(pub &'a [SlowdownReport]);
+
+impl Report for Slowdowns<'_> {
+    fn formats(&self) -> &'static [Format] {
+        if self.0.len() > 1 { &[Format::Table] } else { FORMATS }
+    }
+
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        if !self.formats().contains(&format) {
+            return Err(unsupported(format));
+        }
+        for (i, sd) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b"\n")?;
+            }
+            sd.render(format, out)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

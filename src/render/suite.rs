@@ -2,15 +2,18 @@
 //! column per run ([`crate::analysis::suite::SuiteTable`]); table, Markdown, CSV, or JSON
 //! `{"format": "mlport.suite", "version": 1}`.
 
+use std::io::{self, Write};
+
 use super::Format;
 use super::grid::Grid;
+use super::report::Report;
 use crate::analysis::suite::SuiteTable;
 
 /// The JSON document's version.
 pub const JSON_VERSION: u32 = 1;
 
 /// Renders `t` in `format`.
-pub fn render(t: &SuiteTable, format: Format) -> String {
+fn render(t: &SuiteTable, format: Format) -> String {
     if format == Format::Json {
         return super::json::versioned("mlport.suite", JSON_VERSION, t);
     }
@@ -49,5 +52,12 @@ pub fn render(t: &SuiteTable, format: Format) -> String {
             );
             out
         }
+    }
+}
+
+/// A suite's runs side by side in every text format.
+impl Report for SuiteTable {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }

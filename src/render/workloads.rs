@@ -4,6 +4,8 @@
 //! bytes, samples/s; empty when unknown). JSON: everything, `{"format": "mlport.workloads",
 //! "version": 1}`.
 
+use std::io::{self, Write};
+
 use std::fmt::Write as _;
 
 use super::Format;
@@ -11,6 +13,7 @@ use super::csv::Csv;
 use super::grid::Grid;
 use super::json::versioned;
 use super::markdown::escape;
+use super::report::Report;
 use super::units::{bytes, interval, latency, ratio};
 use crate::analysis::workloads::{JSON_FORMAT, JSON_VERSION, WorkloadRow, WorkloadsReport};
 
@@ -170,7 +173,7 @@ fn csv(rep: &WorkloadsReport) -> String {
 }
 
 /// Renders the report in `format`.
-pub fn render(rep: &WorkloadsReport, format: Format) -> String {
+fn render(rep: &WorkloadsReport, format: Format) -> String {
     match format {
         Format::Json => versioned(JSON_FORMAT, JSON_VERSION, rep),
         Format::Csv => csv(rep),
@@ -206,6 +209,13 @@ pub fn render(rep: &WorkloadsReport, format: Format) -> String {
             let _ = writeln!(out, "\n{rule}");
             out
         }
+    }
+}
+
+/// The workloads report in every text format.
+impl Report for WorkloadsReport {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
     }
 }
 

@@ -22,29 +22,65 @@ const LABEL: i32 = 170;
 const ROW: i32 = 44;
 const TOP: i32 = 10;
 
+/// One stacked bar: its label and its functions by status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    /// What the bar shows, written left of it (`torch cuda:0`).
+    pub label: String,
+    /// The functions the bar spans (100 %).
+    pub functions: usize,
+    /// Functions that passed on every case.
+    pub success: usize,
+    /// Functions that passed on some cases.
+    pub partial: usize,
+    /// Functions that passed on no case.
+    pub complete_failure: usize,
+    /// Functions with at least one wrong result (a thin bar beneath; also counted above).
+    pub wrong: usize,
+}
+
+impl Bar {
+    /// The bar of one run's target.
+    pub fn of(t: &TargetSummary) -> Bar {
+        Bar {
+            label: format!("{} {}", t.framework, t.device),
+            functions: t.functions_run,
+            success: t.success,
+            partial: t.partial,
+            complete_failure: t.complete_failure,
+            wrong: t.wrong_result_functions,
+        }
+    }
+}
+
 /// The SVG of the stacked bars, one row per target, each bar spanning its functions run
 /// (100 %). An empty report gives a small SVG saying so.
 pub fn svg(targets: &[TargetSummary]) -> String {
-    let height = (TOP * 2 + ROW * targets.len().max(1) as i32) as u32;
+    stacked(&targets.iter().map(Bar::of).collect::<Vec<_>>(), LABEL)
+}
+
+/// The SVG of `bars`, one row each, the labels in the `label_width` pixels left of the bars.
+/// No bar gives a small SVG saying there are no results.
+pub fn stacked(bars: &[Bar], label_width: i32) -> String {
+    let height = (TOP * 2 + ROW * bars.len().max(1) as i32) as u32;
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let font = ("sans-serif", 16).into_font().color(&BLACK);
-        if targets.is_empty() {
+        if bars.is_empty() {
             let _ = root.draw(&Text::new("No results to report.", (10, TOP + 14), font.clone()));
         }
-        let span = WIDTH as i32 - LABEL - 20;
-        for (i, t) in targets.iter().enumerate() {
+        let span = WIDTH as i32 - label_width - 20;
+        for (i, b) in bars.iter().enumerate() {
             let y = TOP + ROW * i as i32;
-            let label = format!("{} {}", t.framework, t.device);
-            let _ = root.draw(&Text::new(label, (6, y + 10), font.clone()));
-            let total = t.functions_run.max(1) as f64;
-            let mut x = LABEL;
+            let _ = root.draw(&Text::new(b.label.clone(), (6, y + 10), font.clone()));
+            let total = b.functions.max(1) as f64;
+            let mut x = label_width;
             for (count, colour, text) in [
-                (t.success, SUCCESS, WHITE),
-                (t.partial, PARTIAL, BLACK),
-                (t.complete_failure, COMPLETE_FAILURE, BLACK),
+                (b.success, SUCCESS, WHITE),
+                (b.partial, PARTIAL, BLACK),
+                (b.complete_failure, COMPLETE_FAILURE, BLACK),
             ] {
                 let w = (span as f64 * count as f64 / total).round() as i32;
                 if w > 0 {
@@ -57,9 +93,9 @@ pub fn svg(targets: &[TargetSummary]) -> String {
                 }
                 x += w;
             }
-            let w = (span as f64 * t.wrong_result_functions as f64 / total).round() as i32;
+            let w = (span as f64 * b.wrong as f64 / total).round() as i32;
             if w > 0 {
-                let _ = root.draw(&Rectangle::new([(LABEL, y + 28), (LABEL + w, y + 34)], WRONG.filled()));
+                let _ = root.draw(&Rectangle::new([(label_width, y + 28), (label_width + w, y + 34)], WRONG.filled()));
             }
         }
         let _ = root.present();

@@ -26,7 +26,23 @@ pub const HTML_FORMAT: &str = "mlport.report.html";
 /// The version of [`HTML_FORMAT`]; raised when the page's ids or data attributes change.
 pub const HTML_VERSION: u32 = 1;
 
+/// The run's page.
 const TEMPLATE: &str = include_str!("page.html.j2");
+/// The paper's figures' page ([`crate::render::paper`]).
+const PAPER_TEMPLATE: &str = include_str!("paper.html.j2");
+/// The `grid` macro both pages draw their tables with.
+const GRID_TEMPLATE: &str = include_str!("grid.html.j2");
+
+/// The pages' templates (HTML auto-escaping, by their `.html` names).
+///
+/// Errors: a template that does not parse (named, with its line).
+pub(crate) fn environment() -> anyhow::Result<Environment<'static>> {
+    let mut env = Environment::new();
+    env.add_template("grid.html", GRID_TEMPLATE)?;
+    env.add_template("page.html", TEMPLATE)?;
+    env.add_template("paper.html", PAPER_TEMPLATE)?;
+    Ok(env)
+}
 
 #[derive(Serialize)]
 struct Row {
@@ -151,8 +167,7 @@ pub struct Page<'a> {
 /// returned as text so it names the template and line.
 pub fn render(page: &Page<'_>) -> anyhow::Result<String> {
     let (report, dtypes) = (page.report, page.dtypes);
-    let mut env = Environment::new();
-    env.add_template("page.html", TEMPLATE)?;
+    let env = environment()?;
     let r = &report.run;
     let frameworks: Vec<(String, String, String)> = r
         .frameworks
@@ -206,12 +221,10 @@ pub fn render(page: &Page<'_>) -> anyhow::Result<String> {
             compared => sd.functions.len(),
             threshold => sd.options.threshold,
         }).collect::<Vec<_>>(),
-        frameworks_table => (!page.frameworks.rows.is_empty())
-            .then(|| super::paper::grid_html(&super::frameworks::grid(page.frameworks), "frameworks-table")),
+        frameworks_table => (!page.frameworks.rows.is_empty()).then(|| super::frameworks::grid(page.frameworks)),
         frameworks_count => page.frameworks.rows.len(),
         frameworks_notes => super::frameworks::summary_lines(page.frameworks),
-        modes_table => (!page.modes.rows.is_empty())
-            .then(|| super::paper::grid_html(&super::modes::grid(page.modes), "modes-table")),
+        modes_table => (!page.modes.rows.is_empty()).then(|| super::modes::grid(page.modes)),
         modes_count => page.modes.rows.len(),
         modes_rule => &page.modes.rule,
     })?;

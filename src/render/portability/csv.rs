@@ -8,7 +8,7 @@ use crate::render::csv::Csv;
 
 /// The summary: the overview's CSV of this run alone.
 pub(super) fn report(report: &PortabilityReport) -> String {
-    crate::render::overview::render(std::slice::from_ref(report), Format::Csv)
+    crate::render::report::to_text(&crate::render::overview::Overview(std::slice::from_ref(report)), Format::Csv)
 }
 
 /// Per-function CSV of one report: every function with a result on every target.

@@ -1,13 +1,43 @@
-//! Picks a renderer for a [`PortabilityReport`]: the summary, the per-function detail, or
-//! both (one JSON document).
+//! The [`Report`]s of a [`PortabilityReport`]: the summary (the report itself), the
+//! per-function detail ([`Functions`]), or both ([`WithFunctions`], one JSON document); each
+//! picks the file of its format (`table`, `markdown`, `json`, `csv`).
+
+use std::io::{self, Write};
 
 use super::{csv, json, markdown, table};
 use crate::analysis::PortabilityReport;
 use crate::render::Format;
+use crate::render::report::Report;
+
+/// The summary in every format.
+impl Report for PortabilityReport {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self, format).as_bytes())
+    }
+}
+
+/// A run's failing functions: per target the partial and complete failures with their
+/// reasons (`report portability --functions` prints them after the summary).
+pub struct Functions<'a>(pub &'a PortabilityReport);
+
+impl Report for Functions<'_> {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render_functions(self.0, format).as_bytes())
+    }
+}
+
+/// The summary followed by the failing functions (`report portability --functions`).
+pub struct WithFunctions<'a>(pub &'a PortabilityReport);
+
+impl Report for WithFunctions<'_> {
+    fn render(&self, format: Format, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render_with_functions(self.0, format).as_bytes())
+    }
+}
 
 /// The summary: one row per (framework, device), then unavailable devices, harness
 /// errors and the counting rule. Ends with a newline.
-pub fn render(report: &PortabilityReport, format: Format) -> String {
+fn render(report: &PortabilityReport, format: Format) -> String {
     match format {
         Format::Table => table::report(report),
         Format::Markdown => markdown::report(report),
@@ -18,7 +48,7 @@ pub fn render(report: &PortabilityReport, format: Format) -> String {
 
 /// Per-function detail: for each target, the functions that are partial or complete
 /// failures, with their failure reasons. Ends with a newline.
-pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
+fn render_functions(report: &PortabilityReport, format: Format) -> String {
     match format {
         Format::Table => table::functions(report),
         Format::Markdown => markdown::functions(report),
@@ -29,7 +59,7 @@ pub fn render_functions(report: &PortabilityReport, format: Format) -> String {
 
 /// The summary followed by the per-function detail; in JSON one document holding both
 /// (`mlport.portability.bundle`), so the output stays a single parseable value.
-pub fn render_with_functions(report: &PortabilityReport, format: Format) -> String {
+fn render_with_functions(report: &PortabilityReport, format: Format) -> String {
     match format {
         Format::Json => json::bundle(report),
         _ => render(report, format) + &render_functions(report, format),

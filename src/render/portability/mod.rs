@@ -10,7 +10,7 @@ mod markdown;
 mod table;
 pub(crate) mod words;
 
-pub use dispatch::{render, render_functions, render_with_functions};
+pub use dispatch::{Functions, WithFunctions};
 pub use json::{
     BUNDLE_FORMAT as JSON_BUNDLE_FORMAT, FORMAT as JSON_FORMAT, FUNCTIONS_FORMAT as JSON_FUNCTIONS_FORMAT,
     VERSION as JSON_VERSION,
