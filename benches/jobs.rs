@@ -209,7 +209,7 @@ fn latency_round(dir: &Path, round: usize) -> HashMap<String, (f64, f64)> {
         .collect()
 }
 
-/// 0. One runner (issue 35): the plan at `--jobs 1 --threads 1` with `baseline` (a release build
+/// Figure 0, one runner (issue 35): the plan at `--jobs 1 --threads 1` with `baseline` (a release build
 /// of the commit before, `MLPORT_BENCH_BASELINE`) and with this build, `rounds` times each in
 /// alternating order (baseline first in even rounds): wall times (median over rounds), and over
 /// the cases timed in every run the ratio of medians (this build's median over rounds / the

@@ -10,7 +10,7 @@
 //! Around it: [`cli`] (clap only, values parsed into types once), [`commands`] (one file per
 //! command, orchestration only; the binary maps their [`commands::ExitStatus`] to the exit
 //! code), [`model`] (the shared vocabulary and records), [`workspace`] (the on-disk layout),
-//! [`process`] (process groups and the Ctrl-C flag), [`pyenv`] (Python environments) and
+//! [`process_group`] (process groups and the Ctrl-C flag), [`pyenv`] (Python environments) and
 //! [`stats`] (self-contained statistics). Dependencies run one way (`tests/architecture.rs`).
 
 pub mod agreement;
@@ -29,7 +29,7 @@ pub mod mine;
 pub mod model;
 pub mod outcome;
 pub mod plan;
-pub mod process;
+pub mod process_group;
 pub mod progress;
 pub mod pyenv;
 pub mod render;

@@ -17,7 +17,7 @@ fn main() {
     let status = match Cli::try_parse() {
         Ok(cli) => {
             init_logging(cli.verbose);
-            match commands::dispatch(cli.command) {
+            match commands::invoke(cli.command) {
                 Ok(status) => status,
                 Err(e) if e.is::<StdoutClosed>() => ExitStatus::Ok,
                 Err(e) if e.is::<UsageError>() => {

@@ -14,7 +14,7 @@ use crate::model::{Dtype, Framework, FunctionStatus, Outcome, Reason, Target};
 /// compiler counts only when the same case ran eagerly on the same device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attribution {
-    /// Live runs (DESIGN.md): a failing case counts only if the same case passed on the
+    /// Live runs (docs/architecture.md, "Words": device-attributable): a failing case counts only if the same case passed on the
     /// reference device; a case the reference did not pass (or did not run) is excused.
     ReferencePassed,
     /// Test suites (imported or run by `mlport pytest`), the paper's rule: a failing test

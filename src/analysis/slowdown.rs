@@ -1,4 +1,4 @@
-//! Slowdown between two devices (DESIGN.md: slowdown = latency on device B / on device
+//! Slowdown between two devices (docs/architecture.md: slowdown = latency on device B / on device
 //! A; intolerable above a threshold, 10× by default, the paper's mark): per function, the
 //! ratio of the mean and of the median steady-state latency on B to those on A, over the
 //! cases (tests) timed on both; then the distribution of those ratios over functions —

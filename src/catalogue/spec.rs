@@ -115,7 +115,7 @@ pub struct CaseTable {
     #[serde(default)]
     pub ulp: Option<Spanned<f64>>,
     /// Relative tolerance for every dtype of the case, replacing the dtype's default
-    /// (torch.testing.assert_close's; DESIGN.md); non-negative.
+    /// (torch.testing.assert_close's; docs/architecture.md, "Words"); non-negative.
     #[serde(default)]
     pub rtol: Option<Spanned<f64>>,
     /// Absolute tolerance for every dtype of the case, replacing the dtype's default; non-negative.

@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use super::ExitStatus;
 use super::output::{StdoutClosed, emit, format_of};
 use super::scan::scan_with;
-use super::select::{campaign_runs, machine_runs, resolve_run};
 use crate::audit::{self, AuditReport};
 use crate::cli::AuditArgs;
+use crate::lifecycle::select::{campaign_runs, machine_runs, resolve_run};
 use crate::{render, workspace};
 
 /// The file a framework's drafts go to: `path` itself for one framework, else

@@ -8,10 +8,10 @@ use anyhow::{Result, bail};
 
 use super::ExitStatus;
 use super::output::{emit, format_of, plural};
-use super::select::runs_named;
 use crate::analysis::ReportOptions;
 use crate::analysis::diff::{DiffOptions, SideData, diff as compute};
 use crate::cli::DiffArgs;
+use crate::lifecycle::select::runs_named;
 use crate::model::{ComparisonRow, ResultRow, RunSummary};
 use crate::render::{self, Format};
 use crate::stats::StatsConfig;

@@ -8,9 +8,9 @@ use anyhow::{Result, bail};
 use super::ExitStatus;
 use super::import_bundle::not_finished;
 use super::output::{now, plural};
-use super::select::runs_named;
 use crate::bundle::{self, ToExport};
 use crate::cli::ExportArgs;
+use crate::lifecycle::select::runs_named;
 use crate::model::RunState;
 use crate::workspace;
 

@@ -5,9 +5,9 @@
 use anyhow::Result;
 
 use super::output::emit;
-use crate::lifecycle::start::load_catalogue;
 use super::{ExitStatus, env};
 use crate::cli::ListArgs;
+use crate::lifecycle::start::load_catalogue;
 use crate::model::Framework;
 use crate::render;
 

@@ -1,6 +1,6 @@
 //! One file per command, orchestration only: each takes its typed arguments from
 //! [`crate::cli`], does its job through the library modules, writes results to stdout (logs
-//! and progress to stderr) and returns an [`ExitStatus`]. [`dispatch`] picks the command;
+//! and progress to stderr) and returns an [`ExitStatus`]. [`invoke`] runs the command asked for;
 //! `main.rs` maps the status, or an error, to the process's exit code — the one place that
 //! does (see [`ExitStatus::code`]).
 
@@ -24,7 +24,6 @@ mod scan;
 use anyhow::Result;
 
 use crate::cli::{Command, ImportCommand};
-use crate::lifecycle::select;
 pub use output::{StdoutClosed, UsageError};
 
 /// How a command ended, and so the process's exit code.
@@ -59,7 +58,7 @@ impl ExitStatus {
 ///
 /// Errors: whatever stops the command (a store that cannot be opened, a catalogue error, a
 /// closed stdout: [`StdoutClosed`]); worker crashes and timeouts are outcomes, never errors.
-pub fn dispatch(command: Command) -> Result<ExitStatus> {
+pub fn invoke(command: Command) -> Result<ExitStatus> {
     match command {
         Command::Run(a) => run::run(a),
         Command::Report(a) => report::report(a),

@@ -5,10 +5,10 @@
 use anyhow::{Context, Result, bail};
 
 use super::report::print_portability;
-use super::select::{check_label, resolve_run};
 use super::{ExitStatus, env};
 use crate::cli::{PytestArgs, SuiteFailOn};
 use crate::import::pytest_session::{self, Recorded, Session};
+use crate::lifecycle::select::{check_label, resolve_run};
 use crate::model::RunSource;
 use crate::store::Store;
 use crate::{pyenv, workspace};

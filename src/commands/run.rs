@@ -16,7 +16,7 @@ use crate::lifecycle::close::{Closed, close};
 use crate::lifecycle::start::{self, Begun, Opened, Request, Start};
 use crate::model::{Framework, Mode, RunSwitches, Target};
 use crate::plan::Selection;
-use crate::process;
+use crate::process_group;
 use crate::progress::Progress;
 use crate::pyenv;
 use crate::runner::schedule::{self, Layout};
@@ -213,7 +213,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
         ..RunConfig::default()
     };
     workspace::create_dir(&cfg.run_dir)?;
-    let interrupted = process::interrupted();
+    let interrupted = process_group::interrupted();
 
     let mut per_fw = BTreeMap::new();
     for c in &cases {

@@ -22,7 +22,7 @@ use crate::model::{Framework, FrameworkInfo, RunData, RunOrigin, RunSource, RunS
 use crate::outcome::TestEnding;
 use crate::store::Store;
 use crate::worker::pipes::{Incoming, read_lines};
-use crate::{catalogue, process, pyenv, runner};
+use crate::{catalogue, process_group, pyenv, runner};
 
 /// What to run: a suite, the framework and device it is for, and where mlport keeps its files.
 pub struct Session<'a> {
@@ -209,11 +209,11 @@ pub fn run(store: &mut Store, args: &Session) -> Result<Recorded> {
 
     let limit = args.timeout.map(|t| Duration::from_secs_f64(t.min(catalogue::MAX_TIMEOUT_S)));
     let mut child =
-        process::own_group(&mut cmd).spawn().with_context(|| format!("cannot run {}", args.python.display()))?;
+        process_group::own_group(&mut cmd).spawn().with_context(|| format!("cannot run {}", args.python.display()))?;
     let rx = read_lines(child.stdout.take().context("pytest's stdout")?);
     let started = Instant::now();
     let (mut hello, mut ended_cleanly) = (false, false);
-    let interrupted = process::interrupted();
+    let interrupted = process_group::interrupted();
     let mut handle = |line: &str, s: &mut Stream, target: &mut Destination<'_>| -> Result<()> {
         let _ = writeln!(log, "{line}");
         match stream::parse(line) {
@@ -246,19 +246,19 @@ pub fn run(store: &mut Store, args: &Session) -> Result<Recorded> {
             Err(RecvTimeoutError::Disconnected) => {}
         }
         if interrupted.load(Ordering::SeqCst) {
-            process::stop_group(&mut child);
+            process_group::stop_group(&mut child);
             break Ending::Interrupted;
         }
         if let Some(l) = limit
             && started.elapsed() >= l
         {
-            process::stop_group(&mut child);
+            process_group::stop_group(&mut child);
             break Ending::TimedOut(l.as_secs_f64());
         }
-        if process::has_ended(&child) {
+        if process_group::has_ended(&child) {
             // What the suite left in its group (forked workers holding the pipe) goes with it;
             // the lines already written are read to the end.
-            process::kill_group(&child);
+            process_group::kill_group(&child);
             let deadline = Instant::now() + Duration::from_secs(5);
             while let Ok(m) = rx.recv_deadline(deadline) {
                 if let Incoming::Line(line) = m {
@@ -295,7 +295,7 @@ pub fn run(store: &mut Store, args: &Session) -> Result<Recorded> {
                     target.add(&piece)?;
                 }
                 let how =
-                    status.signal().map_or_else(|| format!("exit code {:?}", status.code()), process::signal_name);
+                    status.signal().map_or_else(|| format!("exit code {:?}", status.code()), process_group::signal_name);
                 eprintln!("mlport: pytest died ({how}) while {name} ran; it is recorded as crash");
                 notes.push(format!(
                     "pytest died ({how}) while {name} ran; `mlport pytest ... --resume` runs the tests after it"

@@ -1,6 +1,6 @@
 //! The shared vocabulary and records of mlport: frameworks, targets and dtypes, outcomes and
 //! failure reasons, function statuses (the names of the paper, "The Grand Illusion", Mince et
-//! al., arXiv 2309.07181, and of DESIGN.md), and the records every stage passes on — runs,
+//! al., arXiv 2309.07181, and of docs/architecture.md), and the records every stage passes on — runs,
 //! planned functions and cases with their typed specs, results, references and comparisons. Every durable format
 //! stores the `as_str` spellings of its enums. Which outcome a case gets is decided in
 //! [`crate::outcome`]; this module only names it.

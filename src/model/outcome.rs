@@ -1,4 +1,4 @@
-//! The vocabulary of how a case ended: [`Outcome`], failure [`Reason`] (DESIGN.md's taxonomy)
+//! The vocabulary of how a case ended: [`Outcome`], failure [`Reason`] (the taxonomy in docs/architecture.md)
 //! and the paper's [`FunctionStatus`]. Which outcome and reason a case gets is decided in
 //! [`crate::outcome`] only; this module names them.
 
@@ -59,7 +59,7 @@ fn unknown_outcome(s: &str) -> String {
     format!("unknown outcome `{s}`")
 }
 
-/// Why a case failed: the taxonomy of DESIGN.md.
+/// Why a case failed: the taxonomy of docs/architecture.md ("Words").
 #[derive(
     Clone,
     Copy,
@@ -122,7 +122,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Every reason, in DESIGN.md's order (the derived `Ord`).
+    /// Every reason, in docs/architecture.md's order (the derived `Ord`).
     pub const ALL: [Reason; Reason::COUNT] = *Reason::VARIANTS.first_chunk().expect("every variant");
 
     /// The snake_case name stored with each result and shown in reports (`not_implemented`).

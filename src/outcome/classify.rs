@@ -1,4 +1,4 @@
-//! Failure classification: decides the failure [`Reason`] (DESIGN.md taxonomy) of a failed
+//! Failure classification: decides the failure [`Reason`] (docs/architecture.md, "Words") of a failed
 //! case from the error the Python worker reported — qualified exception type, message,
 //! phase and harness flag (see `mlport_worker.error_dict`).
 //!
@@ -34,7 +34,7 @@ const SILENT_FALLBACK: &str = "mlport.SilentFallback";
 /// The exception type the worker reports when an export route's exporter refused the function.
 const EXPORT_ERROR: &str = "mlport.ExportError";
 
-/// The failure reason for a failed case (DESIGN.md taxonomy), decided from exception type and
+/// The failure reason for a failed case (docs/architecture.md, "Words"), decided from exception type and
 /// message. Rules, in order (the first that matches decides):
 ///
 /// 1. harness flag set ⇒ `harness_error` (`rule_harness`).

@@ -83,7 +83,7 @@ pub fn imported(framework: Framework, ending: &TestEnding<'_>) -> Decision {
         }
         TestEnding::Crashed { signal, exit_code } => {
             let how = match (signal, exit_code) {
-                (Some(s), _) => format!("killed by {}", crate::process::signal_name(*s)),
+                (Some(s), _) => format!("killed by {}", crate::process_group::signal_name(*s)),
                 (None, Some(c)) => format!("exited with code {c}"),
                 (None, None) => "closed its pipe".into(),
             };

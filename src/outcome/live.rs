@@ -78,7 +78,7 @@ pub fn recompiled(total: Option<u64>, first_call: Option<u64>, graph_breaks: Opt
 /// No answer within the case's time limit: the worker's process group was killed after
 /// `after`, by `signal` (`None`: it had exited) ⇒ `timeout`, reason `timeout`.
 pub fn timeout(after: Duration, signal: Option<i32>) -> Decision {
-    let how = signal.map_or("exited".into(), crate::process::signal_name);
+    let how = signal.map_or("exited".into(), crate::process_group::signal_name);
     let message = format!("no answer within {:.1} s; worker process group killed ({how})", after.as_secs_f64());
     Decision::with(Outcome::Timeout, Some(Reason::Timeout), message)
 }
@@ -93,7 +93,7 @@ const SIGKILL: i32 = 9;
 /// take the machine into a second OOM).
 pub fn crash(signal: Option<i32>, exit_code: Option<i32>, oom_kills: u64) -> Decision {
     let message = match (signal, exit_code) {
-        (Some(s), _) => format!("worker killed by {}", crate::process::signal_name(s)),
+        (Some(s), _) => format!("worker killed by {}", crate::process_group::signal_name(s)),
         (None, Some(c)) => format!("worker exited with code {c}"),
         _ => "worker closed its pipe".into(),
     };

@@ -1,5 +1,5 @@
 //! Outcomes of cases: the only code that sets a case's [`Outcome`](crate::model::Outcome) and
-//! failure [`Reason`](crate::model::Reason) (DESIGN.md, "failure reasons"). Every way a case can
+//! failure [`Reason`](crate::model::Reason) (docs/architecture.md, "Words"). Every way a case can
 //! end has one function here, and callers write the [`Decision`] it returns:
 //! - an exception the worker (or a pytest report) reported: [`classify`], the numbered rules
 //!   tested on captured real errors, reached through [`answered`] and [`imported`];

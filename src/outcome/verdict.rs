@@ -1,5 +1,5 @@
 //! The verdict of a comparison: a result whose outputs disagree with a reference is
-//! `wrong_result` (DESIGN.md: "ran, but the answer disagrees beyond tolerance"). The comparisons
+//! `wrong_result` (docs/architecture.md: "ran, but the answer disagrees beyond tolerance"). The comparisons
 //! themselves are [`crate::agreement`]'s; this decides what they mean for the outcome.
 
 use super::Decision;

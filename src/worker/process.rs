@@ -21,9 +21,9 @@ use super::oom::OomKills;
 use super::pipes::{self, Incoming, StderrTail};
 use super::protocol::{Hello, Message, PROTOCOL_VERSION, Request, RunReply};
 use crate::model::{Framework, Target};
-use crate::process;
+use crate::process_group;
 
-pub use crate::process::KILL_GRACE;
+pub use crate::process_group::KILL_GRACE;
 
 /// Time the core gives the supervisor beyond [`KILL_GRACE`] to kill what the worker left and
 /// exit, before it SIGKILLs the supervisor's group itself.
@@ -215,7 +215,7 @@ pub fn spawn(spec: &WorkerSpec, start_timeout: Duration, interrupted: &AtomicBoo
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    process::own_group(&mut cmd);
+    process_group::own_group(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -328,7 +328,7 @@ impl Worker {
                 let signal = self.kill();
                 return Err(Failure::Timeout { after: timeout, signal, stderr_tail: self.stderr_tail() });
             }
-            if ended_at.is_none() && process::has_ended(&self.child) {
+            if ended_at.is_none() && process_group::has_ended(&self.child) {
                 ended_at = Some(Instant::now());
             }
             if ended_at.is_some_and(|t| t.elapsed() >= PIPE_DRAIN) {
@@ -358,7 +358,7 @@ impl Worker {
     /// The worker closed its pipe or ended: wait for its supervisor (which kills what the worker
     /// left) and describe how it ended.
     fn died(&mut self) -> Failure {
-        let status = if process::wait_ended(&self.child, Duration::from_secs(5)) {
+        let status = if process_group::wait_ended(&self.child, Duration::from_secs(5)) {
             self.reap()
         } else {
             self.kill();
@@ -377,7 +377,7 @@ impl Worker {
     /// Kills what is left of the group of a supervisor that has ended, then reaps it.
     fn reap(&mut self) -> Option<ExitStatus> {
         if self.ended.is_none() {
-            self.ended = Some(process::stop_group_within(&mut self.child, Duration::ZERO));
+            self.ended = Some(process_group::stop_group_within(&mut self.child, Duration::ZERO));
         }
         self.ended.flatten()
     }
@@ -395,7 +395,7 @@ impl Worker {
             tracing::warn!("worker {} said something unasked: {said:.200}", self.child.id());
             stale = true;
         }
-        !stale && self.ended.is_none() && !process::has_ended(&self.child)
+        !stale && self.ended.is_none() && !process_group::has_ended(&self.child)
     }
 
     /// Runs one case with a time limit. An answer for another case than the one asked
@@ -427,7 +427,7 @@ impl Worker {
     /// if one did.
     pub fn kill(&mut self) -> Option<i32> {
         if self.ended.is_none() {
-            self.ended = Some(process::stop_group_within(&mut self.child, KILL_GRACE + SUPERVISOR_MARGIN));
+            self.ended = Some(process_group::stop_group_within(&mut self.child, KILL_GRACE + SUPERVISOR_MARGIN));
         }
         self.ended.flatten().and_then(|s| s.signal())
     }
@@ -437,7 +437,7 @@ impl Worker {
         let ok = self.send(&Request::Shutdown { v: PROTOCOL_VERSION }).is_ok();
         self.stdin = None;
         if ok {
-            process::wait_ended(&self.child, KILL_GRACE);
+            process_group::wait_ended(&self.child, KILL_GRACE);
         }
         // The group is stopped whether or not the worker exited: what it started goes with it.
         self.kill();

@@ -9,7 +9,7 @@ use super::{options, show, text_format};
 use crate::analysis;
 use crate::cli::FormatArg;
 use crate::cli::report::CampaignArgs;
-use crate::commands::select;
+use crate::lifecycle::select;
 use crate::render::Report;
 use crate::render::campaign::CampaignWithFunctions;
 use crate::store::Store;

@@ -9,7 +9,7 @@ use super::{html_path, options, show, text_format, write_page};
 use crate::analysis::{self, ReportOptions};
 use crate::cli::FormatArg;
 use crate::cli::report::{PaperArgs, PaperCompareArgs};
-use crate::commands::select::resolve_run;
+use crate::lifecycle::select::resolve_run;
 use crate::model::Framework;
 use crate::render::Report;
 use crate::store::Store;

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::analysis;
 use crate::cli::report::RunPick;
-use crate::commands::select::{self, resolve_run};
+use crate::lifecycle::select::{self, resolve_run};
 use crate::model::{ComparisonRow, DeviceInfo, ReferenceRow, ResultRow, RunSummary};
 use crate::store::Store;
 

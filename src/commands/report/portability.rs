@@ -10,7 +10,7 @@ use crate::analysis::{self, ReportOptions};
 use crate::cli::report::{PortabilityArgs, RunPick};
 use crate::cli::{FormatArg, report::CampaignArgs};
 use crate::commands::output::format_of;
-use crate::commands::select::resolve_run;
+use crate::lifecycle::select::resolve_run;
 use crate::render::portability::WithFunctions;
 use crate::render::{Format, to_text};
 use crate::store::Store;

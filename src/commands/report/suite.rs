@@ -7,7 +7,7 @@ use super::{show, text_format};
 use crate::analysis;
 use crate::cli::FormatArg;
 use crate::cli::report::SuiteArgs;
-use crate::commands::select::resolve_run;
+use crate::lifecycle::select::resolve_run;
 use crate::store::Store;
 
 /// `report suite`.
