@@ -217,7 +217,7 @@ impl Queue {
     /// True once every reference a case of `fw` can be judged by is recorded: those its own
     /// framework computes (float64 self-references) and NumPy's (an op's reference, a case's
     /// own `reference` callable), none waiting or in flight; false once one was abandoned (the
-    /// run is stopping). A parallel run starts `fw`'s cases from then on, while other
+    /// run is stopping). The dispatcher starts `fw`'s cases from then on, while other
     /// frameworks' references are still computed.
     pub(super) fn is_done_for(&self, refs: &[ReferenceRow], fw: Framework) -> bool {
         let theirs = |i: &usize| matches!(refs[*i].framework, f if f == fw || f == Framework::Numpy);

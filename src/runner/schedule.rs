@@ -1,4 +1,4 @@
-//! How a parallel run (`mlport run --jobs N`) shares the machine: which cores each worker
+//! How a run's lanes (`mlport run --jobs N`) share the machine: which cores each worker
 //! lane is pinned to (disjoint sets, `sched_setaffinity`), how many host threads its
 //! frameworks use (the set's size), and which pending case a free lane takes next — the
 //! longest expected one first (Graham's LPT list scheduling, "Bounds on multiprocessing timing
@@ -32,7 +32,7 @@ pub fn available_cores() -> Vec<usize> {
 }
 
 /// The lanes of a run: one core set per worker lane, disjoint, and the host threads each
-/// lane's frameworks use. One lane without `--threads` is the serial run as before: no pinning,
+/// lane's frameworks use. One lane without `--threads` runs one worker at a time: no pinning,
 /// each framework's own thread count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -134,7 +134,7 @@ pub fn expected_ms(history: &HashMap<(String, String), f64>, case: &CaseRow, tar
     })
 }
 
-/// The order in which a parallel run starts its frameworks' first workers (the probe that
+/// The order in which a run starts its frameworks' first workers (the probe that
 /// reports their devices; only then are their cases pending): the framework with the longest
 /// expected case on the host first, so that list scheduling sees the long cases early (a Keras
 /// ResNet-50 probed last would run alone at the end), then by expected total work, then by
