@@ -108,7 +108,6 @@ render() {
   for f in "${formats[@]}"; do
     pair "overview.$f" --run all --format "$f" -- overview --format "$f"
     pair "overview.all-failures.$f" --run all --all-failures --format "$f" -- overview --all-failures --format "$f"
-    pair "overview.dtypes.$f" --run all --dtypes --format "$f" -- overview --format "$f"
     pair "latest.$f" --format "$f" -- portability --format "$f"
     pair "latest.modes.$f" --modes --run all --format "$f" -- modes --format "$f"
     pair "paper.$f" --paper --format "$f" -- paper --format "$f"

@@ -124,8 +124,12 @@ fn every_alias_prints_what_its_kind_prints() {
         &["--slowdown", GPU_TPU, "--threshold-for", "torch.add=2"],
         &["slowdown", GPU_TPU, "--threshold-for", "torch.add=2"],
     );
-    // The precedence of the flags: `--dtypes --run all` was always the overview.
-    check(&["--dtypes", "--run", "all"], &["overview"]);
+    // `--run all` with a view of one run is refused, no longer silently the overview.
+    for view in ["--dtypes", "--frameworks"] {
+        let (stdout, stderr, code) = report(&db, &strings(&[view, "--run", "all"]));
+        assert_eq!((stdout.as_str(), code), ("", Some(1)), "{stderr}");
+        assert!(stderr.contains("--run all is the overview of every run") && stderr.contains(view), "{stderr}");
+    }
     check(&["--paper-compare", "--routes"], &["paper-compare"]);
     // The refusals stay the same.
     check(

@@ -294,8 +294,10 @@ pub fn run(store: &mut Store, args: &Session) -> Result<Recorded> {
                 if let Some(piece) = piece {
                     target.add(&piece)?;
                 }
-                let how =
-                    status.signal().map_or_else(|| format!("exit code {:?}", status.code()), process_group::signal_name);
+                let how = status.signal().map_or_else(
+                    || status.code().map_or_else(|| "no exit code".to_string(), |c| format!("exit code {c}")),
+                    process_group::signal_name,
+                );
                 eprintln!("mlport: pytest died ({how}) while {name} ran; it is recorded as crash");
                 notes.push(format!(
                     "pytest died ({how}) while {name} ran; `mlport pytest ... --resume` runs the tests after it"

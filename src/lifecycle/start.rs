@@ -208,7 +208,8 @@ pub struct Begun {
 /// `devices` are the command line's targets for a new run. `jax_x64`: whether the command line
 /// asks for JAX's 64-bit mode, which a continued run must have been started with.
 ///
-/// Errors: the store's; another process started the same shard meanwhile; `--jax-x64` on a run
+/// Errors: the store's; another process started the same shard meanwhile; the run's folder cannot be
+/// made or locked (a new run is then recorded as interrupted); `--jax-x64` on a run
 /// that ran without it.
 pub fn begin(
     store: &mut Store,
@@ -233,7 +234,17 @@ pub fn begin(
             let id = create(store, &new)?;
             crate::fault::point("after-create-run");
             let NewRun { plan, info, .. } = *new;
-            let lock = folders.lock_run(id)?;
+            let lock = match folders.lock_run(id) {
+                Ok(lock) => lock,
+                Err(e) => {
+                    // Created but not runnable here: never left `running` with no process on it.
+                    let _ = store.finish_run(id, RunState::Interrupted);
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "run {id} was created but its folder cannot be used; it is recorded as interrupted: fix the \
+                         folder (--outputs) and continue it with `mlport run --resume {id}`"
+                    )));
+                }
+            };
             store.claim_run(id)?;
             Ok(Begun { run_id: id, cases: plan.cases, info, devices, lock })
         }

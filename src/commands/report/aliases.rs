@@ -52,6 +52,12 @@ impl Which {
                 "--functions lists one run's failing functions and --run all is the overview of every run; pick a \
                  run (`--run ID --functions`)"
             );
+        } else if all && (args.dtypes || args.frameworks) {
+            bail!(
+                "--run all is the overview of every run, and {} reads one run: pick a run (`--run ID`), or ask for \
+                 the overview alone (`mlport report overview`)",
+                if args.dtypes { "--dtypes" } else { "--frameworks" }
+            );
         } else if all {
             Which::Overview
         } else if !(args.only.is_empty() || args.dtypes || args.frameworks) {
@@ -206,8 +212,11 @@ mod tests {
         assert_eq!(which(&["--slowdown", "cpu..cpu/compiled", "--run", "all"]).unwrap(), "Slowdown");
         assert_eq!(which(&["--dtypes", "--only", "torch.sum"]).unwrap(), "Dtypes");
         assert_eq!(which(&["--frameworks"]).unwrap(), "Frameworks");
-        // `all` is an overview whatever else is asked (as it always was).
-        assert_eq!(which(&["--dtypes", "--run", "all"]).unwrap(), "Overview");
+        // `all` with a view of one run is refused (it used to become the overview silently).
+        for view in ["--dtypes", "--frameworks"] {
+            let e = which(&[view, "--run", "all"]).unwrap_err().to_string();
+            assert!(e.contains("--run all is the overview") && e.contains(view), "{e}");
+        }
         assert!(which(&["--only", "torch.sum"]).unwrap_err().to_string().contains("--only applies to"));
         assert_eq!(one_run(&args(&["--run", "all"])), None);
         assert_eq!(one_run(&args(&["--run", "gpu"])).as_deref(), Some("gpu"));
@@ -217,7 +226,6 @@ mod tests {
     fn aliases_become_kinds() {
         assert_eq!(kind(&[]), "Portability");
         assert_eq!(kind(&["--run", "all"]), "Overview");
-        assert_eq!(kind(&["--dtypes", "--run", "all"]), "Overview");
         assert_eq!(kind(&["--suite", "a,b"]), "Suite");
         assert_eq!(kind(&["--campaign", "c"]), "Campaign");
         assert_eq!(kind(&["--campaign", "c", "--dtypes"]), "Dtypes");
