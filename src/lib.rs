@@ -4,14 +4,19 @@
 //!
 //! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
 //! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`];
-//! [`import`] brings pytest suites' results and the paper's raw data into the same store;
-//! [`scan`], [`audit`] and [`mine`] read a code base's framework calls.
+//! [`lifecycle`] starts, continues and closes a run around the runner, and [`progress`] is its
+//! terminal view; [`import`] brings pytest suites' results (imported, or run live), the paper's
+//! raw data and, with [`bundle`], other stores' runs into the same store; [`fleet`] places a
+//! campaign's shards; [`scan`], [`audit`] and [`mine`] read a code base's framework calls;
+//! [`repro`] writes a result's reproduction script.
 //!
 //! Around it: [`cli`] (clap only, values parsed into types once), [`commands`] (one file per
 //! command, orchestration only; the binary maps their [`commands::ExitStatus`] to the exit
 //! code), [`model`] (the shared vocabulary and records), [`workspace`] (the on-disk layout),
-//! [`process_group`] (process groups and the Ctrl-C flag), [`pyenv`] (Python environments) and
-//! [`stats`] (self-contained statistics). Dependencies run one way (`tests/architecture.rs`).
+//! [`process_group`] (process groups and the Ctrl-C flag), [`pyenv`] (Python environments),
+//! [`sysinfo`] (this machine), [`fault`] (fault injection points for tests) and [`stats`]
+//! (self-contained statistics). Dependencies run one way (`tests/architecture.rs`;
+//! docs/architecture.md walks the layout).
 
 pub mod agreement;
 pub mod analysis;
