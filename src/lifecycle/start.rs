@@ -61,12 +61,17 @@ pub struct NewRun {
 }
 
 impl Start {
+    /// The run's planned cases: the stored run's, or the fresh plan's.
+    fn cases(&self) -> &[CaseRow] {
+        match self {
+            Start::Resume(r) => &r.cases,
+            Start::New(new) => &new.plan.cases,
+        }
+    }
+
     /// The frameworks the run's cases need, each once, in order.
     pub fn frameworks(&self) -> Vec<Framework> {
-        let mut v: Vec<Framework> = match self {
-            Start::Resume(r) => r.cases.iter().map(|c| c.framework).collect(),
-            Start::New(new) => new.plan.frameworks(),
-        };
+        let mut v: Vec<Framework> = self.cases().iter().map(|c| c.framework).collect();
         v.sort();
         v.dedup();
         v
@@ -74,11 +79,7 @@ impl Start {
 
     /// The source code of the run's catalogue cases (`code = ...`), for the add-ons they import.
     pub fn codes(&self) -> Vec<&str> {
-        let cases: &[CaseRow] = match self {
-            Start::Resume(r) => &r.cases,
-            Start::New(new) => &new.plan.cases,
-        };
-        cases.iter().filter_map(|c| c.spec.catalogue()?.code.as_deref()).collect()
+        self.cases().iter().filter_map(|c| c.spec.catalogue()?.code.as_deref()).collect()
     }
 }
 
