@@ -2,7 +2,7 @@
 //! devices and dtypes, after "The Grand Illusion: The Myth of Software Portability and
 //! Implications for ML Progress" (Mince et al., NeurIPS 2023, arXiv 2309.07181).
 //!
-//! Pipeline: [`catalogue`] → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
+//! Pipeline: [`catalogue`] (or a framework's own test data, [`testdata`]) → [`plan`] → [`runner`] (with [`worker`]s) → [`outcome`] →
 //! [`agreement`] (numeric comparison with [`compare`]) → [`store`] → [`analysis`] → [`render`];
 //! [`lifecycle`] starts, continues and closes a run around the runner, and [`progress`] is its
 //! terminal view; [`import`] brings pytest suites' results (imported, or run live), the paper's
@@ -43,6 +43,7 @@ pub mod runner;
 pub mod scan;
 pub mod stats;
 pub mod store;
+pub mod testdata;
 pub mod sysinfo;
 pub mod worker;
 pub mod workspace;

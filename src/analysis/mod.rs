@@ -14,6 +14,7 @@ pub mod dtypes;
 pub mod excerpt;
 pub mod frameworks;
 pub mod modes;
+pub mod ops;
 pub mod paper;
 pub mod paper_compare;
 pub mod portability;

@@ -447,6 +447,7 @@ fn case(
         outputs: c.outputs.clone(),
         rtol: c.rtol.as_ref().map(|t| *t.get_ref()),
         skip: None,
+        suite: None,
         timeout_s: None,
         tolerance,
         workload,

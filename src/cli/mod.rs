@@ -477,8 +477,21 @@ pub struct RunArgs {
     #[command(flatten)]
     pub python: PythonArg,
     /// A catalogue file or folder of *.toml instead of the built-in one.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "suites")]
     pub catalogue: Option<PathBuf>,
+    /// Run a framework's own test data instead of the catalogue (docs/suites.md): opinfo
+    /// (PyTorch's OpInfos), modules (PyTorch's ModuleInfos), jax-harnesses (JAX's test
+    /// harnesses), listed from the installed framework; each sample is a case, judged against
+    /// the same sample in float64.
+    #[arg(long = "suite", value_delimiter = ',', value_name = "SUITE")]
+    pub suites: Vec<crate::model::Suite>,
+    /// With --suite: the first N samples of each operator × dtype, or `all`.
+    #[arg(long, value_name = "N|all", default_value = "3", requires = "suites")]
+    pub samples: crate::testdata::Samples,
+    /// With --suite: only these entries, by the suite's name (`sin`, `nn.functional.pad`),
+    /// `name.variant` (`nn.functional.pad.reflect`) or public function (`torch.sin`).
+    #[arg(long = "op", value_delimiter = ',', value_name = "NAME", requires = "suites")]
+    pub ops: Vec<String>,
     /// Frameworks to run: numpy, torch, jax, tensorflow, onnxruntime (aliases np, pytorch, tf,
     /// ort; default: all in the catalogue but onnxruntime, an add-on that runs only when named
     /// here or by --function).

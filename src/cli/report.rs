@@ -47,6 +47,12 @@ pub enum ReportKind {
     Suite(SuiteArgs),
     /// Every run of the store, one row per run × target. Alias: `--run all`.
     Overview(OverviewArgs),
+    /// The operator table of a suite run (`mlport run --suite`, docs/suites.md): per entry ×
+    /// dtype × target whether a kernel is registered, the dtype declared, the samples run and
+    /// agree; and the lists "declared but fails", "works but undeclared", "registered but
+    /// wrong", "not registered". With --declared A..B: what two device types declare
+    /// differently, from the installed framework alone (nothing run).
+    Ops(OpsArgs),
 }
 
 /// How failures are counted (`portability`, `campaign`, `overview`, `paper-compare`, and
@@ -289,6 +295,38 @@ pub struct OverviewArgs {
     pub format: FormatArg,
 }
 
+/// Arguments of `mlport report ops`.
+#[derive(Debug, Args)]
+pub struct OpsArgs {
+    /// The store to read.
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The runs read.
+    #[command(flatten)]
+    pub pick: RunPick,
+    /// Compare what two device types declare (`cpu..cuda`), from the installed framework's own
+    /// test data, without running anything or reading a store.
+    #[arg(long, value_name = "A..B", conflicts_with_all = ["run", "campaign", "csv_dir"])]
+    pub declared: Option<String>,
+    /// With --declared: the suite whose declarations are compared.
+    #[arg(long, value_enum, default_value = "opinfo", requires = "declared")]
+    pub suite: crate::model::Suite,
+    /// With --declared: the interpreter whose framework is read.
+    #[command(flatten)]
+    pub python: super::PythonArg,
+    /// Also write one CSV file per target into this folder (`cpu.csv`, `cpu_compiled.csv`), in
+    /// the columns of llama.cpp's per-backend support files, so two machines' files can be diffed.
+    #[arg(long, value_name = "DIR")]
+    pub csv_dir: Option<PathBuf>,
+    /// Output format: table, markdown, json (`mlport.ops`), csv (every row), or html (a page,
+    /// with -o FILE).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// With --format html: the file the page is written to.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
 impl ReportKind {
     /// The store the report reads.
     pub fn db(&self) -> &DbArg {
@@ -302,6 +340,7 @@ impl ReportKind {
             ReportKind::Campaign(a) => &a.db,
             ReportKind::Suite(a) => &a.db,
             ReportKind::Overview(a) => &a.db,
+            ReportKind::Ops(a) => &a.db,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::{ExitStatus, env};
 use crate::cli::{RunArgs, values};
 use crate::fleet::{self, Placement};
 use crate::lifecycle::close::{Closed, close};
-use crate::lifecycle::start::{self, Begun, Opened, Request, Start};
+use crate::lifecycle::start::{self, Begun, CatalogueSource, Opened, Request, Start};
 use crate::model::{Framework, Mode, RunSwitches, Target};
 use crate::plan::Selection;
 use crate::process_group;
@@ -21,6 +21,7 @@ use crate::progress::Progress;
 use crate::pyenv;
 use crate::runner::schedule::{self, Layout};
 use crate::runner::{self, Event, EventSink, RunConfig};
+use crate::testdata;
 use crate::store::{Location, StoreError};
 use crate::worker::protocol::Timing;
 use crate::workspace;
@@ -28,6 +29,7 @@ use crate::workspace;
 /// Whether the command line changes the plan, which `--resume` cannot do.
 fn changes_plan(args: &RunArgs) -> bool {
     args.catalogue.is_some()
+        || !args.suites.is_empty()
         || !args.frameworks.is_empty()
         || !args.functions.is_empty()
         || !args.dtypes.is_empty()
@@ -39,9 +41,15 @@ fn changes_plan(args: &RunArgs) -> bool {
 /// every device the workers report) parsed once; the switches that change results without
 /// changing the plan take their threads from the lanes (`--threads`, or each lane's core count
 /// under `--jobs`).
-fn request(args: &RunArgs, layout: &Layout, modes: &[Mode], devices: Option<Vec<Target>>) -> Request {
+fn request(
+    args: &RunArgs,
+    catalogue: CatalogueSource,
+    layout: &Layout,
+    modes: &[Mode],
+    devices: Option<Vec<Target>>,
+) -> Request {
     Request {
-        catalogue: args.catalogue.clone(),
+        catalogue,
         selection: Selection {
             frameworks: values::dedup(&args.frameworks),
             functions: args.functions.clone(),
@@ -137,6 +145,22 @@ fn python_side(
     Ok((env, if xla { env::xla_python(&args.python) } else { None }))
 }
 
+/// `--suite`: the suites listed from the installed frameworks (cached), said on stderr, as the
+/// run's catalogue.
+///
+/// Errors: [`testdata::prepare`]'s: a framework or a module the suite imports is missing, an
+/// `--op` no entry has; nothing is written to the store.
+fn suites(args: &RunArgs) -> Result<crate::catalogue::Catalogue> {
+    let frameworks: Vec<Framework> = args.suites.iter().map(|s| s.framework()).collect();
+    let env = env::python_env(&args.python, &values::dedup(&frameworks))?;
+    let prepared =
+        testdata::prepare(&args.suites, args.samples, &args.dtypes, &args.ops, &env, process_group::interrupted())?;
+    for l in &prepared.listed {
+        eprintln!("mlport: {}", l.describe(&testdata::EntryFilter(args.ops.clone())));
+    }
+    Ok(prepared.catalogue)
+}
+
 /// `e`, and when it says the store `db` stayed unreachable ([`StoreError::is_unreachable`]: the
 /// PostgreSQL server went away longer than the store reconnects), what that means for run
 /// `run_id` and how to finish it (`resume_hint`; a campaign's shard can also be run again).
@@ -165,7 +189,12 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     let modes = values::modes(&args.modes);
     let devices = if args.devices.is_empty() { None } else { Some(values::targets(&args.devices, &modes)) };
     let placement = placement(&args)?;
-    let req = request(&args, &layout, &modes, devices.clone());
+    let catalogue = match (&args.catalogue, args.suites.is_empty() || args.resume.is_some()) {
+        (_, false) => CatalogueSource::Given(suites(&args)?),
+        (Some(p), _) => CatalogueSource::Path(p.clone()),
+        (None, _) => CatalogueSource::Builtin,
+    };
+    let req = request(&args, catalogue, &layout, &modes, devices.clone());
     let (mut store, start) =
         match start::open(&db, &folders, args.resume.as_deref(), &req, placement.as_ref(), devices.clone())? {
             Opened::Run(store, start) => (store, start),

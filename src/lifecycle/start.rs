@@ -24,8 +24,8 @@ use crate::workspace::{self, RunFolders};
 /// What a new run is asked for: the command line's plan and switches, typed.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// `--catalogue`, else the built-in catalogue.
-    pub catalogue: Option<PathBuf>,
+    /// Where the cases come from: the built-in catalogue, `--catalogue`, or a suite's listing.
+    pub catalogue: CatalogueSource,
     /// Frameworks, functions, dtypes and kind of case to plan.
     pub selection: Selection,
     /// `--seed`: the inputs' seed.
@@ -91,6 +91,18 @@ pub enum Opened {
     Complete(Store, i64),
 }
 
+/// Where a new run's cases come from.
+#[derive(Clone, Debug, Default)]
+pub enum CatalogueSource {
+    /// The catalogue built into the binary.
+    #[default]
+    Builtin,
+    /// `--catalogue`: a file or folder of TOML files.
+    Path(PathBuf),
+    /// `--suite`: a framework's own test data, already listed ([`crate::testdata`]).
+    Given(Catalogue),
+}
+
 /// Loads `--catalogue`, or the built-in catalogue.
 ///
 /// Errors: the catalogue's, naming file, line and column.
@@ -106,7 +118,11 @@ pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue> {
 ///
 /// Errors: the catalogue's and the plan's (an unknown function or dtype).
 fn new_run(req: &Request, placement: Option<&Placement>) -> Result<NewRun> {
-    let catalogue = load_catalogue(req.catalogue.as_deref())?;
+    let catalogue = match &req.catalogue {
+        CatalogueSource::Builtin => load_catalogue(None)?,
+        CatalogueSource::Path(p) => load_catalogue(Some(p))?,
+        CatalogueSource::Given(c) => c.clone(),
+    };
     let mut plan = plan::plan(&catalogue, &req.selection, req.seed)?;
     let mut origin = RunOrigin { machine: req.machine.clone(), label: req.label.clone(), ..RunOrigin::default() };
     if let Some(p) = placement {

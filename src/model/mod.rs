@@ -11,6 +11,7 @@ mod outcome;
 mod results;
 mod run;
 mod spec;
+mod suite;
 mod target;
 
 pub use case::{CaseResult, CaseRow, FunctionRow, SteadyStop, WorkloadMeasures};
@@ -25,4 +26,5 @@ pub use run::{
     Shard,
 };
 pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, RutRole, Spec, WorkloadSpec};
+pub use suite::{DISPATCH_KEYS, Suite, SuiteSample, device_type, dispatch_key};
 pub use target::{Mode, Target};

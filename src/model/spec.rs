@@ -107,6 +107,10 @@ pub struct CaseSpec {
     /// Recorded as `skip` with this why, never run (set by the plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip: Option<String>,
+    /// A case taken from a framework's own test data (`mlport run --suite`, docs/suites.md):
+    /// the worker builds the sample from the suite instead of `inputs`, `kwargs` and `code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<super::SuiteSample>,
     /// Per-case time limit in seconds (set by the plan from the catalogue's `timeout_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
@@ -181,6 +185,7 @@ impl CaseSpec {
             outputs: None,
             rtol: None,
             skip: None,
+            suite: None,
             timeout_s: None,
             tolerance: BTreeMap::new(),
             workload: None,

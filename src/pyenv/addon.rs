@@ -2,7 +2,8 @@
 //! stack's lock without moving any of its pins, so the main environment's hash (and its 7 GB
 //! install) stays as it is. The table [`ADDONS`]: `ir-routes`, the export routes' converters and
 //! runtimes (docs/ir-routes.md, `python/ir-routes.lock`); `models`, the model libraries the
-//! workloads build from (docs/workloads.md, `python/models.lock`).
+//! workloads build from (docs/workloads.md, `python/models.lock`); `suites`, what the frameworks'
+//! own test data imports (docs/suites.md, `python/suites.lock`).
 
 use std::path::Path;
 use std::process::Command;
@@ -38,6 +39,10 @@ pub const MODELS_LOCK: &str = include_str!("../../python/models.lock");
 /// What the `models` add-on installs: torchvision (ResNet-18) for torch workloads, flax
 /// (`flax.linen`) for JAX ones; TensorFlow's keras comes with the main lock.
 pub const MODEL_PACKAGES: &[&str] = &["torchvision", "flax"];
+
+/// The frameworks' own test data's imports (`python/suites.lock`): expecttest for PyTorch's
+/// OpInfo and ModuleInfo databases, absl-py for JAX's test harnesses (docs/suites.md).
+pub const SUITES_LOCK: &str = include_str!("../../python/suites.lock");
 
 /// One add-on: a package list pinned by a lock of its own.
 #[derive(Clone, Copy, Debug)]
@@ -82,8 +87,20 @@ pub const MODELS: Addon = Addon {
     size: "about 60 MB of wheels",
 };
 
+/// What `mlport run --suite` imports beyond the frameworks (`modules` is empty: the worker's
+/// suite code, not case code, imports them).
+pub const SUITES: Addon = Addon {
+    name: "suites",
+    purpose: "the imports of the frameworks' own test data",
+    lock: SUITES_LOCK,
+    lock_path: "python/suites.lock",
+    packages: &["expecttest", "absl-py"],
+    modules: &[],
+    size: "about 200 kB of wheels",
+};
+
 /// Every add-on, in install order.
-pub const ADDONS: &[Addon] = &[IR_ROUTES, MODELS];
+pub const ADDONS: &[Addon] = &[IR_ROUTES, MODELS, SUITES];
 
 impl Addon {
     /// The marker's name for the add-on: its name, `:` and the first 12 hex digits of the

@@ -21,6 +21,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod modes;
+pub mod ops;
 pub mod overview;
 pub mod paper;
 pub mod paper_compare;

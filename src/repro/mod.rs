@@ -183,7 +183,7 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         host => summary.info.host, started_at => summary.info.started_at, python_version => summary.info.python_version,
         framework => fw.as_str(), framework_version => info.and_then(|i| i.version.clone()).unwrap_or_else(|| "?".into()),
         numpy_version => info.and_then(|i| i.packages.get("numpy").cloned()).or_else(|| summary.info.frameworks.get(&Framework::Numpy).and_then(|i| i.version.clone())).unwrap_or_else(|| "?".into()),
-        input_note => if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
+        input_note => if spec.suite.is_some() { "rebuilt from the framework's own test data (mlport_suites.py beside this script)".to_string() } else if before_inputs { "none needed: the run failed looking the function up, before making any".to_string() } else if files.is_empty() { "literal values".to_string() } else { "input*.npy beside this script".to_string() },
         needs_ml_dtypes => fw == Framework::Numpy && case_dtype == Dtype::Bfloat16,
         expected => !expected.is_empty() || !dtypes.is_empty(), expected_what => if against_what.is_empty() { "its declared out_dtype".to_string() } else { against_what.join(", ") },
         dtypes_json => json(Value::Array(dtypes)),
@@ -191,17 +191,21 @@ fn write_into(store: &Store, result_id: i64, out: &Path, run_dir: &dyn Fn(i64) -
         compiler => compiler(fw, r.device.mode()), calls => if r.device.mode().is_compiled() { 5 } else { 1 },
         inputs_json => json(Value::Array(inputs)), kwargs_json => json(Value::Object(spec.kwargs.clone())), code => spec.code.as_deref(),
         expected_json => json(Value::Array(expected)), seed => row.case.seed & 0xFFFF_FFFF,
+        suite_json => spec.suite.as_ref().map(|s| serde_json::to_string(s).expect("a suite sample serialises")),
         jax_x64 => summary.info.jax_x64,
     };
     let text = render(ctx)?;
     let script = out.join(&script_name);
     std::fs::write(&script, text).with_context(|| format!("cannot write {}", script.display()))?;
-    if r.device.mode().is_route() {
-        // The script exports and runs through the same route code as the worker, beside it.
-        let (name, source) = crate::worker::SOURCES
+    // The script exports and runs through the same route code as the worker, and rebuilds a
+    // suite's sample with the worker's suite code, written beside it.
+    let beside = [("mlport_routes.py", r.device.mode().is_route()), ("mlport_suites.py", spec.suite.is_some())];
+    for (name, _) in beside.into_iter().filter(|(_, needed)| *needed) {
+        let source = crate::worker::SOURCES
             .iter()
-            .find(|(n, _)| *n == "mlport_routes.py")
-            .expect("the worker sources hold mlport_routes.py");
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| *text)
+            .expect("the worker sources hold it");
         let path = out.join(name);
         std::fs::write(&path, source).with_context(|| format!("cannot write {}", path.display()))?;
         files.push(path);

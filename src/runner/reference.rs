@@ -104,7 +104,8 @@ pub(super) fn compute_one(
     };
     match attempt(worker, &spec, &case, &out_dir, cfg, true, interrupted, restarted) {
         Attempted::Done { result, first_crash } => {
-            let message = (result.outcome != Outcome::Pass).then(|| why(&result));
+            // A computed reference keeps what computed it, when the worker said (a suite's).
+            let message = if result.outcome == Outcome::Pass { result.message.clone() } else { Some(why(&result)) };
             let message = match (first_crash, message) {
                 (Some(first), Some(m)) => {
                     Some(format!("{m} (on a fresh worker; the first attempt's worker died too: {})", why(&first)))

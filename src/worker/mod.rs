@@ -13,13 +13,15 @@ pub use process::{CPUS_VAR, Failure, Worker, WorkerSpec, install_scripts, pinned
 use sha2::{Digest, Sha256};
 
 /// The embedded worker sources, (file name, text).
-pub const SOURCES: [(&str, &str); 5] = [
+pub const SOURCES: [(&str, &str); 6] = [
     ("mlport_supervisor.py", include_str!("python/mlport_supervisor.py")),
     ("mlport_worker.py", include_str!("python/mlport_worker.py")),
     ("mlport_adapters.py", include_str!("python/mlport_adapters.py")),
     ("mlport_inputs.py", include_str!("python/mlport_inputs.py")),
     // The IR routes (issue 17): export to ONNX / StableHLO and run on ONNX Runtime / IREE.
     ("mlport_routes.py", include_str!("python/mlport_routes.py")),
+    // The frameworks' own test data (issue 36): listing suites and building their samples.
+    ("mlport_suites.py", include_str!("python/mlport_suites.py")),
 ];
 
 /// A short hash of the embedded sources: the cache folder's name, so that two mlport

@@ -158,7 +158,7 @@ fn hello_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
 }
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -464,6 +464,10 @@ pub struct RunReply {
     /// two calls' outputs ([`crate::model::WorkloadMeasures`]).
     #[serde(default)]
     pub measures: Option<crate::model::WorkloadMeasures>,
+    /// A float64 reference of a suite's case (protocol 12): what computed it — the suite's own
+    /// NumPy reference (`op.ref numpy.sin`) or the operator itself in float64. `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_by: Option<String>,
     /// A JSON array describing each output leaf (at most 16): `{index, kind: "array", dtype, shape,
     /// path}` or `{index, kind: "object", type}`; an array over 64 MiB has `not_saved` instead of
     /// `path`, and bfloat16 arrays are saved as float32. Null when the case failed before `outputs`.

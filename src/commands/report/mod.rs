@@ -2,13 +2,14 @@
 //! store, asks [`crate::analysis`] for the report and writes it through the one renderer
 //! shape, [`crate::render::Report`]: `portability` (the default; also what `run`, `import`
 //! and `pytest` print when they end), `slowdown`, `modes`, `routes`, `workloads`, `dtypes`,
-//! `frameworks`, `paper`, `paper-compare`, `campaign`, `suite` and `overview`; `page` writes
+//! `frameworks`, `paper`, `paper-compare`, `campaign`, `suite`, `overview` and `ops`; `page` writes
 //! the HTML page of one run. Without a kind, the older flags are aliases ([`aliases`]).
 
 mod aliases;
 mod campaign;
 mod matrix;
 mod modes;
+mod ops;
 mod overview;
 mod page;
 mod paper;
@@ -36,6 +37,13 @@ pub use portability::{build_portability, print_portability};
 /// Errors: a store that cannot be opened (said first, whatever else is wrong); flags that do
 /// not go together; what the kind's report refuses (see each kind).
 pub fn report(args: ReportArgs) -> Result<ExitStatus> {
+    // What two device types declare is read from the installed framework, not from a store.
+    if let Some(ReportKind::Ops(a)) = &args.kind
+        && let Some(spec) = &a.declared
+    {
+        ops::declared(a, spec)?;
+        return Ok(ExitStatus::Ok);
+    }
     let db = args.kind.as_ref().map_or(&args.db, ReportKind::db);
     let store = workspace::open_to_read(&db.db, "(run `mlport run` or `mlport import` first, or pass --db)")?;
     let kind = match args.kind {
@@ -55,6 +63,7 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
         ReportKind::Campaign(a) => campaign::report(&store, &a),
         ReportKind::Suite(a) => suite::report(&store, &a),
         ReportKind::Overview(a) => overview::report(&store, &a),
+        ReportKind::Ops(a) => ops::report(&store, &a),
     }?;
     Ok(ExitStatus::Ok)
 }

@@ -41,6 +41,7 @@ pub(crate) fn environment() -> anyhow::Result<Environment<'static>> {
     env.add_template("grid.html", GRID_TEMPLATE)?;
     env.add_template("page.html", TEMPLATE)?;
     env.add_template("paper.html", PAPER_TEMPLATE)?;
+    env.add_template("ops.html", include_str!("ops.html.j2"))?;
     Ok(env)
 }
 
