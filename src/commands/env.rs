@@ -28,13 +28,21 @@ pub fn python_env(arg: &PythonArg, frameworks: &[Framework]) -> Result<PythonEnv
 /// The interpreter of torch on `xla:N`: `--python`'s, else the torch-xla stack's managed
 /// environment (created on first use). `None`, said on stderr, when it cannot be set up: the
 /// run then reports those targets unavailable.
-pub fn xla_python(arg: &PythonArg) -> Option<std::path::PathBuf> {
+///
+/// `suites`: the run holds cases of a framework's own test data, so the stack gets the `suites`
+/// add-on too (its OpInfos are its own torch's).
+pub fn xla_python(arg: &PythonArg, suites: bool) -> Option<std::path::PathBuf> {
     if let Some(p) = &arg.python {
         return Some(p.clone());
     }
     let choice = pyenv::Choice { stack: pyenv::Stack::TorchXla, why: "an xla:N device was asked for".into() };
     match pyenv::ensure_stack(choice, &[Framework::Torch]) {
-        Ok(env) if !env.install_failures.contains_key(&Framework::Torch) => Some(env.python),
+        Ok(env) if !env.install_failures.contains_key(&Framework::Torch) => {
+            if suites && let Err(e) = pyenv::addon::ensure(&env, &pyenv::addon::SUITES) {
+                eprintln!("mlport: {e:#}\nmlport: the suite's cases fail on xla:N as harness errors; the rest of the run goes on");
+            }
+            Some(env.python)
+        }
         Ok(env) => {
             eprintln!("mlport: torch-xla could not be installed in {}; xla:N is unavailable", env.python.display());
             None

@@ -12,7 +12,7 @@ use super::report::print_portability;
 use super::{ExitStatus, env};
 use crate::cli::{RunArgs, values};
 use crate::fleet::{self, Placement};
-use crate::lifecycle::close::{Closed, close};
+use crate::lifecycle::close::{self, Closed, close};
 use crate::lifecycle::start::{self, Begun, CatalogueSource, Opened, Request, Start};
 use crate::model::{Framework, Mode, RunSwitches, Target};
 use crate::plan::Selection;
@@ -22,7 +22,6 @@ use crate::pyenv;
 use crate::runner::schedule::{self, Layout};
 use crate::runner::{self, Event, EventSink, RunConfig};
 use crate::testdata;
-use crate::store::{Location, StoreError};
 use crate::worker::protocol::Timing;
 use crate::workspace;
 
@@ -133,6 +132,12 @@ fn python_side(
     {
         eprintln!("mlport: {e:#}\nmlport: the export routes are reported unavailable; the rest of the run goes on");
     }
+    // A suite's cases import it again when the run is resumed (listing installed it first).
+    if start.has_suite_cases()
+        && let Err(e) = pyenv::addon::ensure(&env, &pyenv::addon::SUITES)
+    {
+        eprintln!("mlport: {e:#}");
+    }
     // A workload that builds from torchvision or flax needs the models add-on.
     for addon in pyenv::addon::needed(start.codes()) {
         if let Err(e) = pyenv::addon::ensure(&env, addon) {
@@ -142,7 +147,7 @@ fn python_side(
         }
     }
     let xla = asked.is_some_and(|d| d.iter().any(Target::is_xla)) && frameworks.contains(&Framework::Torch);
-    Ok((env, if xla { env::xla_python(&args.python) } else { None }))
+    Ok((env, if xla { env::xla_python(&args.python, start.has_suite_cases()) } else { None }))
 }
 
 /// `--suite`: the suites listed from the installed frameworks (cached), said on stderr, as the
@@ -159,24 +164,6 @@ fn suites(args: &RunArgs) -> Result<crate::catalogue::Catalogue> {
         eprintln!("mlport: {}", l.describe(&testdata::EntryFilter(args.ops.clone())));
     }
     Ok(prepared.catalogue)
-}
-
-/// `e`, and when it says the store `db` stayed unreachable ([`StoreError::is_unreachable`]: the
-/// PostgreSQL server went away longer than the store reconnects), what that means for run
-/// `run_id` and how to finish it (`resume_hint`; a campaign's shard can also be run again).
-fn store_gone(e: anyhow::Error, db: &Location, run_id: i64, campaign: Option<String>) -> anyhow::Error {
-    let gone = e.chain().any(|c| c.downcast_ref::<StoreError>().is_some_and(StoreError::is_unreachable));
-    if !gone {
-        return e;
-    }
-    let shard = match campaign {
-        Some(c) => format!(" (or run the same shard of campaign `{c}` again: it continues this run)"),
-        None => String::new(),
-    };
-    e.context(format!(
-        "{db}: run {run_id} stopped: the store is unreachable. Every case it finished before is stored; once the server \
-         is back, finish the run with `mlport run --resume {run_id} --db {db}`{shard}"
-    ))
 }
 
 /// `mlport run`.
@@ -257,7 +244,7 @@ pub fn run(args: RunArgs) -> Result<ExitStatus> {
     // Read now: once the store is unreachable it can no longer be asked.
     let campaign = store.run(run_id)?.origin.campaign;
     let ending = runner::execute(&mut store, run_id, &cases, &mut info, &cfg, &mut progress, interrupted)
-        .map_err(|e| store_gone(e, &db, run_id, campaign))?;
+        .map_err(|e| close::store_gone(e, &db, run_id, campaign))?;
     drop(lock); // the run's cases are done with (reports below only read)
     match close(&mut store, run_id, ending, started.elapsed(), &mut progress)? {
         Closed::Interrupted => Ok(ExitStatus::Interrupted),

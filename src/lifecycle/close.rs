@@ -10,7 +10,7 @@ use super::resume::pending_cases;
 use crate::analysis::coverage::missing_references_note;
 use crate::model::{Outcome, RunSource, RunState};
 use crate::runner::{Contention, Ending, Event, EventSink, RunEnd, Tally};
-use crate::store::Store;
+use crate::store::{Location, Store, StoreError};
 
 /// How a closed run went, for the command's exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,3 +92,23 @@ fn tally(store: &Store, run_id: i64) -> Result<Tally> {
     }
     Ok(tally)
 }
+
+/// `e`, and when it says the store `db` stayed unreachable ([`StoreError::is_unreachable`]: the
+/// PostgreSQL server went away longer than the store reconnects), what that means for run
+/// `run_id` and how to finish it (`resume_hint`; a campaign's shard can also be run again).
+pub fn store_gone(e: anyhow::Error, db: &Location, run_id: i64, campaign: Option<String>) -> anyhow::Error {
+    let gone = e.chain().any(|c| c.downcast_ref::<StoreError>().is_some_and(StoreError::is_unreachable));
+    if !gone {
+        return e;
+    }
+    let shard = match campaign {
+        Some(c) => format!(" (or run the same shard of campaign `{c}` again: it continues this run)"),
+        None => String::new(),
+    };
+    e.context(format!(
+        "{db}: run {run_id} stopped: the store is unreachable. Every case it finished before is stored; once the server \
+         is back, finish the run with `mlport run --resume {run_id} --db {db}`{shard}"
+    ))
+}
+
+

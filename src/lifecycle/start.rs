@@ -77,6 +77,12 @@ impl Start {
         v
     }
 
+    /// Whether some case comes from a framework's own test data (`--suite`), whose worker
+    /// imports need the `suites` add-on.
+    pub fn has_suite_cases(&self) -> bool {
+        self.cases().iter().any(|c| c.spec.catalogue().is_some_and(|s| s.suite.is_some()))
+    }
+
     /// The source code of the run's catalogue cases (`code = ...`), for the add-ons they import.
     pub fn codes(&self) -> Vec<&str> {
         self.cases().iter().filter_map(|c| c.spec.catalogue()?.code.as_deref()).collect()

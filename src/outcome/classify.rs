@@ -352,6 +352,13 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
         // IREE llvm-cpu links no bfloat16 conversion routine (`iree-lld: error: undefined
         // symbol: __truncsfbf2`).
         "undefined symbol: __truncsfbf2",
+        // PyTorch's OpInfo samples at dtypes an operator refuses (issue 36):
+        // torch.signal.windows.hann: `general_cosine expects float32 or float64 dtypes, got: torch.bool`.
+        " or float64 dtypes, got",
+        // torch.view_as_real: `view_as_real is only supported for complex tensors`.
+        "is only supported for complex tensors",
+        // torch.sparse.sampled_addmm: `Expected self to be a floating-point or complex tensor, but got Bool`.
+        "to be a floating-point or complex tensor",
     ];
     let torch_dispatch = quoted_after(m, " not implemented for '").is_some_and(is_torch_scalar_type);
     let tf_attr = tf_attr_value_not_allowed(m).is_some_and(|v| TF_DTYPES.contains(&v));
@@ -994,6 +1001,14 @@ mod tests {
     #[test]
     fn rule_11_unambiguous_dtype_messages() {
         assert_eq!(call(Torch, "RuntimeError", "\"addmm_cuda\" not implemented for 'Bool'"), Reason::DtypeUnsupported);
+        // Found by OpInfo samples at dtypes the operators refuse.
+        for msg in [
+            "general_cosine expects float32 or float64 dtypes, got: torch.bool",
+            "view_as_real is only supported for complex tensors",
+            "sparse_sampled_addmm: Expected self to be a floating-point or complex tensor, but got Bool",
+        ] {
+            assert_eq!(call(Torch, "RuntimeError", msg), Reason::DtypeUnsupported, "{msg}");
+        }
         let msg = "\"index_add_cuda_\" not implemented for 'Float8_e4m3fn'";
         assert_eq!(call(Torch, "NotImplementedError", msg), Reason::DtypeUnsupported);
         // A quoted name that is not a dtype is a plain missing kernel (rule 15).

@@ -180,3 +180,27 @@ pub fn result_on<'a>(
         .find(|r| r.function.name == function && r.result.device.as_str() == target)
         .unwrap_or_else(|| panic!("no result of {function} on {target}"))
 }
+
+/// [`python`] with what the frameworks' own test data imports (`expecttest`, `absl-py`): the
+/// managed environment gets the `suites` add-on, as `mlport run --suite` gives it; an
+/// interpreter from `MLPORT_TEST_PYTHON` must have them already.
+pub fn suites_python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let py = python();
+        let has = |py: &std::path::Path| {
+            std::process::Command::new(py)
+                .args(["-c", "import expecttest, absl"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if has(&py) {
+            return py;
+        }
+        let env = mlport::pyenv::ensure_managed(&Framework::ALL).expect("the managed Python environment");
+        mlport::pyenv::addon::ensure(&env, &mlport::pyenv::addon::SUITES).expect("the suites add-on");
+        assert!(has(&env.python), "{} lacks expecttest or absl after the suites add-on", env.python.display());
+        env.python
+    })
+    .clone()
+}

@@ -470,6 +470,13 @@ class TorchAdapter(Adapter):
             # One worker compiles many cases: without a reset, Dynamo's per-code-object cache
             # (and its recompile limit) would carry over from case to case.
             self.torch._dynamo.reset()
+        if self.xla is not None:
+            # A case that failed inside PyTorch/XLA's lazy graph leaves its pending IR behind,
+            # and the next case's sync would execute (and fail on) it: each case starts clean.
+            try:
+                self.xla[0]._XLAC._clear_pending_irs(str(self.native_device))
+            except Exception:  # noqa: BLE001 - an older torch_xla without it: as before
+                pass
 
     def compile_clock(self):
         return self._graphs["stats"]["unique_graphs"] if self._graphs is not None else 0
@@ -600,6 +607,10 @@ class TorchAdapter(Adapter):
             name = str(leaf.dtype).replace("torch.", "")
             if leaf.dtype == t.bfloat16:
                 return leaf.float().cpu().numpy(), name
+            if leaf.dtype == t.complex32:  # NumPy has no complex32 (OpInfo's chalf, view_as_complex of half)
+                return leaf.to(t.complex64).cpu().resolve_conj().resolve_neg().numpy(), name
+            if leaf.dtype.is_floating_point and leaf.dtype not in (t.float16, t.float32, t.float64):
+                return leaf.float().cpu().numpy(), name  # float8 kinds: their exact float32 values
             return leaf.cpu().resolve_conj().resolve_neg().numpy(), name
         return super().to_numpy(leaf)
 

@@ -20,7 +20,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 11
+PROTOCOL_VERSION = 12
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -171,18 +171,39 @@ def _run_case(adapter, req):
     result = {"kind": "result", "case_key": req.get("case_key"), "nonce": req.get("nonce")}
     phase = "resolve"
     case_filename = None
+    # A case of a framework's own test suite (OpInfo, ModuleInfo, JAX harnesses): its
+    # `function` is a public name that may not resolve, and its sample comes from the suite
+    # (mlport_suites.build), not from `inputs`.
+    suite_ref = case.get("suite")
     try:
-        try:
-            fn = adapter.resolve(case["function"])
-        except (AttributeError, ImportError, ModuleNotFoundError) as e:
-            raise CaseError("resolve", e)
+        if suite_ref:
+            phase = "inputs"
+            import mlport_suites as suites  # only workers that run suite cases pay for it
+
+            fn = None
+            # The sample is generated on the CPU at the case's dtype, reference or not; errors
+            # of the suite's own generator are harness errors.
+            try:
+                suite_call = suites.build(adapter, None, suite_ref, dtype, req.get("seed", 0),
+                                          bool(req.get("reference")), upcast_integers=bool(req.get("upcast_integers")))
+            except suites.SampleError as e:  # the suite's own generator: not the framework's failure
+                raise CaseError("inputs", e.exc, harness=True)
+            except suites.TransferError as e:  # the sample onto the device
+                raise CaseError("inputs", e.exc)
+            except Exception as e:  # building the callable (a module's constructor)
+                raise CaseError("setup", e)
+        else:
+            try:
+                fn = adapter.resolve(case["function"])
+            except (AttributeError, ImportError, ModuleNotFoundError) as e:
+                raise CaseError("resolve", e)
         phase = "inputs"
         reference = bool(req.get("reference"))
         try:
-            np_inputs = inputs.build_all(
+            np_inputs = [] if suite_ref else inputs.build_all(
                 case.get("inputs", []), dtype, req.get("seed", 0), req.get("inputs_dir"), req.get("input_key")
             )
-            if reference:  # the float64 reference: the same values, computed in double precision
+            if reference and not suite_ref:  # the float64 reference: the same values, in double precision
                 widen_integers = bool(req.get("upcast_integers"))
                 np_inputs = inputs.upcast(np_inputs, integers=dtype if widen_integers else None)
                 dtype = "float64" if widen_integers else inputs.reference_dtype(dtype)
@@ -205,7 +226,9 @@ def _run_case(adapter, req):
             kwargs = inputs.resolve_kwargs(case.get("kwargs") or {}, dtype, adapter)
             phase = "setup"
             try:
-                if case.get("code"):
+                if suite_ref:
+                    call = suite_call
+                elif case.get("code"):
                     build, case_filename = compile_case_code(case["code"], label)
                     call = build(ctx, *fw_inputs, **kwargs)
                     if not callable(call):
@@ -220,7 +243,11 @@ def _run_case(adapter, req):
                 # An export route: the case's arrays become the exported graph's inputs (a
                 # code case's build runs again inside the exporter's trace); export and load
                 # happen at the first call (docs/ir-routes.md).
-                if case.get("code") and takes_inputs(call, len(fw_inputs)):
+                if suite_ref:
+                    # The suite's callable over its sample's arrays (mlport_suites: `traced`).
+                    traced, fw_inputs = call.traced
+                    fw_inputs = list(fw_inputs)
+                elif case.get("code") and takes_inputs(call, len(fw_inputs)):
                     # The callable takes the inputs as its parameters (a workload's
                     # `def run(x=x)`): what was built (a model, its weights) is built once, and
                     # the exporter traces only the call (docs/workloads.md).
@@ -260,6 +287,8 @@ def _run_case(adapter, req):
             except Exception as e:
                 raise CaseError("outputs", e)
             if reference:  # a reference is computed once, never timed
+                if suite_ref:  # which reference computed it: "op.ref numpy.sin", "torch.sin in float64"
+                    result["reference_by"] = suites.LAST_REFERENCE_BY
                 narrow = {"float16", "bfloat16", "float32", "complex64"}
                 if not req.get("upcast_integers") and any(o.get("dtype") in narrow for o in result["outputs"]):
                     # Integer inputs, floating outputs of less than double precision (NumPy makes
