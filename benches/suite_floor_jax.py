@@ -6,8 +6,9 @@ jit-compiled and called once. Harnesses that raise are counted.
 
     python benches/suite_floor_jax.py [--limit K] [--every K]
 
-Prints one JSON line: {"harnesses", "raised", "raised_float64", "import_s", "generate_s",
-"call_s", "float64_s", "total_s"}. Needs absl-py in the Python that runs it."""
+Prints one JSON line: {"harnesses", "raised", "raised_float64", "entries" (each harness as
+mlport's `--op` names it: group.name), "import_s", "generate_s", "call_s", "float64_s",
+"total_s"}. Needs absl-py in the Python that runs it."""
 
 import argparse
 import json
@@ -77,6 +78,8 @@ def main():
             raised64 += 1
         f64 += clock() - t
     print(json.dumps({"harnesses": len(harnesses), "raised": raised, "raised_float64": raised64,
+                      # mlport's `--op` names of the same harnesses (group.harness name).
+                      "entries": [f"{h.group_name}.{h.name}" for h in harnesses],
                       "import_s": round(import_s, 3), "generate_s": round(gen, 3), "call_s": round(call, 3),
                       "float64_s": round(f64, 3), "total_s": round(clock() - t0, 3)}))
 

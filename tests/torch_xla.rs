@@ -185,3 +185,63 @@ fn the_paper_then_and_now_beside_this_run() {
     assert_eq!(compared, 1);
     assert_eq!(doc["not_compared"].as_u64(), Some(29 - u64::from(sum["change"] == "fixed")));
 }
+
+/// Issue 36: PyTorch's own OpInfo samples on `cpu` and `xla:0`. erfinv's OpInfo declares int64
+/// for xla (OpInfo gives device types without a list of their own the CPU's); the int64 sample
+/// fails to lower on xla:0 and runs on the CPU, while float32 runs on both: "declared but
+/// fails" on xla:0 only. Checked outside mlport with a few lines of Python in each stack.
+#[test]
+fn an_opinfo_dtype_declared_for_xla_fails_there_and_only_there() {
+    let declared = std::process::Command::new(common::suites_python())
+        .args([
+            "-c",
+            "import torch\nfrom torch.testing._internal.common_methods_invocations import op_db\n\
+             op = next(o for o in op_db if o.name == 'erfinv')\n\
+             print(torch.int64 in op.supported_dtypes('xla'), torch.int64 in op.supported_dtypes('cpu'))",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&declared.stdout).trim(), "True True", "{}", String::from_utf8_lossy(&declared.stderr));
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("suite.db");
+    mlport()
+        .args(["run", "--suite", "opinfo", "--op", "erfinv", "--samples", "1", "--dtype", "int64,float32"])
+        .args(["--device", "cpu,xla:0", "--quick", "--db"])
+        .arg(&db)
+        .timeout(std::time::Duration::from_secs(3600))
+        .assert()
+        .success();
+    let rep: Value = serde_json::from_str(&common::stdout(mlport().args(["report", "ops", "--format", "json", "--db"]).arg(&db))).unwrap();
+    let row = |dtype: &str, target: &str| {
+        rep["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["entry"] == "erfinv" && r["dtype"] == dtype && r["target"] == target)
+            .unwrap_or_else(|| panic!("no erfinv {dtype} {target} in {rep:#}"))
+            .clone()
+    };
+    let failing = row("int64", "xla:0");
+    assert_eq!((failing["declared"].as_bool(), failing["failed"].as_u64(), failing["ran"].as_u64()), (Some(true), Some(1), Some(0)), "{failing}");
+    assert_eq!(failing["reason"], "not_implemented", "{failing}");
+    assert!(failing["message"].as_str().unwrap().contains("aten::erfinv"), "{failing}");
+    for (dtype, target) in [("int64", "cpu"), ("float32", "cpu"), ("float32", "xla:0")] {
+        let r = row(dtype, target);
+        assert_eq!((r["ran"].as_u64(), r["failed"].as_u64()), (Some(1), Some(0)), "{r}");
+    }
+    assert_eq!(rep["totals"]["xla:0"]["findings"]["declared_but_fails"], 1);
+    // By hand, in the torch-xla stack: the same call at int64 fails on xla:0, not on the CPU.
+    let xla_python = mlport::pyenv::stack_dir(mlport::pyenv::Stack::TorchXla).join("bin").join("python");
+    let by_hand = std::process::Command::new(&xla_python)
+        .env("PJRT_DEVICE", "CPU")
+        .args([
+            "-c",
+            "import torch, torch_xla, torch_xla.core.xla_model as xm\nx = torch.arange(6).reshape(2, 3)\n\
+             print('cpu', torch.erfinv(x).dtype)\ntry:\n    y = torch.erfinv(x.to(xm.xla_device())); torch_xla.sync(); print('xla ran')\n\
+             except Exception as e:\n    print('xla failed', 'aten::erfinv' in str(e))",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&by_hand.stdout);
+    assert!(text.contains("cpu torch.float32") && text.contains("xla failed True"), "{text}\n{}", String::from_utf8_lossy(&by_hand.stderr));
+}

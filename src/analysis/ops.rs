@@ -41,6 +41,10 @@ pub struct OpRow {
     /// Of `agreed`, those nothing compared (no float64 reference at the dtype, and no other
     /// target to compare with).
     pub unchecked: u32,
+    /// Of `ran`, samples whose every input tensor is empty (no element; OpInfo's 0×0 matrices,
+    /// [`SuiteSample::empty_at`]): they show that the operator accepts the dtype, not that it
+    /// computes in it.
+    pub empty: u32,
     /// Samples that disagreed with a reference (`wrong_result`).
     pub wrong: u32,
     /// Samples that failed: an error, crash, timeout, a silent dtype change, flaky.
@@ -70,7 +74,7 @@ impl OpRow {
         if self.declared == Some(true) && self.failed > 0 {
             out.push(Finding::DeclaredButFails);
         }
-        if self.declared == Some(false) && self.agrees() {
+        if self.declared == Some(false) && self.agrees() && self.ran > self.empty {
             out.push(Finding::WorksButUndeclared);
         }
         if self.registered == Some(true) && self.wrong > 0 {
@@ -91,7 +95,8 @@ impl OpRow {
 pub enum Finding {
     /// The framework declares the dtype on the device, and a sample fails there.
     DeclaredButFails,
-    /// The framework does not declare the dtype on the device, and every sample runs and agrees.
+    /// The framework does not declare the dtype on the device, and every sample runs and agrees
+    /// (one at least with a non-empty input).
     WorksButUndeclared,
     /// A kernel is registered for the device, and a sample's answer disagrees with its reference.
     RegisteredButWrong,
@@ -182,6 +187,9 @@ pub fn build(run_id: i64, suites: Vec<String>, results: &[ResultRow]) -> OpsRepo
         let a = acc.entry((s.entry_name(), dtype, target.clone(), s.suite)).or_default();
         let row = a.row.get_or_insert_with(|| empty_row(s, &r.function.name, dtype, &target));
         let first_line = || r.result.message.as_deref().map(first_line);
+        if matches!(r.result.outcome, Outcome::Pass | Outcome::WrongResult) && s.empty_at.contains(&dtype) {
+            row.empty += 1;
+        }
         match r.result.outcome {
             Outcome::Skip => continue,
             Outcome::Fail if r.result.reason == Some(Reason::HarnessError) => {
@@ -254,6 +262,7 @@ fn empty_row(s: &SuiteSample, function: &str, dtype: Dtype, target: &Target) -> 
         ran: 0,
         agreed: 0,
         unchecked: 0,
+        empty: 0,
         wrong: 0,
         failed: 0,
         harness: 0,
@@ -356,6 +365,7 @@ pub(crate) mod tests {
             registered: registered_cpu.map(|r| BTreeMap::from([("CPU".into(), r)])),
             reference: None,
             random: false,
+            empty_at: Vec::new(),
         }
     }
 
@@ -379,6 +389,7 @@ pub(crate) mod tests {
             result: CaseResult {
                 reason,
                 message: reason.map(|r| format!("{r} happened\nsecond line")),
+                outputs: serde_json::json!([{"index": 0, "kind": "array", "dtype": dtype.as_str(), "shape": [3]}]),
                 ..CaseResult::new(&key, target.parse().unwrap(), outcome)
             },
             compared: true,
@@ -423,6 +434,10 @@ pub(crate) mod tests {
         assert_eq!(s32.message.as_deref(), Some("not_implemented happened"));
         assert_eq!(s32.findings(), [Finding::DeclaredButFails]);
         assert_eq!(find("sin", Float16).findings(), [Finding::WorksButUndeclared]);
+        // The same with only an empty output (a 0×0 matrix): it accepts the dtype, no more.
+        let mut empty = find("sin", Float16).clone();
+        empty.empty = empty.ran;
+        assert!(empty.findings().is_empty());
         assert_eq!(find("sin", Bfloat16).findings(), [Finding::RegisteredButWrong]);
         let c = find("cos", Float32);
         assert_eq!((c.samples, c.harness, c.agrees()), (1, 1, true));

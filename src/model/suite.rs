@@ -101,6 +101,10 @@ pub struct SuiteSample {
     /// shape and dtype only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub random: bool,
+    /// The dtypes at which this sample's every tensor has no element (OpInfo's 0×0 matrices):
+    /// it shows that the dtype is accepted, not that anything is computed in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty_at: Vec<Dtype>,
 }
 
 impl SuiteSample {
@@ -166,6 +170,7 @@ mod tests {
             registered: Some(BTreeMap::from([("CPU".into(), true), ("CUDA".into(), false)])),
             reference: Some("numpy.pad".into()),
             random: false,
+            empty_at: Vec::new(),
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
             registered: None,
             reference: None,
             random: false,
+            empty_at: Vec::new(),
         });
         // softmax(x, dtype=torch.float64) of a float16 sample answers in float64, as it should.
         assert_eq!(expected_of(&spec, Dtype::Float16, 0, &"float64".into()), None);

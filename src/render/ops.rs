@@ -93,7 +93,8 @@ fn meaning(f: Finding) -> &'static str {
     match f {
         Finding::DeclaredButFails => "The framework declares the dtype on the device, and a sample fails there.",
         Finding::WorksButUndeclared => {
-            "The framework does not declare the dtype on the device, yet every sample runs and agrees."
+            "The framework does not declare the dtype on the device, yet every sample runs and agrees (one at least \
+             with a non-empty input: a 0×0 matrix shows only that the dtype is accepted)."
         }
         Finding::RegisteredButWrong => {
             "A kernel is registered for the device, and a sample's answer disagrees with its reference."

@@ -71,6 +71,11 @@ pub fn catalogue_file(listings: &[&Listing], filter: &EntryFilter) -> CatalogueF
                     registered: e.registered.clone(),
                     reference: e.reference.clone(),
                     random: e.random,
+                    empty_at: counts
+                        .iter()
+                        .filter(|(d, _)| e.empty.get(d.as_str()).is_some_and(|ks| ks.contains(&k)))
+                        .map(|(d, _)| *d)
+                        .collect(),
                 };
                 let mut spec = CaseSpec::new(&e.function, &id);
                 spec.modes = Some(MODES.to_vec());

@@ -76,6 +76,10 @@ pub struct Entry {
     /// Dtypes tried whose sample generator raised or yielded nothing, with the first line of why.
     #[serde(default)]
     pub no_samples: BTreeMap<String, String>,
+    /// Per dtype, the indices of the samples whose every tensor has no element (OpInfo's 0×0
+    /// matrices).
+    #[serde(default)]
+    pub empty: BTreeMap<String, Vec<u32>>,
 }
 
 /// An entry the listing left out, and why.
@@ -164,7 +168,8 @@ impl Listing {
                     bail!("{}: `{f}` is not a qualified function name", at());
                 }
             }
-            let dtypes = e.declared.values().flatten().chain(e.samples.keys()).chain(e.no_samples.keys());
+            let dtypes =
+                e.declared.values().flatten().chain(e.samples.keys()).chain(e.no_samples.keys()).chain(e.empty.keys());
             for d in dtypes {
                 d.parse::<Dtype>().map_err(|err| anyhow::anyhow!("{}: {err}", at()))?;
             }

@@ -64,6 +64,7 @@ is then left as it is.
 
 import contextlib
 import functools
+import gc
 import hashlib
 import importlib
 import os
@@ -471,8 +472,11 @@ class TorchAdapter(Adapter):
             # (and its recompile limit) would carry over from case to case.
             self.torch._dynamo.reset()
         if self.xla is not None:
-            # A case that failed inside PyTorch/XLA's lazy graph leaves its pending IR behind,
-            # and the next case's sync would execute (and fail on) it: each case starts clean.
+            # A case that failed inside PyTorch/XLA's lazy graph leaves tensors behind (held in
+            # reference cycles through the exception's traceback until the cyclic collector
+            # runs) and pending IR; the next case's sync, which executes every live tensor's
+            # graph, would fail on them ("Check failed: tensor_data"): each case starts clean.
+            gc.collect()
             try:
                 self.xla[0]._XLAC._clear_pending_irs(str(self.native_device))
             except Exception:  # noqa: BLE001 - an older torch_xla without it: as before

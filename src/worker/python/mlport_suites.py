@@ -547,6 +547,30 @@ def _framework_version(suite):
     return jax.__version__
 
 
+def _all_empty(sample):
+    """Whether every tensor (torch or NumPy array) of a sample has no element, with one tensor
+    at least (OpInfo's 0x0 matrices): such a sample shows that a dtype is accepted, not that
+    anything is computed in it."""
+    import numpy as np
+
+    sizes = []
+
+    def take(v):
+        n = getattr(v, "numel", None)
+        if callable(n) and hasattr(v, "dtype"):
+            sizes.append(int(n()))
+        elif isinstance(v, np.ndarray):
+            sizes.append(int(v.size))
+        return v
+
+    try:
+        parts = (sample.input, tuple(sample.args), dict(sample.kwargs)) if hasattr(sample, "input") else sample
+        tree_map(take, parts)
+    except Exception:  # noqa: BLE001 - a sample of another shape: not known to be empty
+        return False
+    return bool(sizes) and all(x == 0 for x in sizes)
+
+
 def _child(args):
     """The listing's child process: one JSON line per event on its private stdout."""
     out_fd = os.dup(1)
@@ -601,7 +625,11 @@ def _child(args):
             elif test == f"hang:{name}:{d}":
                 time.sleep(3600)
             try:
-                n = _Stream(suite, obj, d, 0).count(limit)
+                st = _Stream(suite, obj, d, 0)
+                n = st.count(limit)
+                empty = [k for k, smp in enumerate(st.samples[:n]) if _all_empty(smp)]
+                if empty:
+                    meta.setdefault("empty", {})[d] = empty
             except SampleError as e:
                 meta["no_samples"][d] = _first_line(e.exc)
                 continue
