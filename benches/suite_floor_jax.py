@@ -4,11 +4,11 @@ NumPy RandomState), jax.jit(h.dyn_fun) called twice (block_until_ready each), th
 call: the floating (complex) arguments upcast to float64 (complex128), under jax.enable_x64,
 jit-compiled and called once. Harnesses that raise are counted.
 
-    python benches/suite_floor_jax.py [--limit K] [--every K]
+    python benches/suite_floor_jax.py [--limit K] [--every K | --groups-every K]
 
-Prints one JSON line: {"harnesses", "raised", "raised_float64", "entries" (each harness as
-mlport's `--op` names it: group.name), "import_s", "generate_s", "call_s", "float64_s",
-"total_s"}. Needs absl-py in the Python that runs it."""
+Prints one JSON line: {"harnesses", "raised", "raised_float64", "groups" (the groups taken:
+with --groups-every, `mlport run --suite jax-harnesses --op GROUPS` runs the same harnesses),
+"import_s", "generate_s", "call_s", "float64_s", "total_s"}. Needs absl-py in the Python that runs it."""
 
 import argparse
 import json
@@ -20,6 +20,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--every", type=int, default=1, help="every K-th harness only (a spread-out sample)")
+    p.add_argument("--groups-every", type=int, default=None,
+                   help="every harness of every K-th group (groups sorted by name): what `mlport run --op GROUPS` runs")
     a = p.parse_args()
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
@@ -29,6 +31,12 @@ def main():
 
     jax.config.update("jax_enable_x64", False)
     harnesses = test_harnesses.all_harnesses[:: max(1, a.every)]
+    groups = sorted({h.group_name for h in test_harnesses.all_harnesses})
+    if a.groups_every:
+        groups = groups[:: a.groups_every]
+        harnesses = [h for h in test_harnesses.all_harnesses if h.group_name in set(groups)]
+    else:
+        groups = sorted({h.group_name for h in harnesses})
     if a.limit is not None:
         harnesses = harnesses[: a.limit]
     enable_x64 = getattr(jax, "enable_x64", None)
@@ -78,8 +86,8 @@ def main():
             raised64 += 1
         f64 += clock() - t
     print(json.dumps({"harnesses": len(harnesses), "raised": raised, "raised_float64": raised64,
-                      # mlport's `--op` names of the same harnesses (group.harness name).
-                      "entries": [f"{h.group_name}.{h.name}" for h in harnesses],
+                      # with --groups-every, mlport's `--op` names of the same harnesses
+                      "groups": groups,
                       "import_s": round(import_s, 3), "generate_s": round(gen, 3), "call_s": round(call, 3),
                       "float64_s": round(f64, 3), "total_s": round(clock() - t0, 3)}))
 

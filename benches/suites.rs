@@ -9,8 +9,8 @@
 //!    and the whole op_db's wall time on cpu (target under 3 minutes).
 //! 2. JAX harnesses: `benches/suite_floor_jax.py --every K` (each harness jitted and called
 //!    twice, plus its float64 call) beside `mlport run --suite jax-harnesses --modes compiled
-//!    --quick` on the same harnesses (`--op` with the floor's `group.harness` names); the ratio
-//!    of per-sample costs (target ≤ 2).
+//!    --quick` on the same harnesses (every harness of every K-th group, `--op` with the floor's
+//!    groups); the ratio of per-sample costs (target ≤ 2).
 //! 3. mlport's own overhead per sample: (mlport's wall − the floor's wall) ÷ samples (target
 //!    under 1 ms).
 //!
@@ -20,9 +20,10 @@
 //! MLPORT_TEST_PYTHON=$(ls -d ~/.cache/mlport/envs/py-*/bin/python) cargo bench --bench suites
 //! ```
 //!
-//! `MLPORT_BENCH_SAMPLES` (default 3) and `MLPORT_BENCH_JAX_EVERY` (default 10) set the sizes;
+//! `MLPORT_BENCH_SAMPLES` (default 3) and `MLPORT_BENCH_JAX_EVERY` (default 10: every 10th
+//! group of harnesses) set the sizes;
 //! `MLPORT_BENCH_OPS=sin,add,...` restricts OpInfo to those entries (to validate the bench);
-//! `MLPORT_BENCH_DB_DIR=DIR` keeps the runs' stores there (`o.db`: OpInfo on cpu, `j.db`: the
+//! `MLPORT_BENCH_SKIP_OPINFO=1` runs the JAX figure only; `MLPORT_BENCH_DB_DIR=DIR` keeps the runs' stores there (`o.db`: OpInfo on cpu, `j.db`: the
 //! harnesses on cpu/compiled).
 
 use std::path::Path;
@@ -62,12 +63,13 @@ fn mlport(db: &Path, args: &[&str]) -> (f64, u64) {
     let wall = t0.elapsed().as_secs_f64();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "mlport run {args:?}: {err}");
-    for line in err.lines().filter(|l| l.contains("suite of") || l.contains("ended after") || l.contains("references")) {
+    for line in err.lines().filter(|l| l.contains("suite of") || l.contains("ended after") || l.contains("references"))
+    {
         println!("    {line}");
     }
     let store = mlport::store::Store::open(db).unwrap();
     let run = store.latest_run().unwrap().unwrap();
-    (wall, run.results as u64)
+    (wall, run.results)
 }
 
 fn main() {
@@ -76,14 +78,50 @@ fn main() {
     let ops = env_or("MLPORT_BENCH_OPS", "");
     // `MLPORT_BENCH_DB_DIR` keeps the runs' stores (for the results page's reports).
     let tmp = tempfile::tempdir().unwrap();
-    let dir = std::env::var_os("MLPORT_BENCH_DB_DIR").map_or_else(|| tmp.path().to_path_buf(), std::path::PathBuf::from);
+    let dir =
+        std::env::var_os("MLPORT_BENCH_DB_DIR").map_or_else(|| tmp.path().to_path_buf(), std::path::PathBuf::from);
     std::fs::create_dir_all(&dir).unwrap();
-    println!("suites bench: --samples {samples}, JAX every {every}th harness; load {}", load());
+    println!("suites bench: --samples {samples}, JAX every {every}th group of harnesses; load {}", load());
 
+    if std::env::var_os("MLPORT_BENCH_SKIP_OPINFO").is_none() {
+        opinfo(&dir, &samples, &ops);
+    }
+
+    // 2. JAX harnesses, compiled (jit) as the floor jits them.
+    let j = floor("suite_floor_jax.py", &["--groups-every", every.as_str()]);
+    let j_n = j["harnesses"].as_f64().unwrap();
+    let j_total = j["total_s"].as_f64().unwrap();
+    println!(
+        "jax floor (each harness jitted, called twice, plus float64): {} harnesses ({} raised); total {j_total:.1} s = {:.1} ms \
+         per harness; load {}",
+        j["harnesses"],
+        j["raised"],
+        1e3 * j_total / j_n,
+        load()
+    );
+    let groups: Vec<&str> =
+        j["groups"].as_array().expect("the floor names its groups").iter().filter_map(Value::as_str).collect();
+    let names = groups.join(",");
+    let (jwall, jcases) = mlport(
+        &dir.join("j.db"),
+        &["--suite", "jax-harnesses", "--op", &names, "--device", "cpu", "--modes", "compiled", "--quick"],
+    );
+    let jper = jwall / jcases as f64;
+    println!(
+        "jax by mlport (cpu/compiled, the floor's harnesses): {jcases} harnesses in {jwall:.1} s = \
+         {:.1} ms per harness; load {}",
+        1e3 * jper,
+        load()
+    );
+    println!("  ratio per harness, mlport ÷ floor: {:.2} (target ≤ 2)", jper / (j_total / j_n));
+}
+
+/// Figure 1 (and 3): OpInfo, the floor and mlport.
+fn opinfo(dir: &Path, samples: &str, ops: &str) {
     // 1. OpInfo.
-    let mut floor_args = vec!["--samples", samples.as_str()];
+    let mut floor_args = vec!["--samples", samples];
     if !ops.is_empty() {
-        floor_args.extend(["--ops", ops.as_str()]);
+        floor_args.extend(["--ops", ops]);
     }
     let f = floor("suite_floor_opinfo.py", &floor_args);
     let f_samples = f["samples"].as_f64().unwrap();
@@ -91,12 +129,19 @@ fn main() {
     println!(
         "opinfo floor (PyTorch's own loop, one process, one core): {} samples of {} OpInfo × CPU-declared dtype pairs; \
          import {:.1} s, generate {:.1} s, call {:.1} s, float64 call {:.1} s; total {:.1} s = {:.2} ms per sample; load {}",
-        f["samples"], f["pairs"], f["import_s"].as_f64().unwrap(), f["generate_s"].as_f64().unwrap(),
-        f["call_s"].as_f64().unwrap(), f["float64_s"].as_f64().unwrap(), f_total, 1e3 * f_total / f_samples, load()
+        f["samples"],
+        f["pairs"],
+        f["import_s"].as_f64().unwrap(),
+        f["generate_s"].as_f64().unwrap(),
+        f["call_s"].as_f64().unwrap(),
+        f["float64_s"].as_f64().unwrap(),
+        f_total,
+        1e3 * f_total / f_samples,
+        load()
     );
-    let mut args = vec!["--suite", "opinfo", "--samples", samples.as_str(), "--device", "cpu", "--quick"];
+    let mut args = vec!["--suite", "opinfo", "--samples", samples, "--device", "cpu", "--quick"];
     if !ops.is_empty() {
-        args.extend(["--op", ops.as_str()]);
+        args.extend(["--op", ops]);
     }
     // First with the listing cached (a second run of the same suite), then the listing's own cost.
     let (_, _) = mlport(&dir.join("warm.db"), &args);
@@ -113,29 +158,8 @@ fn main() {
          (target under 180 s)",
         per / (f_total / f_samples)
     );
-    println!("  mlport's overhead per sample beyond the floor's: {:.2} ms (target under 1 ms)", 1e3 * (per - f_total / f_samples));
-
-    // 2. JAX harnesses, compiled (jit) as the floor jits them.
-    let j = floor("suite_floor_jax.py", &["--every", every.as_str()]);
-    let j_n = j["harnesses"].as_f64().unwrap();
-    let j_total = j["total_s"].as_f64().unwrap();
     println!(
-        "jax floor (each harness jitted, called twice, plus float64): {} harnesses ({} raised); total {j_total:.1} s = {:.1} ms \
-         per harness; load {}",
-        j["harnesses"], j["raised"], 1e3 * j_total / j_n, load()
+        "  mlport's overhead per sample beyond the floor's: {:.2} ms (target under 1 ms)",
+        1e3 * (per - f_total / f_samples)
     );
-    let entries: Vec<&str> = j["entries"].as_array().expect("the floor names its harnesses").iter().filter_map(Value::as_str).collect();
-    let names = entries.join(",");
-    let (jwall, jcases) = mlport(
-        &dir.join("j.db"),
-        &["--suite", "jax-harnesses", "--op", &names, "--device", "cpu", "--modes", "compiled", "--quick"],
-    );
-    let jper = jwall / jcases as f64;
-    println!(
-        "jax by mlport (cpu/compiled, the floor's harnesses): {jcases} harnesses in {jwall:.1} s = \
-         {:.1} ms per harness; load {}",
-        1e3 * jper,
-        load()
-    );
-    println!("  ratio per harness, mlport ÷ floor: {:.2} (target ≤ 2)", jper / (j_total / j_n));
 }

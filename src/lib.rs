@@ -43,7 +43,7 @@ pub mod runner;
 pub mod scan;
 pub mod stats;
 pub mod store;
-pub mod testdata;
 pub mod sysinfo;
+pub mod testdata;
 pub mod worker;
 pub mod workspace;

@@ -39,8 +39,19 @@ fn store() -> &'static Path {
         run_suite(
             &db,
             &[
-                "--suite", "opinfo", "--op", OPS, "--samples", "1", "--dtype", "float16,float32,int32,bool",
-                "--device", "cpu", "--modes", "eager,compiled", "--quick",
+                "--suite",
+                "opinfo",
+                "--op",
+                OPS,
+                "--samples",
+                "1",
+                "--dtype",
+                "float16,float32,int32,bool",
+                "--device",
+                "cpu",
+                "--modes",
+                "eager,compiled",
+                "--quick",
             ],
         )
         .success()
@@ -74,7 +85,8 @@ fn ops_row<'a>(rep: &'a Value, entry: &str, dtype: &str, target: &str) -> &'a Va
 fn python_json(code: &str) -> Value {
     let out = Command::new(suites_python()).args(["-c", code]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(out.stdout.trim_ascii()).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(out.stdout.trim_ascii())
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 #[test]
@@ -97,16 +109,29 @@ print(json.dumps(out))
     );
     assert_eq!(by_hand["cumsum"]["declared"], false);
     assert_eq!(by_hand["nn.functional.conv2d"]["declared"], false);
-    assert!(by_hand["cumsum"]["elements"].as_u64().unwrap() > 0 && by_hand["nn.functional.conv2d"]["elements"].as_u64().unwrap() > 0);
-    assert_eq!((by_hand["linalg.det"]["declared"].as_bool(), by_hand["linalg.det"]["elements"].as_u64()), (Some(false), Some(0)));
+    assert!(
+        by_hand["cumsum"]["elements"].as_u64().unwrap() > 0
+            && by_hand["nn.functional.conv2d"]["elements"].as_u64().unwrap() > 0
+    );
+    assert_eq!(
+        (by_hand["linalg.det"]["declared"].as_bool(), by_hand["linalg.det"]["elements"].as_u64()),
+        (Some(false), Some(0))
+    );
     let rep = ops_json();
     for (entry, dtype) in [("cumsum", "bool"), ("nn.functional.conv2d", "int32")] {
         let r = ops_row(&rep, entry, dtype, "cpu");
         assert_eq!((r["declared"].as_bool(), r["registered"].as_bool()), (Some(false), Some(true)), "{r}");
-        assert!(r["samples"].as_u64().unwrap() >= 1 && r["ran"] == r["samples"] && r["wrong"] == 0 && r["empty"] == 0, "{r}");
+        assert!(
+            r["samples"].as_u64().unwrap() >= 1 && r["ran"] == r["samples"] && r["wrong"] == 0 && r["empty"] == 0,
+            "{r}"
+        );
     }
     let det = ops_row(&rep, "linalg.det", "float16", "cpu");
-    assert_eq!((det["declared"].as_bool(), det["ran"].as_u64(), det["empty"].as_u64()), (Some(false), Some(1), Some(1)), "{det}");
+    assert_eq!(
+        (det["declared"].as_bool(), det["ran"].as_u64(), det["empty"].as_u64()),
+        (Some(false), Some(1), Some(1)),
+        "{det}"
+    );
     assert_eq!(ops_row(&rep, "linalg.det", "float32", "cpu")["declared"], true);
     let works = mlport().args(["report", "ops", "--db"]).arg(store()).output().unwrap();
     let table = String::from_utf8_lossy(&works.stdout);
@@ -120,14 +145,19 @@ fn each_sample_is_judged_against_the_same_sample_in_float64() {
     let store = Store::open(store()).unwrap();
     let run = store.latest_run().unwrap().unwrap().id;
     let refs = store.references(run).unwrap();
-    let sin = refs.iter().find(|r| r.function == "torch.sin" && r.dtype.as_str() == "float16").expect("sin's reference");
+    let sin =
+        refs.iter().find(|r| r.function == "torch.sin" && r.dtype.as_str() == "float16").expect("sin's reference");
     assert_eq!(sin.outcome, Some(Outcome::Pass));
     assert_eq!(sin.message.as_deref(), Some("op.ref numpy.sin"), "OpInfo's own NumPy reference computed it");
     let comparisons = store.comparisons(run).unwrap();
     let rows = rows();
     let sin16 = rows
         .iter()
-        .find(|r| r.function.name == "torch.sin" && r.case.dtype.map(|d| d.as_str()) == Some("float16") && r.result.device.as_str() == "cpu")
+        .find(|r| {
+            r.function.name == "torch.sin"
+                && r.case.dtype.map(|d| d.as_str()) == Some("float16")
+                && r.result.device.as_str() == "cpu"
+        })
         .unwrap();
     assert_eq!(sin16.result.outcome, Outcome::Pass);
     let judged: Vec<_> = comparisons
@@ -136,9 +166,12 @@ fn each_sample_is_judged_against_the_same_sample_in_float64() {
         .collect();
     assert_eq!(judged.len(), 1, "one output, one float64 comparison");
     // The float64 reference's values: numpy.sin of the sample's float16 values, widened.
-    let out = mlport::compare::real_f64(&mlport::compare::read_npy(Path::new(sin16.result.outputs[0]["path"].as_str().unwrap())).unwrap());
-    let expected =
-        mlport::compare::real_f64(&mlport::compare::read_npy(Path::new(sin.outputs[0]["path"].as_str().unwrap())).unwrap());
+    let out = mlport::compare::real_f64(
+        &mlport::compare::read_npy(Path::new(sin16.result.outputs[0]["path"].as_str().unwrap())).unwrap(),
+    );
+    let expected = mlport::compare::real_f64(
+        &mlport::compare::read_npy(Path::new(sin.outputs[0]["path"].as_str().unwrap())).unwrap(),
+    );
     assert_eq!(out.len(), expected.len());
     for (a, e) in out.iter().zip(&expected) {
         assert!((a - e).abs() <= 1e-5 + 1e-3 * e.abs(), "float16 sin {a} against float64 {e}");
@@ -156,12 +189,20 @@ fn a_random_operator_is_compared_on_shape_and_dtype() {
         .filter(|r| r.case.dtype.is_some_and(|d| d.as_str().starts_with("float")))
         .collect();
     assert!(!dropout.is_empty());
-    assert!(dropout.iter().all(|r| r.result.outcome == Outcome::Pass), "dropout's samples run: {:?}", dropout.iter().map(|r| (&r.case.key, r.result.outcome)).collect::<Vec<_>>());
+    assert!(
+        dropout.iter().all(|r| r.result.outcome == Outcome::Pass),
+        "dropout's samples run: {:?}",
+        dropout.iter().map(|r| (&r.case.key, r.result.outcome)).collect::<Vec<_>>()
+    );
     let keys: BTreeSet<&str> = dropout.iter().map(|r| r.case.key.as_str()).collect();
-    let compared: Vec<_> = store.comparisons(run).unwrap().into_iter().filter(|c| keys.contains(c.case_key.as_str())).collect();
+    let compared: Vec<_> =
+        store.comparisons(run).unwrap().into_iter().filter(|c| keys.contains(c.case_key.as_str())).collect();
     assert!(!compared.is_empty(), "cpu/compiled is compared with cpu");
     assert!(compared.iter().all(|c| c.rule == Rule::ShapeDtype), "{compared:?}");
-    assert!(store.references(run).unwrap().iter().all(|r| r.function != "torch.nn.functional.dropout"), "no float64 reference");
+    assert!(
+        store.references(run).unwrap().iter().all(|r| r.function != "torch.nn.functional.dropout"),
+        "no float64 reference"
+    );
 }
 
 #[test]
@@ -169,13 +210,21 @@ fn a_wrong_result_is_rerun_alone_and_reproduced() {
     let rows = rows();
     let wrong = rows
         .iter()
-        .find(|r| r.function.name == "torch.addbmm" && r.case.dtype.map(|d| d.as_str()) == Some("float32") && r.result.device.as_str() == "cpu")
+        .find(|r| {
+            r.function.name == "torch.addbmm"
+                && r.case.dtype.map(|d| d.as_str()) == Some("float32")
+                && r.result.device.as_str() == "cpu"
+        })
         .expect("addbmm at float32 on cpu");
     assert_eq!(wrong.result.outcome, Outcome::WrongResult, "{:?}", wrong.result.message);
     // Alone: only that operator and dtype, in a fresh store and fresh workers.
     let tmp = tempfile::tempdir().unwrap();
     let alone = tmp.path().join("alone.db");
-    run_suite(&alone, &["--suite", "opinfo", "--op", "addbmm", "--samples", "1", "--dtype", "float32", "--device", "cpu", "--quick"]).success();
+    run_suite(
+        &alone,
+        &["--suite", "opinfo", "--op", "addbmm", "--samples", "1", "--dtype", "float32", "--device", "cpu", "--quick"],
+    )
+    .success();
     let again = common::latest_results(&alone);
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].case.key.as_str(), again[0].result.outcome), (wrong.case.key.as_str(), Outcome::WrongResult));
@@ -183,11 +232,22 @@ fn a_wrong_result_is_rerun_alone_and_reproduced() {
     // The repro script rebuilds the sample from the suite and disagrees the same way.
     let out = tmp.path().join("repro");
     mlport().args(["repro", &wrong.id.to_string(), "--out"]).arg(&out).arg("--db").arg(store()).assert().success();
-    let script = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "py") && p.file_name().unwrap().to_string_lossy().starts_with("repro_")).unwrap();
+    let script = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "py") && p.file_name().unwrap().to_string_lossy().starts_with("repro_")
+        })
+        .unwrap();
     assert!(out.join("mlport_suites.py").is_file());
     let ran = Command::new(suites_python()).arg(&script).output().unwrap();
     let text = String::from_utf8_lossy(&ran.stdout);
-    assert_eq!(ran.status.code(), Some(1), "the script says it disagrees: {text}\n{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "the script says it disagrees: {text}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
     assert!(text.contains("DISAGREES"), "{text}");
 }
 
@@ -195,7 +255,21 @@ fn a_wrong_result_is_rerun_alone_and_reproduced() {
 fn a_suites_shards_cover_it_once_and_a_killed_run_resumes() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
-    let base = ["--suite", "opinfo", "--op", "sin,cos,exp,abs,neg", "--samples", "1", "--dtype", "float32", "--device", "cpu", "--quick", "--campaign", "c"];
+    let base = [
+        "--suite",
+        "opinfo",
+        "--op",
+        "sin,cos,exp,abs,neg",
+        "--samples",
+        "1",
+        "--dtype",
+        "float32",
+        "--device",
+        "cpu",
+        "--quick",
+        "--campaign",
+        "c",
+    ];
     for shard in ["0/2", "1/2"] {
         let mut args = base.to_vec();
         args.extend(["--shard", shard]);
@@ -227,13 +301,17 @@ fn a_suites_shards_cover_it_once_and_a_killed_run_resumes() {
 fn jax_harnesses_run_with_their_declared_limits() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("j.db");
-    run_suite(&db, &["--suite", "jax-harnesses", "--op", "abs", "--device", "cpu", "--modes", "eager,compiled", "--quick"])
-        .success()
-        .stderr(contains("the jax-harnesses suite of jax"));
+    run_suite(
+        &db,
+        &["--suite", "jax-harnesses", "--op", "abs", "--device", "cpu", "--modes", "eager,compiled", "--quick"],
+    )
+    .success()
+    .stderr(contains("the jax-harnesses suite of jax"));
     let rows = common::latest_results(&db);
     assert!(rows.iter().all(|r| r.function.name == "jax.lax.abs"), "one public function");
     assert!(rows.iter().any(|r| r.result.device.as_str() == "cpu/compiled"));
-    let failed: Vec<_> = rows.iter().filter(|r| r.result.outcome != Outcome::Pass).map(|r| (&r.case.key, &r.result.message)).collect();
+    let failed: Vec<_> =
+        rows.iter().filter(|r| r.result.outcome != Outcome::Pass).map(|r| (&r.case.key, &r.result.message)).collect();
     assert!(failed.is_empty(), "abs runs at every harness dtype: {failed:?}");
 }
 
@@ -241,7 +319,13 @@ fn jax_harnesses_run_with_their_declared_limits() {
 fn a_bad_suite_or_an_interpreter_without_expecttest_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("none.db");
-    mlport().args(["run", "--suite", "nosuch", "--db"]).arg(&db).assert().code(2).stderr(contains("nosuch")).stderr(contains("opinfo"));
+    mlport()
+        .args(["run", "--suite", "nosuch", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(contains("nosuch"))
+        .stderr(contains("opinfo"));
     assert!(!db.exists());
     // A test double of an interpreter without expecttest: the real one, with a sitecustomize
     // that marks the module missing (`sys.modules["expecttest"] = None`, as Python does for an
@@ -250,7 +334,11 @@ fn a_bad_suite_or_an_interpreter_without_expecttest_writes_nothing() {
     std::fs::create_dir(&shim).unwrap();
     std::fs::write(shim.join("sitecustomize.py"), "import sys\nsys.modules['expecttest'] = None\n").unwrap();
     let wrapper = tmp.path().join("python-without-expecttest");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nPYTHONPATH={} exec {} \"$@\"\n", shim.display(), suites_python().display())).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nPYTHONPATH={} exec {} \"$@\"\n", shim.display(), suites_python().display()),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     mlport()

@@ -201,7 +201,12 @@ fn an_opinfo_dtype_declared_for_xla_fails_there_and_only_there() {
         ])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&declared.stdout).trim(), "True True", "{}", String::from_utf8_lossy(&declared.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&declared.stdout).trim(),
+        "True True",
+        "{}",
+        String::from_utf8_lossy(&declared.stderr)
+    );
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("suite.db");
     mlport()
@@ -211,7 +216,9 @@ fn an_opinfo_dtype_declared_for_xla_fails_there_and_only_there() {
         .timeout(std::time::Duration::from_secs(3600))
         .assert()
         .success();
-    let rep: Value = serde_json::from_str(&common::stdout(mlport().args(["report", "ops", "--format", "json", "--db"]).arg(&db))).unwrap();
+    let rep: Value =
+        serde_json::from_str(&common::stdout(mlport().args(["report", "ops", "--format", "json", "--db"]).arg(&db)))
+            .unwrap();
     let row = |dtype: &str, target: &str| {
         rep["rows"]
             .as_array()
@@ -222,7 +229,11 @@ fn an_opinfo_dtype_declared_for_xla_fails_there_and_only_there() {
             .clone()
     };
     let failing = row("int64", "xla:0");
-    assert_eq!((failing["declared"].as_bool(), failing["failed"].as_u64(), failing["ran"].as_u64()), (Some(true), Some(1), Some(0)), "{failing}");
+    assert_eq!(
+        (failing["declared"].as_bool(), failing["failed"].as_u64(), failing["ran"].as_u64()),
+        (Some(true), Some(1), Some(0)),
+        "{failing}"
+    );
     assert_eq!(failing["reason"], "not_implemented", "{failing}");
     assert!(failing["message"].as_str().unwrap().contains("aten::erfinv"), "{failing}");
     for (dtype, target) in [("int64", "cpu"), ("float32", "cpu"), ("float32", "xla:0")] {
@@ -243,5 +254,9 @@ fn an_opinfo_dtype_declared_for_xla_fails_there_and_only_there() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&by_hand.stdout);
-    assert!(text.contains("cpu torch.float32") && text.contains("xla failed True"), "{text}\n{}", String::from_utf8_lossy(&by_hand.stderr));
+    assert!(
+        text.contains("cpu torch.float32") && text.contains("xla failed True"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&by_hand.stderr)
+    );
 }

@@ -443,7 +443,10 @@ pub(crate) mod tests {
         assert_eq!((c.samples, c.harness, c.agrees()), (1, 1, true));
         assert_eq!(c.findings(), [Finding::NotRegistered]);
         let t = &rep.totals["cpu"];
-        assert_eq!((t.pairs, t.samples, t.registered, t.not_registered, t.declared, t.runs, t.agrees), (4, 6, 3, 1, 2, 3, 2));
+        assert_eq!(
+            (t.pairs, t.samples, t.registered, t.not_registered, t.declared, t.runs, t.agrees),
+            (4, 6, 3, 1, 2, 3, 2)
+        );
         assert_eq!(t.findings["declared_but_fails"], 1);
         assert_eq!(rep.with(Finding::WorksButUndeclared).count(), 1);
     }

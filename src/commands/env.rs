@@ -39,7 +39,9 @@ pub fn xla_python(arg: &PythonArg, suites: bool) -> Option<std::path::PathBuf> {
     match pyenv::ensure_stack(choice, &[Framework::Torch]) {
         Ok(env) if !env.install_failures.contains_key(&Framework::Torch) => {
             if suites && let Err(e) = pyenv::addon::ensure(&env, &pyenv::addon::SUITES) {
-                eprintln!("mlport: {e:#}\nmlport: the suite's cases fail on xla:N as harness errors; the rest of the run goes on");
+                eprintln!(
+                    "mlport: {e:#}\nmlport: the suite's cases fail on xla:N as harness errors; the rest of the run goes on"
+                );
             }
             Some(env.python)
         }

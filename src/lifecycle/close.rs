@@ -110,5 +110,3 @@ pub fn store_gone(e: anyhow::Error, db: &Location, run_id: i64, campaign: Option
          is back, finish the run with `mlport run --resume {run_id} --db {db}`{shard}"
     ))
 }
-
-

@@ -59,6 +59,15 @@ impl Suite {
             Suite::JaxHarnesses => "harness",
         }
     }
+
+    /// `n` of the suite's entries in words: `1 OpInfo`, `701 OpInfos`, `5594 harnesses`.
+    pub fn count(self, n: usize) -> String {
+        match (n, self) {
+            (1, _) => format!("1 {}", self.entry()),
+            (_, Suite::JaxHarnesses) => format!("{n} harnesses"),
+            _ => format!("{n} {}s", self.entry()),
+        }
+    }
 }
 
 /// The dispatch keys a PyTorch kernel can be registered under, as

@@ -67,7 +67,8 @@ fn totals_grid(r: &OpsReport) -> Grid {
 }
 
 fn list_grid<'a>(rows: impl Iterator<Item = &'a OpRow>) -> Grid {
-    let mut g = Grid::new(["entry", "function", "dtype", "target", "samples", "ran", "agreed", "why"]).right_aligned(&[4, 5, 6]);
+    let mut g = Grid::new(["entry", "function", "dtype", "target", "samples", "ran", "agreed", "why"])
+        .right_aligned(&[4, 5, 6]);
     for r in rows {
         let why = match (r.reason, &r.message) {
             (Some(reason), Some(m)) => format!("{reason}: {m}"),
@@ -104,13 +105,22 @@ fn meaning(f: Finding) -> &'static str {
 }
 
 fn header(r: &OpsReport) -> String {
-    format!("Operators of run {}: {}", r.run_id, if r.suites.is_empty() { "no suite".into() } else { r.suites.join("; ") })
+    format!(
+        "Operators of run {}: {}",
+        r.run_id,
+        if r.suites.is_empty() { "no suite".into() } else { r.suites.join("; ") }
+    )
 }
 
 fn text(r: &OpsReport, markdown: bool) -> String {
     let mut out = String::new();
     if markdown {
-        out.push_str(&format!("# {}\n\n{}\n\n## Per target\n\n{}", escape(&header(r)), escape(LEVELS), totals_grid(r).markdown()));
+        out.push_str(&format!(
+            "# {}\n\n{}\n\n## Per target\n\n{}",
+            escape(&header(r)),
+            escape(LEVELS),
+            totals_grid(r).markdown()
+        ));
     } else {
         out.push_str(&format!("{}\n{}\n{}\n", header(r), LEVELS, totals_grid(r).table()));
     }

@@ -145,12 +145,7 @@ pub fn planned(listings: &[&Listing], filter: &EntryFilter) -> (usize, usize, u6
 /// Per entry name, the dtypes it declares and has no sample at (the suite's generator raised
 /// or yielded nothing): `name -> {dtype: why}`, for the run's header.
 pub fn without_samples(listing: &Listing) -> BTreeMap<String, BTreeMap<String, String>> {
-    listing
-        .ops
-        .iter()
-        .filter(|e| !e.no_samples.is_empty())
-        .map(|e| (e.entry_name(), e.no_samples.clone()))
-        .collect()
+    listing.ops.iter().filter(|e| !e.no_samples.is_empty()).map(|e| (e.entry_name(), e.no_samples.clone())).collect()
 }
 
 #[cfg(test)]

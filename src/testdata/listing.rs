@@ -18,6 +18,10 @@ pub const LISTING_FORMAT: u32 = 1;
 /// The largest listing file read, in bytes (op_db at every sample is about 2 MB).
 pub const MAX_LISTING_BYTES: u64 = 64 << 20;
 
+/// The longest variant name a listing may hold, in bytes: JAX's harness names spell out their
+/// parameters (over 400 characters for some scatters).
+pub const MAX_VARIANT: usize = 2000;
+
 /// The most samples one entry may list at one dtype.
 pub const MAX_SAMPLES: u32 = 10_000;
 
@@ -123,15 +127,13 @@ impl Listing {
     /// Errors: the file cannot be read, is over [`MAX_LISTING_BYTES`], is not JSON of this
     /// shape, has another format, or fails [`Listing::check`]; each names the file.
     pub fn read(path: &Path) -> Result<Listing> {
-        let len = std::fs::metadata(path).with_context(|| format!("cannot read the suite listing {}", path.display()))?.len();
+        let len =
+            std::fs::metadata(path).with_context(|| format!("cannot read the suite listing {}", path.display()))?.len();
         if len > MAX_LISTING_BYTES {
-            bail!(
-                "the suite listing {} is {len} bytes, over the limit of {MAX_LISTING_BYTES} bytes",
-                path.display()
-            );
+            bail!("the suite listing {} is {len} bytes, over the limit of {MAX_LISTING_BYTES} bytes", path.display());
         }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read the suite listing {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the suite listing {}", path.display()))?;
         Listing::parse(&text).with_context(|| format!("the suite listing {}", path.display()))
     }
 
@@ -157,11 +159,17 @@ impl Listing {
     ///
     /// Errors: the first entry that breaks a rule, named with the rule.
     pub fn check(&self) -> Result<()> {
-        let clean = |s: &str| !s.is_empty() && s.len() <= 300 && !s.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control());
+        let clean = |s: &str| {
+            !s.is_empty() && s.len() <= 300 && !s.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
+        };
         for e in &self.ops {
             let at = || format!("entry `{}`", e.entry_name());
-            if !clean(&e.name) || e.variant.len() > 300 || e.variant.chars().any(char::is_control) {
-                bail!("{}: a name must be 1 to 300 characters without `/`, whitespace or control characters", at());
+            if !clean(&e.name) || e.variant.len() > MAX_VARIANT || e.variant.chars().any(char::is_control) {
+                bail!(
+                    "{}: a name must be 1 to 300 characters without `/`, whitespace or control characters, a variant at \
+                     most {MAX_VARIANT} characters",
+                    at()
+                );
             }
             for f in std::iter::once(&e.function).chain(&e.aliases) {
                 if !clean(f) || !f.contains('.') {

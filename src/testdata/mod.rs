@@ -126,7 +126,7 @@ impl Listed {
             l.suite.framework(),
             l.framework_version,
             self.path.display(),
-            plural(entries, l.suite.entry()),
+            l.suite.count(entries),
             l.suite.entry(),
             plural(samples as usize, "sample"),
         )

@@ -4,14 +4,14 @@
 //! table and Markdown share.
 
 pub mod csv;
-mod reports;
 mod json;
 mod markdown;
+mod reports;
 mod table;
 pub(crate) mod words;
 
-pub use reports::{Functions, WithFunctions};
 pub use json::{
     BUNDLE_FORMAT as JSON_BUNDLE_FORMAT, FORMAT as JSON_FORMAT, FUNCTIONS_FORMAT as JSON_FUNCTIONS_FORMAT,
     VERSION as JSON_VERSION,
 };
+pub use reports::{Functions, WithFunctions};

@@ -254,6 +254,16 @@ def _torch_copy(t, device, dtype=None):
 
     dtype = dtype or t.dtype
     if t.layout == torch.strided and type(t) in (torch.Tensor, torch.nn.Parameter):
+        # A view into a larger storage (OpInfo's as_strided "partial_views" samples, offset 10 in
+        # a storage of 16): the whole storage is copied and the view rebuilt on it, so operators
+        # that address the storage (as_strided) see what OpInfo's own tests give them.
+        try:
+            numel = t.untyped_storage().nbytes() // t.element_size()
+            if t.storage_offset() != 0 or numel != t.numel():
+                whole = torch.as_strided(t.detach(), (numel,), (1,), 0).to(device=device, dtype=dtype, copy=True)
+                return whole.as_strided(t.size(), t.stride(), t.storage_offset())
+        except Exception:  # noqa: BLE001 - a device without as_strided: as below
+            pass
         try:
             out = torch.empty_strided(t.size(), t.stride(), dtype=dtype, device=device)
             out.copy_(t.detach())
