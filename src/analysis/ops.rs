@@ -77,7 +77,7 @@ impl OpRow {
         if self.declared == Some(false) && self.agrees() && self.ran > self.empty {
             out.push(Finding::WorksButUndeclared);
         }
-        if self.registered == Some(true) && self.wrong > 0 {
+        if self.registered != Some(false) && self.wrong > 0 {
             out.push(Finding::RegisteredButWrong);
         }
         if self.registered == Some(false) {
@@ -98,7 +98,8 @@ pub enum Finding {
     /// The framework does not declare the dtype on the device, and every sample runs and agrees
     /// (one at least with a non-empty input).
     WorksButUndeclared,
-    /// A kernel is registered for the device, and a sample's answer disagrees with its reference.
+    /// A kernel is registered for the device (or registration is unknown: JAX, a backend not
+    /// loaded where the suite was listed), and a sample's answer disagrees with its reference.
     RegisteredButWrong,
     /// No kernel (own or composite) is registered for the device.
     NotRegistered,

@@ -98,7 +98,8 @@ fn meaning(f: Finding) -> &'static str {
              with a non-empty input: a 0×0 matrix shows only that the dtype is accepted)."
         }
         Finding::RegisteredButWrong => {
-            "A kernel is registered for the device, and a sample's answer disagrees with its reference."
+            "A kernel is registered for the device (or registration is unknown: registered `?`), and a sample's \
+             answer disagrees with its reference."
         }
         Finding::NotRegistered => "No kernel, the device's own or a composite one, is registered for the device.",
     }
