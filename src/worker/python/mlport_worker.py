@@ -182,7 +182,10 @@ def _run_case(adapter, req):
 
             fn = None
             # The sample is generated on the CPU at the case's dtype, reference or not; errors
-            # of the suite's own generator are harness errors.
+            # of the suite's own generator are harness errors. The case begins first: what
+            # begin_case clears (torch_xla's pending IR) must not hold the sample's own copy to
+            # the device.
+            adapter.begin_case()
             try:
                 suite_call = suites.build(adapter, None, suite_ref, dtype, req.get("seed", 0),
                                           bool(req.get("reference")), upcast_integers=bool(req.get("upcast_integers")))
@@ -211,7 +214,8 @@ def _run_case(adapter, req):
             raise
         except Exception as e:  # our own spec handling: a harness error
             raise CaseError("inputs", e, harness=True)
-        adapter.begin_case()
+        if not suite_ref:  # a suite's case began before its sample was built
+            adapter.begin_case()
         workload = bool(case.get("workload")) and not reference
         if workload:  # peak memory is the case's own: reset the kernel's high-water mark
             reset_peak_rss()
