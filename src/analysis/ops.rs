@@ -139,6 +139,9 @@ pub struct Totals {
     pub runs: usize,
     /// Pairs every sample of which runs and agrees.
     pub agrees: usize,
+    /// Of `agrees`, pairs at least one sample of which nothing compared (no float64 reference
+    /// at its dtype, no other target): "agrees" there means only "nothing disagreed".
+    pub agrees_unchecked: usize,
     /// Each finding's count.
     pub findings: BTreeMap<&'static str, usize>,
 }
@@ -243,6 +246,7 @@ pub fn build(run_id: i64, suites: Vec<String>, results: &[ResultRow]) -> OpsRepo
         t.declared += usize::from(r.declared == Some(true));
         t.runs += usize::from(r.runs());
         t.agrees += usize::from(r.agrees());
+        t.agrees_unchecked += usize::from(r.agrees() && r.unchecked > 0);
         for f in r.findings() {
             *t.findings.entry(f.as_str()).or_default() += 1;
         }

@@ -96,7 +96,7 @@ fn placement(args: &RunArgs) -> Result<Option<Placement>> {
         }
         if changes_plan(args) {
             bail!(
-                "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --framework, --function, --dtype, --seed or --label (start a new run instead)"
+                "--resume continues a stored run's own plan; it cannot be combined with --catalogue, --suite, --framework, --function, --dtype, --seed or --label (start a new run instead)"
             );
         }
         return Ok(None);

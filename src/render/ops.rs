@@ -30,7 +30,8 @@ pub const LIST_LIMIT: usize = 40;
 pub const LEVELS: &str = "registered: a kernel (the device's own or a composite one) is registered for the \
     operator's dispatch key; declared: the framework's own test data declares the dtype on the device type; \
     runs: every sample ran to an answer; agrees: and none disagreed with its float64 reference \
-    (or, where there is none, the reference device).";
+    (or, where there is none, the reference device); of which unchecked: pairs with a sample nothing compared \
+    (an integer or bool sample on the reference device alone), where agrees says only that nothing disagreed.";
 
 fn yes_no(v: Option<bool>) -> &'static str {
     match v {
@@ -42,9 +43,11 @@ fn yes_no(v: Option<bool>) -> &'static str {
 
 fn totals_grid(r: &OpsReport) -> Grid {
     let mut columns: Vec<String> =
-        ["target", "pairs", "samples", "registered", "declared", "runs", "agrees"].map(String::from).to_vec();
+        ["target", "pairs", "samples", "registered", "declared", "runs", "agrees", "of which unchecked"]
+            .map(String::from)
+            .to_vec();
     columns.extend(<Finding as strum::VariantArray>::VARIANTS.iter().map(|f| f.title().to_string()));
-    let mut g = Grid::new(columns).right_aligned(&(1..11).collect::<Vec<_>>());
+    let mut g = Grid::new(columns).right_aligned(&(1..12).collect::<Vec<_>>());
     for t in &r.targets {
         let Some(x) = r.totals.get(t.as_str()) else { continue };
         let mut cells = vec![
@@ -55,6 +58,7 @@ fn totals_grid(r: &OpsReport) -> Grid {
             x.declared.to_string(),
             x.runs.to_string(),
             x.agrees.to_string(),
+            x.agrees_unchecked.to_string(),
         ];
         cells.extend(
             <Finding as strum::VariantArray>::VARIANTS
@@ -165,7 +169,7 @@ fn capitalised(s: &str) -> String {
 /// The CSV columns: llama.cpp's per-backend support file (`backend_name`, `op_name`,
 /// `op_params`, `test_mode`, `supported`, `error_message`, `backend_reg_name`), then mlport's
 /// four levels and counts.
-const CSV_COLUMNS: [&str; 16] = [
+const CSV_COLUMNS: [&str; 17] = [
     "backend_name",
     "op_name",
     "op_params",
@@ -181,6 +185,7 @@ const CSV_COLUMNS: [&str; 16] = [
     "samples",
     "ran",
     "agreed",
+    "unchecked",
     "findings",
 ];
 
@@ -221,6 +226,7 @@ fn csv_rows<'a>(rows: impl Iterator<Item = &'a OpRow>) -> String {
             r.samples.to_string(),
             r.ran.to_string(),
             r.agreed.to_string(),
+            r.unchecked.to_string(),
             findings.join(";"),
         ]);
     }
@@ -348,7 +354,7 @@ mod tests {
         assert_eq!(
             lines.next().unwrap(),
             "backend_name,op_name,op_params,test_mode,supported,error_message,backend_reg_name,function,registered,\
-             declared,runs,agrees,samples,ran,agreed,findings"
+             declared,runs,agrees,samples,ran,agreed,unchecked,findings"
         );
         assert!(lines.all(|l| l.starts_with("cpu,")), "{cpu}");
         assert_eq!(csv_for(&r, &"cuda:0".parse().unwrap()).lines().count(), 1, "no rows: the header only");

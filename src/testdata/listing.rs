@@ -146,7 +146,8 @@ impl Listing {
             .get("format")
             .and_then(serde_json::Value::as_u64);
         if format != Some(u64::from(LISTING_FORMAT)) {
-            bail!("has format {format:?}; this mlport reads suite listings of format {LISTING_FORMAT}");
+            let said = format.map_or_else(|| "no numeric format".to_string(), |f| format!("format {f}"));
+            bail!("has {said}; this mlport reads suite listings of format {LISTING_FORMAT}");
         }
         let listing: Listing = serde_json::from_str(text).context("is not a suite listing")?;
         listing.check()?;
@@ -162,8 +163,26 @@ impl Listing {
         let clean = |s: &str| {
             !s.is_empty() && s.len() <= 300 && !s.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
         };
+        let printable = |s: &str| s.len() <= 2000 && !s.chars().any(char::is_control);
+        if !printable(&self.framework_version) || self.framework_version.is_empty() {
+            bail!("the framework version must be 1 to 2000 characters without control characters");
+        }
+        let mut seen = std::collections::HashSet::new();
         for e in &self.ops {
-            let at = || format!("entry `{}`", e.entry_name());
+            let at = || format!("entry `{}`", e.entry_name().escape_debug());
+            if !seen.insert((e.name.as_str(), e.variant.as_str())) {
+                bail!("{}: listed twice", at());
+            }
+            let texts = e.aten.iter().chain(&e.reference).chain(e.no_samples.values());
+            if let Some(t) = texts.into_iter().find(|t| !printable(t)) {
+                bail!("{}: `{}` holds control characters or is over 2000 characters", at(), t.escape_debug());
+            }
+            for (d, ks) in &e.empty {
+                let n = e.samples.get(d).copied().unwrap_or(0);
+                if let Some(k) = ks.iter().find(|k| **k >= n) {
+                    bail!("{}: empty sample {k} at {d}, which has {n} samples", at());
+                }
+            }
             if !clean(&e.name) || e.variant.len() > MAX_VARIANT || e.variant.chars().any(char::is_control) {
                 bail!(
                     "{}: a name must be 1 to 300 characters without `/`, whitespace or control characters, a variant at \
@@ -191,6 +210,11 @@ impl Listing {
             {
                 bail!("{}: unknown dispatch key `{k}` (known: {})", at(), DISPATCH_KEYS.join(", "));
             }
+        }
+        if let Some(l) =
+            self.left_out.iter().find(|l| !printable(&l.name) || !printable(&l.variant) || !printable(&l.why))
+        {
+            bail!("left-out entry `{}` holds control characters or is over 2000 characters", l.name.escape_debug());
         }
         Ok(())
     }
@@ -236,7 +260,11 @@ mod tests {
     fn refuses_what_it_cannot_trust() {
         let bad = |from: &str, to: &str| Listing::parse(&SMALL.replacen(from, to, 1)).unwrap_err();
         let e = format!("{:#}", bad(r#""format": 1"#, r#""format": 9"#));
-        assert!(e.contains("format Some(9)") && e.contains("format 1"), "{e}");
+        assert!(e.contains("has format 9") && e.contains("format 1"), "{e}");
+        let e = format!("{:#}", bad(r#""framework_version": "2.15.0""#, r#""framework_version": "2.15\u001b[31m""#));
+        assert!(e.contains("control characters"), "{e}");
+        let e = format!("{:#}", bad(r#""bool": 0}"#, r#""bool": 0}, "empty": {"float16": [7]}"#));
+        assert!(e.contains("empty sample 7 at float16, which has 2 samples"), "{e}");
         let e = format!("{:#}", bad(r#""float16": 2"#, r#""float8": 2"#));
         assert!(e.contains("entry `sin`") && e.contains("unknown dtype `float8`"), "{e}");
         let e = format!("{:#}", bad(r#""float16": 2"#, r#""float16": 4"#));

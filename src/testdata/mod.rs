@@ -146,7 +146,10 @@ pub fn list(req: &ListRequest, interrupted: &AtomicBool) -> Result<Listed> {
     let version = framework_version(req.python, req.suite)?;
     let path = req.cache.join(format!("{}-{}.json", req.suite, cache_key(req, &version)));
     if path.is_file() {
-        return Ok(Listed { listing: Listing::read(&path)?, path, cached: true });
+        let listing = Listing::read(&path)?;
+        matches_request(&listing, req, &version)
+            .with_context(|| format!("the cached suite listing {}", path.display()))?;
+        return Ok(Listed { listing, path, cached: true });
     }
     std::fs::create_dir_all(req.cache).with_context(|| format!("cannot create {}", req.cache.display()))?;
     let tmp = req.cache.join(format!(".{}.{}.json", req.suite, std::process::id()));
@@ -196,8 +199,8 @@ pub fn list(req: &ListRequest, interrupted: &AtomicBool) -> Result<Listed> {
         Ok(l) => l,
         Err(e) => return fail(format!("{e:#}")),
     };
-    if listing.suite != req.suite {
-        return fail(format!("the listing of {} says it lists {}", req.suite, listing.suite));
+    if let Err(e) = matches_request(&listing, req, &version) {
+        return fail(format!("the listing of {}: {e}", req.suite));
     }
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Listed { listing, path, cached: false })
@@ -256,6 +259,33 @@ pub fn prepare(
         files.push(catalogue_file(&mine, &filter));
     }
     Ok(Prepared { catalogue: crate::catalogue::Catalogue::new(files)?, listed })
+}
+
+/// Checks that a listing is of the request: its suite, its cap on samples and the installed
+/// framework's version (a cached file may have been edited, or copied from elsewhere).
+///
+/// Errors: the first that differs, with both values and what to do.
+fn matches_request(listing: &Listing, req: &ListRequest, version: &str) -> Result<()> {
+    let cap = match req.samples {
+        Samples::First(n) => Some(n),
+        Samples::All => None,
+    };
+    let fix = "remove the file and run again to list the suite afresh";
+    if listing.suite != req.suite {
+        bail!("it lists the {} suite, not {} ({fix})", listing.suite, req.suite);
+    }
+    if listing.samples != cap {
+        bail!("it is capped at {:?} samples, not {:?} as asked ({fix})", listing.samples, cap);
+    }
+    if listing.framework_version != version {
+        bail!(
+            "it lists {} {}, but {} has {version} ({fix})",
+            req.suite.framework(),
+            listing.framework_version,
+            req.python.display()
+        );
+    }
+    Ok(())
 }
 
 /// The installed version of the suite's framework in `python`, read from its package metadata
