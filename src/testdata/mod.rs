@@ -277,7 +277,9 @@ fn matches_request(listing: &Listing, req: &ListRequest, version: &str) -> Resul
     if listing.samples != cap {
         bail!("it is capped at {:?} samples, not {:?} as asked ({fix})", listing.samples, cap);
     }
-    if listing.framework_version != version {
+    // `torch.__version__` carries the local tag the package metadata leaves out (`+cu132`).
+    let public = |v: &str| v.split('+').next().unwrap_or(v).to_string();
+    if public(&listing.framework_version) != public(version) {
         bail!(
             "it lists {} {}, but {} has {version} ({fix})",
             req.suite.framework(),
@@ -340,6 +342,22 @@ fn tail(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_must_match_its_request() {
+        let text = r#"{"format": 1, "suite": "opinfo", "framework_version": "2.15.0+cu132", "samples": 3, "ops": []}"#;
+        let listing = Listing::parse(text).unwrap();
+        let (python, scripts, cache) = (Path::new("/py"), Path::new("/s"), Path::new("/c"));
+        let req = |suite, samples| ListRequest { suite, samples, dtypes: &[], only: &[], python, scripts, cache };
+        // The package metadata's version has no local tag: 2.15.0 is torch.__version__'s 2.15.0+cu132.
+        assert!(matches_request(&listing, &req(Suite::Opinfo, Samples::First(3)), "2.15.0").is_ok());
+        let e = matches_request(&listing, &req(Suite::Opinfo, Samples::First(3)), "2.16.0").unwrap_err().to_string();
+        assert!(e.contains("it lists torch 2.15.0+cu132, but /py has 2.16.0"), "{e}");
+        let e = matches_request(&listing, &req(Suite::Opinfo, Samples::All), "2.15.0").unwrap_err().to_string();
+        assert!(e.contains("capped at Some(3) samples, not None"), "{e}");
+        let e = matches_request(&listing, &req(Suite::Modules, Samples::First(3)), "2.15.0").unwrap_err().to_string();
+        assert!(e.contains("it lists the opinfo suite, not modules"), "{e}");
+    }
 
     #[test]
     fn samples_parse() {
