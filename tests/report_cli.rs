@@ -187,6 +187,7 @@ fn the_help_lists_every_kind_and_its_alias() {
         "campaign",
         "suite",
         "overview",
+        "ops",
     ] {
         assert!(help.contains(&format!("\n  {kind} ")), "{kind} missing from:\n{help}");
     }
