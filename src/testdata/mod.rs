@@ -116,7 +116,6 @@ impl Listed {
     /// PATH): 637 OpInfos, 6,156 OpInfo × dtype pairs, 17,184 samples`, counting what `filter`
     /// plans.
     pub fn describe(&self, filter: &EntryFilter) -> String {
-        use crate::render::units::plural;
         let l = &self.listing;
         let (entries, pairs, samples) = catalogue::planned(&[l], filter);
         let how = if self.cached { "cached".to_string() } else { format!("listed in {:.1} s", l.seconds) };
@@ -128,7 +127,7 @@ impl Listed {
             self.path.display(),
             l.suite.count(entries),
             l.suite.entry(),
-            plural(samples as usize, "sample"),
+            if samples == 1 { "1 sample".to_string() } else { format!("{samples} samples") },
         )
     }
 }
