@@ -26,5 +26,5 @@ pub use run::{
     Shard,
 };
 pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, RutRole, Spec, WorkloadSpec};
-pub use suite::{DISPATCH_KEYS, Suite, SuiteSample, device_type, dispatch_key};
+pub use suite::{DISPATCH_KEYS, Suite, SuiteSample, device_type, dispatch_key, entry_name};
 pub use target::{Mode, Target};

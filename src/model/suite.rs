@@ -119,7 +119,7 @@ pub struct SuiteSample {
 impl SuiteSample {
     /// The entry's name with its variant: `nn.functional.pad.reflect`, `sin`.
     pub fn entry_name(&self) -> String {
-        if self.variant.is_empty() { self.name.clone() } else { format!("{}.{}", self.name, self.variant) }
+        entry_name(&self.name, &self.variant)
     }
 
     /// Whether the entry declares `dtype` on `target`'s device type; `None` when the suite says
@@ -141,6 +141,12 @@ impl SuiteSample {
             None => composite.then_some(true),
         }
     }
+}
+
+/// A suite entry's name with its variant, as reports and `--op` spell it: `name.variant`, or
+/// `name` when it has none.
+pub fn entry_name(name: &str, variant: &str) -> String {
+    if variant.is_empty() { name.to_string() } else { format!("{name}.{variant}") }
 }
 
 /// The device type of a target, as suites name them: its kind (`cpu`, `cuda`, `xla`, `tpu`,

@@ -101,7 +101,7 @@ pub struct LeftOut {
 impl Entry {
     /// `name.variant`, or `name` without a variant.
     pub fn entry_name(&self) -> String {
-        if self.variant.is_empty() { self.name.clone() } else { format!("{}.{}", self.name, self.variant) }
+        crate::model::entry_name(&self.name, &self.variant)
     }
 
     /// The declared dtypes, typed (checked by [`Listing::check`]).

@@ -205,6 +205,30 @@ pub fn list(req: &ListRequest, interrupted: &AtomicBool) -> Result<Listed> {
     Ok(Listed { listing, path, cached: false })
 }
 
+/// [`list`] with `env`'s interpreter, the worker's installed sources and mlport's cache folder,
+/// after giving a managed environment the `suites` add-on (a failed install is said; the
+/// listing's missing-module error follows it).
+///
+/// Errors: [`list`]'s; the worker's sources cannot be written.
+pub fn list_with(
+    env: &crate::pyenv::PythonEnv,
+    suite: Suite,
+    samples: Samples,
+    dtypes: &[Dtype],
+    only: &[String],
+    interrupted: &AtomicBool,
+) -> Result<Listed> {
+    if let Err(e) = crate::pyenv::addon::ensure(env, &crate::pyenv::addon::SUITES) {
+        eprintln!("mlport: {e:#}");
+    }
+    let scripts = crate::workspace::worker_dir()?;
+    let cache = crate::pyenv::cache_dir().join("suites");
+    list(
+        &ListRequest { suite, samples, dtypes, only, python: &env.python, scripts: &scripts, cache: &cache },
+        interrupted,
+    )
+}
+
 /// A run's catalogue made from suites, and the listings it came from.
 #[derive(Debug)]
 pub struct Prepared {
@@ -228,19 +252,13 @@ pub fn prepare(
     env: &crate::pyenv::PythonEnv,
     interrupted: &AtomicBool,
 ) -> Result<Prepared> {
-    if let Err(e) = crate::pyenv::addon::ensure(env, &crate::pyenv::addon::SUITES) {
-        eprintln!("mlport: {e:#}");
-    }
-    let scripts = crate::workspace::worker_dir()?;
-    let cache = crate::pyenv::cache_dir().join("suites");
     let dtypes = if dtypes.is_empty() { &USUAL_DTYPES[..] } else { dtypes };
     let mut suites = suites.to_vec();
     suites.sort();
     suites.dedup();
     let mut listed = Vec::new();
     for suite in suites {
-        let req = ListRequest { suite, samples, dtypes, only, python: &env.python, scripts: &scripts, cache: &cache };
-        listed.push(list(&req, interrupted)?);
+        listed.push(list_with(env, suite, samples, dtypes, only, interrupted)?);
     }
     let filter = EntryFilter(only.to_vec());
     if let Some(missing) = only.iter().find(|n| {

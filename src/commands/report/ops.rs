@@ -10,7 +10,7 @@ use crate::cli::FormatArg;
 use crate::cli::report::OpsArgs;
 use crate::render::Report;
 use crate::store::Store;
-use crate::testdata::{self, ListRequest, Samples};
+use crate::testdata::{self, Samples};
 
 /// `report ops` of a stored run.
 ///
@@ -39,7 +39,7 @@ pub fn report(store: &Store, args: &OpsArgs) -> Result<()> {
 /// `report ops --declared A..B`: no store, no run; the suite listed (or read from the cache)
 /// with the interpreter `--python` names, else the managed environment.
 ///
-/// Errors: a spec that is not `A..B`; the listing's ([`testdata::list`]); a device type the
+/// Errors: a spec that is not `A..B`; the listing's ([`testdata::list_with`]); a device type the
 /// suite declares nothing for; HTML (refused).
 pub fn declared(args: &OpsArgs, spec: &str) -> Result<()> {
     let Some((a, b)) = spec.split_once("..").filter(|(a, b)| !a.is_empty() && !b.is_empty()) else {
@@ -51,21 +51,14 @@ pub fn declared(args: &OpsArgs, spec: &str) -> Result<()> {
     let format = text_format(args.format, args.output.as_ref())?;
     let fw = args.suite.framework();
     let env = crate::commands::env::python_env(&args.python, &[fw])?;
-    if let Err(e) = crate::pyenv::addon::ensure(&env, &crate::pyenv::addon::SUITES) {
-        eprintln!("mlport: {e:#}");
-    }
-    let scripts = crate::workspace::worker_dir()?;
-    let cache = crate::pyenv::cache_dir().join("suites");
-    let req = ListRequest {
-        suite: args.suite,
-        samples: Samples::First(1),
-        dtypes: &testdata::USUAL_DTYPES,
-        only: &[],
-        python: &env.python,
-        scripts: &scripts,
-        cache: &cache,
-    };
-    let listed = testdata::list(&req, crate::process_group::interrupted())?;
+    let listed = testdata::list_with(
+        &env,
+        args.suite,
+        Samples::First(1),
+        &testdata::USUAL_DTYPES,
+        &[],
+        crate::process_group::interrupted(),
+    )?;
     let diff = analysis::ops::declared_diff(&listed.listing, a, b)?;
     show(&diff, format, String::new)
 }
