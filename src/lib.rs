@@ -45,5 +45,6 @@ pub mod stats;
 pub mod store;
 pub mod sysinfo;
 pub mod testdata;
+pub mod vulkan;
 pub mod worker;
 pub mod workspace;

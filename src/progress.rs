@@ -15,6 +15,9 @@ pub struct Progress {
     per_framework: std::collections::BTreeMap<crate::model::Framework, u64>,
     /// The store, as the user named it (`--db`): said with the counts and the resume hint.
     store: String,
+    /// The (device, reason) pairs already said unavailable: a machine-wide reason (no Vulkan
+    /// driver) is said once, not once per framework and route.
+    unavailable_said: std::cell::RefCell<std::collections::BTreeSet<(String, String)>>,
 }
 
 impl Progress {
@@ -31,7 +34,7 @@ impl Progress {
                 .expect("valid template")
                 .progress_chars("=> "),
         );
-        Progress { bar, per_framework, store }
+        Progress { bar, per_framework, store, unavailable_said: Default::default() }
     }
 
     /// Prints a line above the bar (or plainly when there is no terminal).
@@ -162,9 +165,20 @@ impl EventSink for Progress {
                 self.say(format!("mlport: {framework} is not usable, its cases do not run: {first}"));
                 tracing::info!("{framework} failure: {error}");
             }
-            Event::DeviceUnavailable { framework, device } => {
+            Event::DeviceUnavailable { framework, device, detail, machine_wide } => {
+                if *machine_wide {
+                    // The machine's reason, whichever framework or route met it: said once per device.
+                    if self.unavailable_said.borrow_mut().insert((device.base().to_string(), detail.clone())) {
+                        self.say(format!(
+                            "mlport: {} is unavailable: {detail} (its targets are reported, not counted)",
+                            device.base()
+                        ));
+                    }
+                    return;
+                }
+                let why = if detail.is_empty() { String::new() } else { format!(": {detail}") };
                 self.say(format!(
-                    "mlport: {device} is unavailable to {framework} (reported, not counted as a failure)"
+                    "mlport: {device} is unavailable to {framework}{why} (reported, not counted as a failure)"
                 ));
             }
             Event::ReferencesStarting { count } => {

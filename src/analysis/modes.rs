@@ -163,7 +163,9 @@ pub fn build(
     let stats = StatsConfig { seed: stats_seed.unwrap_or(run.info.seed), ..Default::default() };
     let mut rows = Vec::new();
     for t in portability.targets.iter().filter(|t| view.includes(t.device.mode())) {
-        let eager = t.device.base();
+        // The eager target it is compared with: the same device, or the run's reference device
+        // for one without an eager mode (vulkan:N).
+        let eager = t.device.reference_target(&run.info.reference_device);
         let compare = |measure: Measure| {
             let opts = SlowdownOptions {
                 measure,
@@ -346,7 +348,8 @@ pub fn rule_text() -> String {
          agreed. fail to compile: at least one counted case raised, timed out or crashed under the compiler (reasons \
          count cases). recompile: at least one case was compiled more than once for the same inputs. changed answer: \
          at least one case disagreed with eager beyond tolerance, or changed an output's dtype. A function can be in several of the last three. \
-         A failure counts only if the same case passed eagerly on the same device; the others are not attributable. \
+         A failure counts only if the same case passed eagerly on the same device; the others are not \
+         attributable. \
          First call: the median over functions of each function's median first call (compilation included). \
          Compiled/eager: per function the median steady-state time compiled over eager (below 1 is faster \
          compiled), over the cases timed in both modes; then the median and geometric mean over functions \
@@ -360,13 +363,17 @@ pub fn routes_rule_text() -> String {
     format!(
         "Per framework, device and export route, its functions exported and run elsewhere against eager X \
          (X/onnx: torch.onnx.export(dynamo=True), jax2onnx or tf2onnx, then ONNX Runtime on the device's execution \
-         provider; X/onnx_openvino: the same ONNX model run by OpenVINO on the CPU; X/stablehlo: jax.export's serialized StableHLO compiled and run by IREE; docs/ir-routes.md). \
+         provider; X/onnx_openvino: the same ONNX model run by OpenVINO on the CPU; X/stablehlo: jax.export's serialized StableHLO compiled and run by IREE; on vulkan:N both \
+         compiled by IREE for SPIR-V, the ONNX model through IREE's ONNX importer, and run by IREE's Vulkan driver, \
+         against eager on the run's reference device since no framework runs eagerly there; docs/ir-routes.md, \
+         docs/vulkan.md). \
          functions: functions with a counted case on the route. export and run: every counted case exported, ran \
          and agreed with eager. fail: at least one counted case failed on the route (reasons count cases: \
          export_error, the exporter refused; not_implemented or dtype_unsupported, the runtime has no kernel or the \
          format no type for it; compile_error, the runtime refused the model otherwise). changed answer: at least one \
          case disagreed with eager beyond tolerance, or changed an output's dtype. A failure counts only if the \
-         same case passed eagerly on the same device; the others are not attributable. First call: the median over \
+         same case passed eagerly on the same device (the reference device for vulkan:N); the others are not \
+         attributable. First call: the median over \
          functions of each function's median first call (export, load or compile, and the first run). Route/eager: \
          per function the median steady-state time on the route over eager (below 1 is faster on the route), over \
          the cases timed in both; then the median and geometric mean over functions (bootstrap {:.0}% interval) and \

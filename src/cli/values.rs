@@ -25,15 +25,16 @@ impl FromStr for TargetArg {
     }
 }
 
-/// The targets of `--device` and `--modes`: each device without a mode in each mode, a
-/// device written with its mode (`cpu/compiled`) as it is; duplicates dropped, order kept.
+/// The targets of `--device` and `--modes`: each device without a mode in each mode (a
+/// `vulkan:N` in its own routes, [`Target::in_modes`]), a device written with its mode
+/// (`cpu/compiled`) as it is; duplicates dropped, order kept.
 pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Target> {
     let mut out: Vec<Target> = Vec::new();
     for d in devices {
         let expanded: Vec<Target> = if d.explicit_mode {
             vec![d.target.clone()]
         } else {
-            modes.iter().map(|m| d.target.with_mode(*m)).collect()
+            d.target.in_modes(modes)
         };
         for t in expanded {
             if !out.contains(&t) {

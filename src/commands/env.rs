@@ -119,6 +119,7 @@ pub fn env(args: EnvArgs) -> Result<ExitStatus> {
     emit(&render::env::python_line(&env))?;
     let (probes, packages) = probe(&env, &frameworks)?;
     emit(&render::env::probe_table(&probes))?;
+    emit(&render::env::vulkan_table(&crate::vulkan::devices()))?;
     emit(&render::env::packages_line(&packages))?;
     Ok(ExitStatus::Ok)
 }

@@ -34,6 +34,7 @@ pub fn list(args: ListArgs) -> Result<ExitStatus> {
         emit(&render::env::python_line(&env))?;
         let (probes, _) = env::probe(&env, &frameworks)?;
         emit(&render::env::probe_table(&probes))?;
+        emit(&render::env::vulkan_table(&crate::vulkan::devices()))?;
     }
     Ok(ExitStatus::Ok)
 }

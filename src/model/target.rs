@@ -27,6 +27,9 @@ pub enum Mode {
     /// An export route (docs/ir-routes.md): the case's function exported to ONNX (torch:
     /// `torch.onnx.export(dynamo=True)`; JAX: `jax2onnx`; TensorFlow: `tf2onnx` with an explicit
     /// input signature) and run in ONNX Runtime on the execution provider that matches the device.
+    /// On `vulkan:N`, where ONNX Runtime has no provider, the same model is imported by IREE's
+    /// ONNX importer, compiled for SPIR-V (`vulkan-spirv`) and run by IREE's Vulkan driver
+    /// (docs/vulkan.md).
     Onnx,
     /// An export route (docs/ir-routes.md): the same ONNX model as [`Mode::Onnx`] (same
     /// exporters), run by OpenVINO's runtime (`openvino.Core().compile_model`, the `CPU` device
@@ -35,7 +38,7 @@ pub enum Mode {
     OnnxOpenvino,
     /// An export route (docs/ir-routes.md): JAX's function exported as serialized StableHLO
     /// (`jax.export`, the serialization round trip included), compiled and run by IREE
-    /// (`llvm-cpu` on cpu, `cuda` on cuda:N).
+    /// (`llvm-cpu` on cpu, `cuda` on cuda:N, `vulkan-spirv` on vulkan:N).
     Stablehlo,
 }
 
@@ -68,7 +71,12 @@ fn unknown_mode(s: &str) -> String {
     format!("unknown mode `{s}` (expected eager, compiled, compiled_fullgraph, onnx, onnx_openvino or stablehlo)")
 }
 
-/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `xla:N`, `mps` or `xpu:N`) and an
+/// The modes a `vulkan:N` device has: the export routes IREE compiles for SPIR-V. No framework
+/// runs eagerly (or compiles with its own compiler) on a Vulkan device (docs/vulkan.md).
+pub const VULKAN_MODES: [Mode; 2] = [Mode::Stablehlo, Mode::Onnx];
+
+/// A target: a canonical device name (`cpu`, `cuda:N`, `tpu:N`, `xla:N`, `mps`, `xpu:N` or
+/// `vulkan:N`) and an
 /// execution [`Mode`]. Eager is the default and is written without a suffix (`cpu`,
 /// `cuda:0`); the compiled modes are written `cpu/compiled` and `cpu/compiled_fullgraph`, the export routes
 /// `cpu/onnx` and `cpu/stablehlo`. `cpu/eager` parses to `cpu`, so a
@@ -122,10 +130,35 @@ impl Target {
     }
 
     /// The target whose results a failure (or an answer) on this target is judged against:
-    /// for a compiled target (either compiled mode), the same device eager (the compiler is
-    /// what is tested); for an eager one, the run's `reference` device.
+    /// for a compiled target (either compiled mode, or a route), the same device eager (the
+    /// compiler is what is tested); for an eager one, and for a device without an eager mode
+    /// (`vulkan:N`), the run's `reference` device.
     pub fn reference_target(&self, reference: &Target) -> Target {
-        if self.mode().is_compiled() { self.base() } else { reference.clone() }
+        if self.mode().is_compiled() && self.has_eager() { self.base() } else { reference.clone() }
+    }
+
+    /// Whether a framework can run eagerly on this device: every device but `vulkan:N`, which
+    /// only export routes reach ([`VULKAN_MODES`]).
+    pub fn has_eager(&self) -> bool {
+        !self.is_vulkan()
+    }
+
+    /// Whether the device is a Vulkan device (`vulkan:N`, the Nth physical device the Vulkan
+    /// loader enumerates; lavapipe on a machine without a GPU): reached through IREE's
+    /// Vulkan driver only ([`VULKAN_MODES`], docs/vulkan.md).
+    pub fn is_vulkan(&self) -> bool {
+        self.kind() == "vulkan"
+    }
+
+    /// This device in each of `modes` (`cpu` in eager and compiled is `cpu`, `cpu/compiled`); a
+    /// device without an eager mode (`vulkan:N`) in each of its own modes ([`VULKAN_MODES`])
+    /// whatever `modes` says.
+    pub fn in_modes(&self, modes: &[Mode]) -> Vec<Target> {
+        if self.is_vulkan() {
+            VULKAN_MODES.iter().map(|m| self.with_mode(*m)).collect()
+        } else {
+            modes.iter().map(|m| self.with_mode(*m)).collect()
+        }
     }
 
     /// The device kind without index or mode: `cuda` for `cuda:1/compiled`, `xla` for `xla:0`.
@@ -141,14 +174,14 @@ impl Target {
     }
 
     fn parse_base(s: &str) -> Result<Target, String> {
-        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, xla:N, mps or xpu:N)");
+        let bad = || format!("unknown device `{s}` (expected cpu, cuda:N, tpu:N, xla:N, mps, xpu:N or vulkan:N)");
         match s {
             "cpu" | "mps" => return Ok(Target(s.to_string())),
-            "cuda" | "tpu" | "xla" | "xpu" => return Ok(Target(format!("{s}:0"))),
+            "cuda" | "tpu" | "xla" | "xpu" | "vulkan" => return Ok(Target(format!("{s}:0"))),
             _ => {}
         }
         let (kind, index) = s.split_once(':').ok_or_else(bad)?;
-        if !matches!(kind, "cuda" | "tpu" | "xla" | "xpu")
+        if !matches!(kind, "cuda" | "tpu" | "xla" | "xpu" | "vulkan")
             || index.is_empty()
             || !index.bytes().all(|b| b.is_ascii_digit())
         {
@@ -162,12 +195,20 @@ impl Target {
 impl FromStr for Target {
     type Err = String;
     /// Accepts the canonical device spellings, optionally followed by `/eager`, `/compiled`,
-    /// `/compiled_fullgraph`, `/onnx` or `/stablehlo`; `cuda` alone means `cuda:0`.
+    /// `/compiled_fullgraph`, `/onnx`, `/onnx_openvino` or `/stablehlo`; `cuda` alone means
+    /// `cuda:0`. A `vulkan:N` target takes only its own modes ([`VULKAN_MODES`]).
     fn from_str(s: &str) -> Result<Self, String> {
         match s.split_once(MODE_SEPARATOR) {
             Some((device, mode)) => {
                 let mode: Mode = mode.parse().map_err(|e: String| format!("target `{s}`: {e}"))?;
-                Ok(Target::parse_base(device)?.with_mode(mode))
+                let base = Target::parse_base(device)?;
+                if base.is_vulkan() && !VULKAN_MODES.contains(&mode) {
+                    return Err(format!(
+                        "target `{s}`: {base} is reached through IREE's Vulkan driver only: {base}/stablehlo (JAX) or \
+                         {base}/onnx (PyTorch, TensorFlow, JAX); no framework runs {mode} on a Vulkan device"
+                    ));
+                }
+                Ok(base.with_mode(mode))
             }
             None => Target::parse_base(s),
         }
@@ -244,6 +285,27 @@ mod tests {
         let ov: Target = "cpu/onnx_openvino".parse().unwrap();
         assert!(ov.mode().is_route() && ov.mode().is_compiled());
         assert!("cpu/openvino".parse::<Target>().unwrap_err().contains("onnx_openvino or stablehlo"));
+    }
+
+    #[test]
+    fn vulkan_devices_take_their_routes_only() {
+        let v: Target = "vulkan".parse().unwrap();
+        assert_eq!((v.as_str(), v.kind(), v.is_vulkan(), v.has_eager()), ("vulkan:0", "vulkan", true, false));
+        assert_eq!("vulkan:1/stablehlo".parse::<Target>().unwrap().as_str(), "vulkan:1/stablehlo");
+        for bad in ["vulkan:0/compiled", "vulkan:0/eager", "vulkan:0/onnx_openvino", "vulkan:0/compiled_fullgraph"] {
+            let e = bad.parse::<Target>().unwrap_err();
+            assert!(e.contains("vulkan:0/stablehlo") && e.contains(bad), "{bad}: {e}");
+        }
+        let both: Vec<String> = v.in_modes(&[Mode::Eager, Mode::Compiled]).iter().map(|t| t.to_string()).collect();
+        assert_eq!(both, ["vulkan:0/stablehlo", "vulkan:0/onnx"], "a Vulkan device runs its routes whatever --modes says");
+        assert_eq!(Target::cpu().in_modes(&[Mode::Eager, Mode::Compiled]).len(), 2);
+        let route: Target = "vulkan:0/onnx".parse().unwrap();
+        assert_eq!(
+            route.reference_target(&Target::cpu()),
+            Target::cpu(),
+            "no eager on a Vulkan device: its routes are judged against the run's reference"
+        );
+        assert!(!Target::cpu().is_vulkan() && Target::cpu().has_eager());
     }
 
     #[test]

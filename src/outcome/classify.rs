@@ -364,7 +364,25 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
     let tf_attr = tf_attr_value_not_allowed(m).is_some_and(|v| TF_DTYPES.contains(&v));
     let tf_param = m.contains("has datatype") && m.contains("not in list of allowed values");
     let requires = requires_dtype(m);
-    (torch_dispatch || tf_attr || tf_param || requires || contains_any(m, PHRASES)).then_some(Reason::DtypeUnsupported)
+    let iree = iree_element_type_refused(m);
+    (torch_dispatch || tf_attr || tf_param || requires || iree || contains_any(m, PHRASES))
+        .then_some(Reason::DtypeUnsupported)
+}
+
+/// IREE's code generators refusing an element type (docs/vulkan.md): an MLIR operand
+/// constraint naming the type it got (`'spirv.GL.Sin' op operand #0 must be 16/32-bit float …,
+/// but got 'f64'`; `'arith.sitofp' op operand #0 must be signless-fixed-width-integer-like, but
+/// got 'complex<f32>'`), or an operation on bf16 vectors it cannot legalize (`failed to
+/// legalize operation 'vector.bitcast': … (vector<4xbf16>) -> vector<2xf32>`).
+fn iree_element_type_refused(m: &str) -> bool {
+    const SCALARS: &[&str] = &["f64", "f16", "bf16", "i64", "i8", "i16", "i1"];
+    let got = m.find(" op operand #").and_then(|i| m[i..].find("but got '").map(|j| &m[i + j + 9..]));
+    let operand = got.is_some_and(|rest| {
+        let ty = rest.split('\'').next().unwrap_or("");
+        SCALARS.contains(&ty) || ty.starts_with("complex<")
+    });
+    let legalize = m.contains("failed to legalize operation") && m.contains("xbf16>");
+    operand || legalize
 }
 
 /// Rule 12: messages that can only mean "no kernel or lowering on this device" ⇒
@@ -836,6 +854,21 @@ mod tests {
         let bf16 = "Error invoking IREE compiler tool iree-compile Error code: 1 Diagnostics: iree-lld: error: \
                     undefined symbol: __truncsfbf2";
         assert_eq!(c("iree.compiler.tools.binaries.CompilerToolError", bf16), Reason::DtypeUnsupported);
+        // IREE's vulkan-spirv code generator on lavapipe (docs/vulkan.md), messages as recorded.
+        let tool = "iree.compiler.tools.binaries.CompilerToolError";
+        let vector_bf16 = "IREE compile (vulkan-spirv, target llvmpipe): Error invoking IREE compiler tool iree-compile \
+                           Error code: 1 Diagnostics: <stdin>:4:10: error: failed to legalize operation \
+                           'vector.bitcast': %52 = \"vector.bitcast\"(%37) : (vector<4xbf16>) -> vector<2xf32>";
+        assert_eq!(c(tool, vector_bf16), Reason::DtypeUnsupported);
+        let sin_f64 = "Diagnostics: x.py:25:19: error: 'spirv.GL.Sin' op operand #0 must be 16/32-bit float or \
+                       fixed-length vector of 16/32-bit float values of length 2/3/4/8/16 of ranks 1, but got 'f64'";
+        assert_eq!(c(tool, sin_f64), Reason::DtypeUnsupported);
+        let complex_sin = "<stdin>:4:10: error: 'arith.sitofp' op operand #0 must be signless-fixed-width-integer-like, \
+                           but got 'complex<f32>'";
+        assert_eq!(c(tool, complex_sin), Reason::DtypeUnsupported);
+        let shape = "error: 'tensor.expand_shape' op operand #0 must be ranked tensor of any type values, but got \
+                     'vector<4xf32>'";
+        assert_ne!(c(tool, shape), Reason::DtypeUnsupported, "a shape constraint names no element type");
     }
 
     #[test]

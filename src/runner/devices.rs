@@ -47,41 +47,57 @@ pub(super) fn framework_ready(
     // Devices: those asked for (absent ones are unavailable), or all it reports.
     let mut reported = reported_devices(h);
     reported.extend(xla.iter().cloned());
+    // Vulkan devices are the machine's, not the framework's: the loader is asked directly.
+    let vulkan = vulkan_reported(cfg);
+    if let Ok(found) = &vulkan {
+        reported.extend(found.iter().cloned());
+    }
     let wanted: Vec<Target> = match &cfg.devices {
         Some(list) => list.clone(),
-        None => reported.iter().flat_map(|(d, _)| cfg.modes.iter().map(|m| d.with_mode(*m))).collect(),
+        // Every device found, but Vulkan's (lavapipe is a CPU behind a GPU's API): those run when named.
+        None => reported.iter().filter(|(d, _)| !d.is_vulkan()).flat_map(|(d, _)| d.in_modes(&cfg.modes)).collect(),
     };
     let mut infos = Vec::new();
     for d in &wanted {
         match reported.iter().find(|(r, _)| *r == d.base()) {
             Some(_) if fw.lacks_mode(d.mode()).is_some() => {
-                infos.push(DeviceInfo {
-                    framework: fw,
-                    device: d.clone(),
-                    available: false,
-                    detail: fw.lacks_mode(d.mode()).unwrap_or_default(),
-                });
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+                let detail = fw.lacks_mode(d.mode()).unwrap_or_default();
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: detail.clone(), machine_wide: false });
+                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
             }
-            Some(_) if let Some(Some(why)) = h.routes.get(d.mode().as_str()).filter(|_| d.mode().is_route()) => {
+            Some(_) if let Some(Some(why)) = h.routes.get(&route_key(d)).filter(|_| d.mode().is_route()) => {
                 // An export route whose converter or runtime this environment lacks.
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail: why.clone() });
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: why.clone(), machine_wide: false });
             }
             Some((_, detail)) => {
                 // A route's runtime, as the worker described it, stands in for the device's detail.
-                let detail = h.route_details.get(d.mode().as_str()).filter(|_| d.mode().is_route()).unwrap_or(detail);
-                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail: detail.clone() })
+                let route = h.route_details.get(&route_key(d)).filter(|_| d.mode().is_route());
+                let detail = match route {
+                    // A Vulkan device keeps its own description beside the route's runtime.
+                    Some(runtime) if d.is_vulkan() => format!("{runtime} on {detail}"),
+                    Some(runtime) => runtime.clone(),
+                    None => detail.clone(),
+                };
+                infos.push(DeviceInfo { framework: fw, device: d.clone(), available: true, detail })
             }
             None => {
                 let detail = match (d.is_xla(), fw, &cfg.xla_python) {
+                    _ if d.is_vulkan() => match &vulkan {
+                        Err(why) => why.clone(),
+                        Ok(found) => {
+                            let present: Vec<String> = found.iter().map(|(t, _)| t.to_string()).collect();
+                            format!("no {} on this machine (Vulkan devices: {})", d.base(), present.join(", "))
+                        }
+                    },
                     (true, Framework::Torch, None) => "the torch-xla stack's environment could not be set up".into(),
                     (true, Framework::Torch, Some(_)) => format!("torch_xla reports no {d} on this machine"),
                     (true, _, _) => format!("{d} is PyTorch/XLA's device: torch only"),
                     _ => format!("{fw} reports no {d} on this machine"),
                 };
+                let machine_wide = d.is_vulkan() && vulkan.is_err();
+                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: detail.clone(), machine_wide });
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone() });
             }
         }
     }
@@ -92,6 +108,21 @@ pub(super) fn framework_ready(
         devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
     });
     Ok(Some(infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect()))
+}
+
+/// The key of a route target in a hello's `routes` and `route_details`: the route's name for
+/// the worker's own kind of device, the whole target on a Vulkan device (protocol 13).
+fn route_key(d: &Target) -> String {
+    if d.is_vulkan() { d.to_string() } else { d.mode().as_str().to_string() }
+}
+
+/// The Vulkan devices of this machine, each with its description ([`crate::vulkan`]), when
+/// the run asks for a `vulkan:N` target (empty otherwise); why there are none otherwise.
+fn vulkan_reported(cfg: &RunConfig) -> Result<Vec<(Target, String)>, String> {
+    if !cfg.devices.as_ref().is_some_and(|l| l.iter().any(Target::is_vulkan)) {
+        return Ok(Vec::new());
+    }
+    Ok(crate::vulkan::devices()?.into_iter().map(|d| (d.target(), d.describe())).collect())
 }
 
 /// The devices a hello reports available, with `native detail` for the record.

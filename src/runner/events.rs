@@ -60,6 +60,11 @@ pub enum Event<'a> {
         framework: Framework,
         /// The device asked for.
         device: Target,
+        /// Why, as recorded with the device (how to get it where mlport knows).
+        detail: String,
+        /// The reason is the machine's, not the framework's (no Vulkan device): said once per
+        /// device, not once per framework and target.
+        machine_wide: bool,
     },
     /// The float64 references of the run's canonical ops are being computed (NumPy, host).
     ReferencesStarting {

@@ -35,9 +35,13 @@ fn case_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, Str
     let mut env = threads_env(cfg);
     env.extend(jax_env(cfg, fw));
     // The export routes the run uses: the hello describes their runtimes (`route_details`).
-    let asked = cfg.devices.iter().flatten().map(|d| d.mode()).chain(cfg.modes.iter().copied());
-    let routes: std::collections::BTreeSet<&str> = asked.filter(|m| m.is_route()).map(|m| m.as_str()).collect();
-    let routes: Vec<&str> = routes.into_iter().collect();
+    // Route targets on a Vulkan device go whole (`vulkan:0/onnx`): no worker runs on that
+    // device, so the hello says whether the framework reaches it (protocol 13).
+    let asked = cfg.devices.iter().flatten().filter(|d| !d.is_vulkan()).map(|d| d.mode()).chain(cfg.modes.iter().copied());
+    let mut routes: std::collections::BTreeSet<String> =
+        asked.filter(|m| m.is_route()).map(|m| m.as_str().to_string()).collect();
+    routes.extend(cfg.devices.iter().flatten().filter(|d| d.is_vulkan()).map(|d| d.to_string()));
+    let routes: Vec<String> = routes.into_iter().collect();
     if !routes.is_empty() {
         env.push(("MLPORT_ROUTES".into(), routes.join(",")));
     }

@@ -158,7 +158,7 @@ fn hello_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
 }
 
 /// The protocol version this core speaks; every message carries it as `v`.
-pub const PROTOCOL_VERSION: u32 = 12;
+pub const PROTOCOL_VERSION: u32 = 13;
 
 /// Settings of blocked steady-state timing (after torch.utils.benchmark's
 /// `blocked_autorange`): after warm-up calls for `warmup_ms` the block size doubles from 1 until a block
@@ -393,11 +393,13 @@ pub struct Hello {
     pub settings: BTreeMap<String, serde_json::Value>,
     /// Per export route (`onnx`, `stablehlo`; docs/ir-routes.md), why this framework cannot take
     /// it on this device (no such route, a module not installed, no runtime target), or `None`
-    /// when it can (protocol 9). Absent after an import error.
+    /// when it can (protocol 9); and per route target on a Vulkan device the run uses
+    /// (`vulkan:0/onnx`, keyed by the whole target; protocol 13), the same for that target.
+    /// Absent after an import error.
     #[serde(default)]
     pub routes: BTreeMap<String, Option<String>>,
-    /// Per export route the run uses (the core lists them in `MLPORT_ROUTES`) and this worker
-    /// can take, its runtime in words with the settings that change an answer (`OpenVINO
+    /// Per export route the run uses (the core lists them in `MLPORT_ROUTES`, route targets on
+    /// Vulkan devices whole) and this worker can take, its runtime in words with the settings that change an answer (`OpenVINO
     /// 2026.4.1 CPU plugin, inference precision bf16 …`); the core stores it as the route
     /// target's detail. Absent from older workers and after an import error.
     #[serde(default)]
@@ -529,7 +531,7 @@ mod tests {
         let spec = crate::model::Spec::from(crate::model::CaseSpec::new("torch.add", "default"));
         let t = Timing::default();
         let r = Request::Run {
-            v: 12,
+            v: 13,
             nonce: 9,
             case_key: "k",
             case: &spec,
@@ -544,14 +546,14 @@ mod tests {
         let s = serde_json::to_string(&r).unwrap();
         assert_eq!(
             s,
-            r#"{"op":"run","v":12,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
+            r#"{"op":"run","v":13,"nonce":9,"case_key":"k","case":{"code":null,"compare":"allclose","function":"torch.add","id":"default","inputs":[],"kwargs":{},"outputs":null},"dtype":"float32","seed":7,"out_dir":"/o","inputs_dir":"/i","input_key":"ab12","reference":false,"timing":{"warmup_ms":10.0,"min_block_ms":1.0,"min_blocks":5,"max_blocks":1000,"target_spread":0.05,"min_time_ms":20.0,"budget_ms":100.0}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 12 }).unwrap(), r#"{"op":"shutdown","v":12}"#);
+        assert_eq!(serde_json::to_string(&Request::Shutdown { v: 13 }).unwrap(), r#"{"op":"shutdown","v":13}"#);
     }
 
     #[test]
     fn replies_parse_and_versions_are_checked() {
-        let m = parse_line(r#"{"v":12,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
+        let m = parse_line(r#"{"v":13,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"NotImplementedError","message":"x","traceback":"","phase":"first_call","harness":false},"first_call_ns":null}"#).unwrap();
         match m {
             Message::Result(r) => {
                 assert_eq!(r.outcome, ReplyOutcome::Fail);
@@ -561,7 +563,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match parse_line(r#"{"v":12,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"graph_breaks":2,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
+        match parse_line(r#"{"v":13,"kind":"result","case_key":"k","outcome":"pass","first_call_ns":9,"samples_ns":[5,6],"block_sizes":[64,64],"compiles":3,"compiles_first_call":1,"graph_breaks":2,"runqueue_wait_ns":7,"steady_wall_ns":100}"#).unwrap() {
             Message::Result(r) => {
                 assert_eq!((r.samples_ns, r.block_sizes), (vec![5, 6], vec![64, 64]));
                 assert_eq!((r.compiles, r.compiles_first_call, r.graph_breaks), (Some(3), Some(1), Some(2)));
@@ -573,7 +575,7 @@ mod tests {
         assert!(parse_line("hello").unwrap_err().contains("not JSON"));
         assert!(parse_line(r#"{"v":7,"kind":"pong"}"#).unwrap_err().contains("protocol version"));
         // Protocol 8: mlport's own I/O failure, distinct from any outcome.
-        match parse_line(r#"{"v":12,"kind":"result","case_key":"k","nonce":3,"outcome":"io_error","io_error":{"path":"/r/x.out0.npy","operation":"write","errno":28,"message":"[Errno 28] No space left on device"}}"#).unwrap() {
+        match parse_line(r#"{"v":13,"kind":"result","case_key":"k","nonce":3,"outcome":"io_error","io_error":{"path":"/r/x.out0.npy","operation":"write","errno":28,"message":"[Errno 28] No space left on device"}}"#).unwrap() {
             Message::Result(r) => {
                 let e = r.io_error.unwrap();
                 assert_eq!((e.path.as_str(), e.operation.as_str(), e.errno), ("/r/x.out0.npy", "write", Some(28)));
@@ -584,12 +586,12 @@ mod tests {
         let e =
             OwnIoError::from_io(std::path::Path::new("/r/d"), "create folder", &std::io::Error::from_raw_os_error(28));
         assert!(e.to_string().starts_with("could not create folder /r/d: No space left on device"), "{e}");
-        assert!(parse_line(r#"{"v":12,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
+        assert!(parse_line(r#"{"v":13,"kind":"dance"}"#).unwrap_err().contains("unexpected message"));
     }
 
     #[test]
     fn unknown_values_of_closed_fields_are_protocol_errors_naming_the_field() {
-        let e = parse_line(r#"{"v":12,"kind":"result","case_key":"k","outcome":"passs","first_call_ns":null}"#)
+        let e = parse_line(r#"{"v":13,"kind":"result","case_key":"k","outcome":"passs","first_call_ns":null}"#)
             .unwrap_err();
         assert!(
             e.starts_with(
@@ -597,7 +599,7 @@ mod tests {
             ),
             "{e}"
         );
-        let e = parse_line(r#"{"v":12,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"E","message":"x","phase":"lunch","harness":false},"first_call_ns":null}"#).unwrap_err();
+        let e = parse_line(r#"{"v":13,"kind":"result","case_key":"k","outcome":"fail","error":{"type":"E","message":"x","phase":"lunch","harness":false},"first_call_ns":null}"#).unwrap_err();
         assert!(
             e.starts_with(
                 "worker protocol: field `phase`: unknown value `lunch` (expected one of import, resolve, inputs, setup, \
@@ -607,7 +609,7 @@ mod tests {
         );
         let hello = |framework: &str, mode: &str| {
             format!(
-                r#"{{"v":12,"kind":"hello","protocol":12,"pid":1,"python":"3.12","python_executable":"/p","framework":"{framework}","device":"cpu","mode":"{mode}","framework_version":"2","import_error":null}}"#
+                r#"{{"v":13,"kind":"hello","protocol":13,"pid":1,"python":"3.12","python_executable":"/p","framework":"{framework}","device":"cpu","mode":"{mode}","framework_version":"2","import_error":null}}"#
             )
         };
         match parse_line(&hello("keras-jax", "compiled_fullgraph")).unwrap() {

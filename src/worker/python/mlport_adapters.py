@@ -82,7 +82,7 @@ _threads_env = os.environ.get("MLPORT_THREADS")
 THREADS = int(_threads_env) if _threads_env and _threads_env.isdigit() and int(_threads_env) > 0 else None
 
 MODES = ("eager", "compiled", "compiled_fullgraph") + routes.ROUTES
-DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu):(\d+))$")
+DEVICE_RE = re.compile(r"^(cpu|mps|(cuda|tpu|xla|xpu|vulkan):(\d+))$")
 MAX_SAVED_OUTPUTS = 16
 # Output arrays larger than this are described (shape, dtype) but not written as .npy.
 MAX_SAVED_BYTES = 64 * 1024 * 1024
@@ -224,6 +224,12 @@ class Adapter:
         if mode == "compiled_fullgraph" and not self.has_fullgraph:
             raise ValueError(f"{self.name} has no compiled_fullgraph mode: its compiled mode already takes the whole call")
         self.kind, self.index = parse_device(device)
+        if self.kind == "vulkan":
+            # No framework runs on a Vulkan device: the case's arrays live on the host and the
+            # route carries the function to the device (mlport_routes, docs/vulkan.md).
+            if self.route is None:
+                raise ValueError(f"{device} runs export routes only (stablehlo, onnx), not {mode}")
+            self.kind, self.index, self.device = "cpu", 0, "cpu"
         self.native_device = None
 
     def begin_case(self):

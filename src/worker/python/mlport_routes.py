@@ -15,7 +15,18 @@ Routes:
              worker's thread budget; cpu only: OpenVINO's GPU plugin is for Intel GPUs).
   stablehlo  jax         jax.export(jax.jit(f)) -> serialize -> deserialize (the round trip
              is part of the route) -> IREE (iree-base-compiler: `llvm-cpu` on cpu, `cuda` on
-             cuda:N) -> iree-base-runtime.
+             cuda:N, `vulkan-spirv` on vulkan:N) -> iree-base-runtime.
+
+On vulkan:N (docs/vulkan.md) no framework runs: the case's arrays are built on the host and
+the route carries the function to the Vulkan device. `onnx` there is the same exported model
+imported by IREE's ONNX importer (iree.compiler.extras.onnx_importer, as `iree-import-onnx`
+does) and compiled for SPIR-V, since ONNX Runtime has no Vulkan provider. Stages, each named at
+the start of a failure's message: export (the exporter, `mlport.ExportError`), import (IREE's
+ONNX importer), compile (`iree-compile` for vulkan-spirv), run (IREE's Vulkan driver).
+float64: IREE demotes f64 to f32 by default (`--iree-input-demote-f64-to-f32`, which changes
+the compiled function's signature); mlport keeps that default, as a user gets it, feeds the
+inputs as the compiled signature declares (float32) and returns what the device computed, so
+the core records `dtype_changed` rather than a pass.
 
 Stages and outcomes: the exporter refusing the function raises `ExportError` (reported as
 `mlport.ExportError`, the core's `export_error`, with the exporter's message); the runtime
@@ -69,16 +80,14 @@ def unavailable(route, framework, device):
         return f"unknown route `{route}` (expected one of {', '.join(ROUTES)})"
     if framework not in ROUTE_FRAMEWORKS[route]:
         return f"{framework} has no `{route}` route"
-    for mod in NEEDS[(route, framework)]:
-        try:
-            found = importlib.util.find_spec(mod) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            return f"route `{route}` needs the Python module `{mod}` (python/ir-routes.lock; installed on first use of a route)"
     kind = device.split(":")[0]
+    if kind == "vulkan":
+        return _vulkan_unavailable(route, framework, device)
+    mod = _missing_module(NEEDS[(route, framework)])
+    if mod:
+        return f"route `{route}` needs the Python module `{mod}` (python/ir-routes.lock; installed on first use of a route)"
     if kind not in ("cpu", "cuda"):
-        return f"route `{route}` has no runtime target for {device} (cpu and cuda:N only)"
+        return f"route `{route}` has no runtime target for {device} (cpu, cuda:N and vulkan:N only)"
     if route == "onnx_openvino" and kind == "cuda":
         return "route `onnx_openvino` runs on OpenVINO's CPU device only (its GPU plugin drives Intel GPUs, not CUDA)"
     if route == "onnx" and kind == "cuda":
@@ -89,14 +98,89 @@ def unavailable(route, framework, device):
     return None
 
 
-def runtime(route):
+def _missing_module(modules):
+    """The first of `modules` that cannot be found, without importing it, or None."""
+    for mod in modules:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return mod
+    return None
+
+
+def _vulkan_unavailable(route, framework, device):
+    """Why `route` cannot run `framework` on the Vulkan device `device` here, or None: the
+    route's modules (IREE in place of ONNX Runtime for `onnx`), then the device itself, as IREE's
+    Vulkan driver lists it."""
+    if route == "onnx_openvino":
+        return "route `onnx_openvino` runs on OpenVINO's CPU device only (no Vulkan device)"
+    needs = [m for m in NEEDS[(route, framework)] if m != "onnxruntime"] + ["iree.compiler", "iree.runtime"]
+    mod = _missing_module(dict.fromkeys(needs))
+    if mod:
+        return f"{device}/{route} needs the Python module `{mod}` (python/ir-routes.lock; installed on first use of a route)"
+    try:
+        _vulkan_device(device)
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+# IREE Vulkan devices this process opened, by mlport device name: creating one is costly.
+_VULKAN = {}
+
+
+def _vulkan_device(device):
+    """(IREE HAL device, its description from IREE's Vulkan driver) of `vulkan:N`: the Nth
+    device the driver lists (the Vulkan loader's order, as `mlport env` shows them). Raises
+    RuntimeError with why when the driver or the device is absent."""
+    if device in _VULKAN:
+        return _VULKAN[device]
+    import iree.runtime as ireert
+
+    index = int(device.split(":")[1])
+    try:
+        driver = ireert.get_driver("vulkan")
+        found = driver.query_available_devices()
+    except Exception as e:  # no loader, no ICD (VK_ERROR_INCOMPATIBLE_DRIVER)
+        raise RuntimeError(f"IREE's Vulkan driver finds no Vulkan device ({str(e).splitlines()[0]}): install Debian's "
+                           "`libvulkan1` and `mesa-vulkan-drivers` (lavapipe) or a GPU's Vulkan driver") from e
+    if index >= len(found):
+        names = ", ".join(f"vulkan:{i} {d['name']}" for i, d in enumerate(found)) or "none"
+        raise RuntimeError(f"IREE's Vulkan driver lists no {device} (devices: {names})")
+    info = found[index]
+    _VULKAN[device] = (driver.create_device(info["device_id"]), info)
+    return _VULKAN[device]
+
+
+def _vulkan_target(name):
+    """IREE's `--iree-vulkan-target` for a Vulkan device name: `llvmpipe` for Mesa's lavapipe,
+    else what MLPORT_IREE_VULKAN_TARGET says (an architecture or product IREE knows: `ampere`,
+    `rdna3`, `rtx4090` …), else None (IREE's conservative default profile)."""
+    override = os.environ.get("MLPORT_IREE_VULKAN_TARGET")
+    if override:
+        return override
+    return "llvmpipe" if "llvmpipe" in name else None
+
+
+def runtime(route, device=None):
     """The runtime a route runs its models on, in words, with the settings that change an
     answer (the worker's hello reports it for each route the run asked for, in
     `route_details`; the core stores it as the target's detail). Imports the runtime, so it
-    is asked only for routes the run uses. OpenVINO: its CPU plugin's inference precision
+    is asked only for routes the run uses. On a Vulkan `device`: IREE's Vulkan driver, the
+    compiler's target and the device as the driver names it. OpenVINO: its CPU plugin's inference precision
     (`INFERENCE_PRECISION_HINT`), bf16 by default on CPUs with native bfloat16 (AVX512_BF16
     or AMX), f32 elsewhere (OpenVINO's documented CPU default): a float32 model's matmuls and
     convolutions then run in bfloat16."""
+    if device is not None and device.startswith("vulkan:"):
+        from importlib.metadata import version
+
+        _, info = _vulkan_device(device)
+        target = _vulkan_target(info["name"]) or "IREE's default Vulkan profile"
+        how = "IREE's ONNX importer, " if route == "onnx" else ""
+        return (f"IREE {version('iree-base-runtime')}: {how}vulkan-spirv (--iree-vulkan-target={target}), "
+                "f64 demoted to f32 (IREE's default)")
     if route == "onnx":
         import onnxruntime as ort
 
@@ -154,6 +238,9 @@ class Route:
             return _stablehlo_jax(g, arrays, self.device)
         exporter = {"torch": _onnx_torch, "jax": _onnx_jax, "tensorflow": _onnx_tensorflow}[self.framework]
         model, np_args = exporter(g, arrays)
+        if self.device.startswith("vulkan:"):
+            mlir, entry = _import_onnx(model)
+            return _vulkan_module(mlir, "onnx", entry, np_args, self.device)
         if self.route == "onnx_openvino":
             return _openvino_model(model, np_args), np_args
         return _ort_session(model, np_args, self.device), np_args
@@ -368,6 +455,8 @@ def _stablehlo_jax(g, arrays, device):
         return export.deserialize(exp.serialize()).mlir_module()
 
     mlir = _export(exported_mlir)
+    if device.startswith("vulkan:"):
+        return _vulkan_module(mlir, "stablehlo", "main", [np.asarray(a) for a in arrays], device)
     if device == "cpu":
         backend, driver, extra = "llvm-cpu", "local-task", ["--iree-llvmcpu-target-cpu=host"]
     else:
@@ -381,3 +470,143 @@ def _stablehlo_jax(g, arrays, device):
         return [np.asarray(o.to_host() if hasattr(o, "to_host") else o) for o in out]
 
     return run, [np.asarray(a) for a in arrays]
+
+
+class _Stage(Exception):
+    """A failure of one stage of a Vulkan route (import, compile, run), its message prefixed
+    with the stage; the type name the core sees is the original exception's."""
+
+
+def _staged(stage, thunk):
+    """Runs one stage; an exception it raises is re-raised as the same type when it can be
+    built from a message, with `stage: ` before IREE's message (the core classifies it)."""
+    try:
+        return thunk()
+    except Exception as e:
+        message = f"{stage}: {_ANSI.sub('', str(e)).strip() or type(e).__name__}"
+        try:
+            err = type(e)(message)
+        except Exception:
+            err = RuntimeError(message)
+        raise err from e
+
+
+def _import_onnx(model):
+    """An ONNX model (bytes) as (MLIR text in IREE's torch-dialect input, the entry function's
+    name: the ONNX graph's, `main_graph` from torch, `jax_model` from jax2onnx), by IREE's ONNX
+    importer with the shape inference `iree-import-onnx` runs first."""
+    import onnx
+    from iree.compiler.extras import onnx_importer
+    from iree.compiler.ir import Context
+
+    def run():
+        proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(model))
+        context = Context()
+        info = onnx_importer.ModelInfo(proto)
+        module = info.create_module(context=context).operation
+        onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
+        module.verify()
+        return module.get_asm(), proto.graph.name
+
+    return _staged("IREE import (ONNX importer)", run)
+
+
+def _vulkan_module(mlir, input_type, entry, np_args, device):
+    """`mlir` compiled by IREE for SPIR-V and loaded on the Vulkan `device`; returns
+    (run(*inputs) -> [NumPy arrays], inputs on the device).
+
+    Inputs go to the device as device-local buffers written through a host-visible mapping
+    (IREE's Python `asdevicearray` and a NumPy array passed directly import the host
+    allocation, which Vulkan refuses unless it meets `minImportedHostPointerAlignment`, 4096 on
+    lavapipe); outputs come back through a host staging buffer and a queue copy. Inputs are
+    fed as the compiled signature declares: float64 ones as float32 where IREE demoted f64 (a
+    StableHLO input's declaration says so; IREE's ONNX input keeps f64 and declares nothing)."""
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+    import numpy as np
+
+    dev, info = _vulkan_device(device)
+    target = _vulkan_target(info["name"])
+    extra = [f"--iree-vulkan-target={target}"] if target else []
+    vmfb = _staged(f"IREE compile (vulkan-spirv, target {target or 'default'})", lambda: ireec.compile_str(
+        mlir, target_backends=["vulkan-spirv"], input_type=input_type, extra_args=extra))
+
+    def load():
+        context = ireert.SystemContext(config=ireert.Config(device=dev))
+        vm = ireert.VmModule.copy_buffer(context.instance, vmfb)
+        context.add_vm_module(vm)
+        function = vm.lookup_function(entry)
+        if function is None:
+            raise LookupError(f"the compiled module has no function `{entry}`")
+        return context.modules[vm.name][entry], function.reflection.get("iree.abi.declaration", "")
+
+    fn, declaration = _staged(f"IREE run ({device})", load)
+    demoted = {"float64": "float32", "complex128": "complex64"}
+    declared = {"float64": "f64", "complex128": "complex<f64>"}
+    fed = [a.astype(demoted[a.dtype.name])
+           if declaration and a.dtype.name in demoted and declared[a.dtype.name] not in declaration else a
+           for a in (np.ascontiguousarray(x) for x in np_args)]
+    on_device = _staged(f"IREE run ({device})", lambda: [_to_vulkan(dev, a) for a in fed])
+
+    wide = [a.dtype.name for a in np_args if a.dtype.name in demoted]
+
+    def run(*xs):
+        def call():
+            out = fn(*xs)
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            return [_from_vulkan(dev, o) for o in out]
+
+        try:
+            return _staged(f"IREE run ({device})", call)
+        except Exception as e:
+            if wide and "exceeds backing buffer byte length" in str(e):
+                # IREE's ONNX input: f64 demoted inside the module, float64 kept at its interface.
+                raise type(e)(f"IREE run ({device}): unsupported dtype {wide[0]} on this route: IREE demoted f64 to "
+                              "f32 inside the module (its default) but kept float64 at the module's interface, so "
+                              f"its buffers do not match ({str(e).split(': ', 1)[-1]})") from e
+            raise
+
+    return run, on_device
+
+
+def _to_vulkan(dev, a):
+    """A NumPy array as a device-local, host-visible IREE buffer view on `dev`."""
+    import iree.runtime as ireert
+    from iree.runtime.array_interop import map_dtype_to_element_type
+
+    element = map_dtype_to_element_type(a.dtype)
+    if element is None:
+        raise TypeError(f"IREE has no element type for {a.dtype}")
+    buf = dev.allocator.allocate_buffer(
+        memory_type=int(ireert.MemoryType.DEVICE_LOCAL | ireert.MemoryType.HOST_VISIBLE),
+        allowed_usage=int(ireert.BufferUsage.DEFAULT | ireert.BufferUsage.MAPPING_SCOPED),
+        allocation_size=max(a.nbytes, 1))
+    if a.size:
+        mapped = buf.map()
+        mapped.asarray(a.shape, a.dtype)[...] = a
+        del mapped
+    return ireert.HalBufferView(buf, list(a.shape), int(element))
+
+
+def _from_vulkan(dev, out):
+    """A function's output (a DeviceArray on the Vulkan device) copied to a NumPy array: a
+    host-local staging buffer, one queue copy, a wait, a mapped read."""
+    import iree.runtime as ireert
+    import numpy as np
+
+    if not isinstance(out, ireert.DeviceArray):
+        return np.asarray(out)
+    view = out._buffer_view
+    dtype = out._get_raw_dtype()
+    source = view.get_buffer()
+    if source.byte_length() == 0:
+        return np.zeros(view.shape, dtype)
+    host = dev.allocator.allocate_buffer(
+        memory_type=int(ireert.MemoryType.HOST_LOCAL | ireert.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(ireert.BufferUsage.TRANSFER_TARGET | ireert.BufferUsage.MAPPING_SCOPED),
+        allocation_size=source.byte_length())
+    semaphore = dev.create_semaphore(0)
+    dev.queue_copy(source, host, wait_semaphores=ireert.HalFence.create_at(semaphore, 0),
+                   signal_semaphores=ireert.HalFence.create_at(semaphore, 1))
+    ireert.HalFence.create_at(semaphore, 1).wait()
+    return np.array(host.map().asarray(view.shape, dtype), copy=True)

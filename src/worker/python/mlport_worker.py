@@ -20,7 +20,7 @@ Standalone use, for catalogue authors (no core needed):
 import os
 import sys
 
-PROTOCOL_VERSION = 12
+PROTOCOL_VERSION = 13
 
 # --- Move the protocol pipe off fd 1 before anything else can write to it. ---
 _PROTO_FD = os.dup(1)
@@ -614,12 +614,23 @@ def hello(adapter_or_error, framework, device, mode):
         # Export routes this framework could take on this device, each with why not (None: it can).
         # (A Keras framework exports through its backend: the adapter's name is the backend's.)
         msg["routes"] = {r: adapters.routes.unavailable(r, a.name, device) for r in adapters.routes.ROUTES}
+        # The route targets on Vulkan devices the run uses (`vulkan:0/onnx` in MLPORT_ROUTES):
+        # no worker runs on such a device, so every hello says whether this framework can
+        # reach it, keyed by the whole target (protocol 13).
+        listed = [r for r in os.environ.get("MLPORT_ROUTES", "").split(",") if r]
+        for t in (r for r in listed if "/" in r):
+            dev, route = t.split("/", 1)
+            try:
+                msg["routes"][t] = adapters.routes.unavailable(route, a.name, dev) if route in adapters.routes.ROUTES else f"unknown route `{route}`"
+            except Exception as e:  # noqa: BLE001 - said as why the target is unavailable
+                msg["routes"][t] = f"{type(e).__name__}: {e}"
         # The runtime of each route the run uses (MLPORT_ROUTES, from the core), where it can run.
-        asked = [r for r in os.environ.get("MLPORT_ROUTES", "").split(",") if msg["routes"].get(r, "?") is None]
+        asked = [r for r in listed if msg["routes"].get(r, "?") is None]
         msg["route_details"] = {}
         for r in asked:
+            dev, route = r.split("/", 1) if "/" in r else (None, r)
             try:
-                msg["route_details"][r] = adapters.routes.runtime(r)
+                msg["route_details"][r] = adapters.routes.runtime(route, dev)
             except Exception as e:  # a runtime that fails to describe itself still runs (or fails) per case
                 msg["route_details"][r] = f"(could not describe the runtime: {type(e).__name__}: {e})"
         if os.environ.get("MLPORT_CPUS") and hasattr(os, "sched_getaffinity"):
