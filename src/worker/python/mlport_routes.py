@@ -38,9 +38,11 @@ load/compile + the first run; the steady state times the runtime's call alone, o
 Pins: python/ir-routes.lock (they resolve beside requirements.lock without moving a framework).
 """
 
+import atexit
 import importlib.util
 import os
 import re
+import weakref
 
 ROUTES = ("onnx", "onnx_openvino", "stablehlo")
 
@@ -131,6 +133,42 @@ def _vulkan_unavailable(route, framework, device):
 _VULKAN = {}
 
 
+class _CallState(dict):
+    """A wrapped call's state (its loaded model and inputs); a dict that can be weakly held
+    (hashed by identity)."""
+
+    __hash__ = object.__hash__
+
+
+# The state of every live wrapped call on a Vulkan device (its loaded module and device
+# buffers), held weakly: a finished case's is freed with its call.
+_VULKAN_CALLS = weakref.WeakSet()
+_RELEASE_AT_EXIT = []
+
+
+def _release_vulkan():
+    """Drops every IREE object on a Vulkan device (cases' loaded modules and buffers, and
+    reference cycles through a failure's traceback) before the interpreter tears its modules
+    down: released later, IREE's Vulkan runtime segfaults at exit (seen with lavapipe: exit
+    status 139 after a clean run)."""
+    import gc
+
+    # The devices go last: a buffer or module freed after its device crashes. Failures'
+    # tracebacks hold cases' buffers in reference cycles, so collect those while the devices
+    # are still held. An uncaught exception's traceback outlives the program in sys.last_*.
+    import sys
+
+    for name in ("last_exc", "last_value", "last_traceback", "last_type"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    gc.collect()
+    for state in list(_VULKAN_CALLS):
+        state.clear()
+    gc.collect()
+    _VULKAN.clear()
+    gc.collect()
+
+
 def _vulkan_device(device):
     """(IREE HAL device, its description from IREE's Vulkan driver) of `vulkan:N`: the Nth
     device the driver lists (the Vulkan loader's order, as `mlport env` shows them). Raises
@@ -151,6 +189,10 @@ def _vulkan_device(device):
         raise RuntimeError(f"IREE's Vulkan driver lists no {device} (devices: {names})")
     info = found[index]
     _VULKAN[device] = (driver.create_device(info["device_id"]), info)
+    if not _RELEASE_AT_EXIT:
+        # After iree.runtime's import: exit handlers run last-registered first, so this one
+        # runs before any IREE registered.
+        _RELEASE_AT_EXIT.append(atexit.register(_release_vulkan))
     return _VULKAN[device]
 
 
@@ -222,7 +264,9 @@ class Route:
                 full[i] = x
             return f(*full)
 
-        state = {}
+        state = _CallState()
+        if self.device.startswith("vulkan:"):
+            _VULKAN_CALLS.add(state)
 
         def call():
             run = state.get("run")
