@@ -497,8 +497,10 @@ pub struct RunArgs {
     /// here or by --function).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
-    /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found); a
-    /// device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
+    /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found), and
+    /// vulkan:N (run only when named: IREE's Vulkan driver, on lavapipe where there is no GPU; it takes its own
+    /// routes, vulkan:N/stablehlo for JAX and vulkan:N/onnx through IREE's ONNX importer, whatever --modes says;
+    /// docs/vulkan.md); a device with a mode (`cpu/compiled`) is a target on its own, outside --modes.
     #[arg(short, long = "device", value_delimiter = ',', value_name = "DEVICE")]
     pub devices: Vec<TargetArg>,
     /// Execution modes, each device a target in each: eager (each framework's own dispatch),
