@@ -153,8 +153,8 @@ pub struct AuditArgs {
     /// Files or folders to audit.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
-    /// The target device (cpu, cuda:0, tpu:0, ...).
-    #[arg(long, value_name = "DEVICE")]
+    /// The target device (cpu, cuda:0, tpu:0, ...; a Vulkan device with its route, vulkan:0/onnx).
+    #[arg(long, value_name = "DEVICE", value_parser = values::result_target)]
     pub device: Target,
     /// Runs to take results from: ids or labels, comma-separated (default: every run in the store).
     #[arg(long = "run", value_delimiter = ',', value_name = "RUN")]
@@ -167,7 +167,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "NAME", requires = "campaign")]
     pub machine: Option<String>,
     /// The reference device the target is compared with.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    #[arg(long, default_value = "cpu", value_name = "DEVICE", value_parser = values::reference)]
     pub reference: Target,
     /// A function this many times slower on the target than on the reference is flagged.
     #[arg(long, default_value = "10", value_parser = values::positive, value_name = "RATIO")]
@@ -526,8 +526,8 @@ pub struct RunArgs {
     /// Per-case timeout in seconds (a case's own timeout_s wins).
     #[arg(long, default_value = "60", value_parser = values::timeout, value_name = "SECS")]
     pub timeout: f64,
-    /// The reference device for device-attributable failures.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    /// The reference device for device-attributable failures (not vulkan:N: its routes are judged against it).
+    #[arg(long, default_value = "cpu", value_name = "DEVICE", value_parser = values::reference)]
     pub reference: Target,
     /// Steady-state time budget per case, ms.
     #[arg(long, default_value = "100", value_parser = values::positive, value_name = "MS")]

@@ -45,6 +45,33 @@ pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Target> {
     out
 }
 
+/// A reference device (`run --reference`, `audit --reference`): a target with an eager mode,
+/// since answers and failures elsewhere are judged against it.
+///
+/// Errors: a device no framework runs eagerly on (`vulkan:N`, docs/vulkan.md), or not a target.
+pub fn reference(s: &str) -> Result<Target, String> {
+    let t: Target = s.parse()?;
+    if !t.has_eager() {
+        return Err(format!(
+            "{t} cannot be the reference device: no framework runs eagerly on it, its routes are judged against the \
+             reference (docs/vulkan.md)"
+        ));
+    }
+    Ok(t)
+}
+
+/// A target results are read for (`audit --device`): a Vulkan device must name its route,
+/// since no result is ever stored on `vulkan:N` itself.
+///
+/// Errors: a bare `vulkan:N`, naming its two targets; not a target.
+pub fn result_target(s: &str) -> Result<Target, String> {
+    let t: Target = s.parse()?;
+    if t.is_vulkan() && !s.contains('/') {
+        return Err(format!("{t} has results on its routes only: name one, {t}/stablehlo or {t}/onnx (docs/vulkan.md)"));
+    }
+    Ok(t)
+}
+
 /// The modes of `--modes`, duplicates dropped, order kept.
 pub fn modes(v: &[Mode]) -> Vec<Mode> {
     dedup(v)
@@ -313,6 +340,16 @@ mod tests {
         assert_eq!((a.framework, b.framework), (Some(Framework::Jax), Some(Framework::Jax)));
         assert_eq!((b.device.as_str(), b.run.as_deref()), ("cpu/compiled", Some("3")));
         assert!(spec("cpu..cpu/jit").is_err());
+    }
+
+    #[test]
+    fn a_vulkan_device_is_neither_a_reference_nor_a_result_target_without_its_route() {
+        assert!(reference("vulkan:0").unwrap_err().contains("cannot be the reference device"));
+        assert_eq!(reference("cuda").unwrap().as_str(), "cuda:0");
+        let e = result_target("vulkan").unwrap_err();
+        assert!(e.contains("vulkan:0/stablehlo or vulkan:0/onnx"), "{e}");
+        assert_eq!(result_target("vulkan:0/onnx").unwrap().as_str(), "vulkan:0/onnx");
+        assert_eq!(result_target("cpu").unwrap().as_str(), "cpu");
     }
 
     #[test]
