@@ -64,7 +64,11 @@ pub fn devices() -> Result<Vec<VulkanDevice>, String> {
     // SAFETY: loads the system's Vulkan loader; its entry points are used per the spec below.
     let entry = unsafe { ash::Entry::load() }
         .map_err(|e| format!("no Vulkan loader on this machine ({e}): {HOW_TO_GET}"))?;
-    let app = vk::ApplicationInfo::default().application_name(c"mlport").api_version(vk::make_api_version(0, 1, 1, 0));
+    // The newest API this loader offers, up to 1.3 (a 1.0 loader has no vkEnumerateInstanceVersion).
+    // SAFETY: a global command of the loaded entry.
+    let loader = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
+    let instance_api = loader.min(vk::API_VERSION_1_3);
+    let app = vk::ApplicationInfo::default().application_name(c"mlport").api_version(instance_api);
     let create = vk::InstanceCreateInfo::default().application_info(&app);
     // SAFETY: `create` and `app` outlive the call; the instance is destroyed below.
     let instance = unsafe { entry.create_instance(&create, None) }.map_err(|e| {
@@ -73,7 +77,9 @@ pub fn devices() -> Result<Vec<VulkanDevice>, String> {
     })?;
     // SAFETY: `instance` is live until destroy_instance.
     let found = unsafe { instance.enumerate_physical_devices() }
-        .map(|pds| pds.into_iter().enumerate().map(|(i, pd)| describe(&instance, pd, i as u32)).collect::<Vec<_>>());
+        .map(|pds| {
+            pds.into_iter().enumerate().map(|(i, pd)| describe(&instance, instance_api, pd, i as u32)).collect::<Vec<_>>()
+        });
     // SAFETY: nothing created from the instance outlives this point.
     unsafe { instance.destroy_instance(None) };
     match found {
@@ -94,11 +100,15 @@ pub fn device(index: u32) -> Result<VulkanDevice, String> {
         .ok_or_else(|| format!("no vulkan:{index} on this machine (present: {})", names.join(", ")))
 }
 
-fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: u32) -> VulkanDevice {
+/// One device's description. The `*2` queries (Vulkan 1.1) and their 1.2 structs are used only
+/// where both the instance (`instance_api`) and the device support them.
+fn describe(instance: &ash::Instance, instance_api: u32, pd: vk::PhysicalDevice, index: u32) -> VulkanDevice {
     // SAFETY: `pd` came from this live instance; the chained structs outlive each call.
     let props = unsafe { instance.get_physical_device_properties(pd) };
     let api = props.api_version;
-    let has_12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
+    let usable = api.min(instance_api);
+    let has_11 = usable >= vk::API_VERSION_1_1;
+    let has_12 = usable >= vk::API_VERSION_1_2;
     let mut driver_props = vk::PhysicalDeviceDriverProperties::default();
     let driver = if has_12 {
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver_props);
@@ -114,8 +124,12 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: u32) -> Vul
     if has_12 {
         f2 = f2.push_next(&mut f16i8).push_next(&mut s8).push_next(&mut s16);
     }
-    unsafe { instance.get_physical_device_features2(pd, &mut f2) };
-    let base = f2.features;
+    let base = if has_11 {
+        unsafe { instance.get_physical_device_features2(pd, &mut f2) };
+        f2.features
+    } else {
+        unsafe { instance.get_physical_device_features(pd) }
+    };
     let on = |b: vk::Bool32| b == vk::TRUE;
     let features: Vec<&'static str> = [
         ("float16", on(f16i8.shader_float16)),

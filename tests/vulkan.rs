@@ -111,10 +111,12 @@ fn float64_is_recorded_as_iree_really_treats_it() {
     assert!(message(r).contains("float32"), "{}", message(r));
     // ...while the same case passed in float64 on the CPU, so it counts against vulkan:0.
     assert_eq!(result(&rows, "jax.numpy.sin", "float64", "cpu").result.outcome, Outcome::Pass);
-    // ONNX through IREE's importer: demoted inside, float64 at the interface: it cannot run.
+    // ONNX through IREE's importer: demoted inside, float64 at the interface: refused.
     let r = result(&rows, "torch.sin", "float64", "vulkan:0/onnx");
     assert_eq!((r.result.outcome, r.result.reason), (Outcome::Fail, Some(Reason::DtypeUnsupported)), "{r:?}");
-    assert!(message(r).starts_with("IREE run (vulkan:0): unsupported dtype float64"), "{}", message(r));
+    let m = message(r);
+    assert!(m.starts_with("IREE import (ONNX importer): unsupported dtype float64 on vulkan:0/onnx"), "{m}");
+    assert_eq!(r.result.error_type.as_deref(), Some("mlport.UnsupportedDtype"), "{r:?}");
 }
 
 #[test]
@@ -125,6 +127,11 @@ fn a_compile_error_keeps_irees_message() {
     let m = message(r);
     assert!(m.starts_with("IREE compile (vulkan-spirv, target llvmpipe)"), "the stage first: {m}");
     assert!(m.contains("failed to legalize operation 'vector.bitcast'") && m.contains("bf16"), "IREE's own words: {m}");
+    assert_eq!(
+        r.result.error_type.as_deref(),
+        Some("iree.compiler.tools.binaries.CompilerToolError"),
+        "the compiler's own exception type: {r:?}"
+    );
     assert_eq!(result(&rows, "jax.numpy.matmul", "bfloat16", "cpu").result.outcome, Outcome::Pass);
 }
 

@@ -376,10 +376,21 @@ fn rule_dtype_specific(m: &str) -> Option<Reason> {
 /// legalize operation 'vector.bitcast': … (vector<4xbf16>) -> vector<2xf32>`).
 fn iree_element_type_refused(m: &str) -> bool {
     const SCALARS: &[&str] = &["f64", "f16", "bf16", "i64", "i8", "i16", "i1"];
-    let got = m.find(" op operand #").and_then(|i| m[i..].find("but got '").map(|j| &m[i + j + 9..]));
-    let operand = got.is_some_and(|rest| {
-        let ty = rest.split('\'').next().unwrap_or("");
-        SCALARS.contains(&ty) || ty.starts_with("complex<")
+    let operand = m.find(" op operand #").is_some_and(|i| {
+        let constraint = &m[i..];
+        let Some(j) = constraint.find("but got '") else { return false };
+        // An index-typed constraint (`must be variadic of index, but got 'i64'`) is a lowering
+        // gap, not an element type the device lacks.
+        if constraint[..j].contains(" index") {
+            return false;
+        }
+        let ty = constraint[j + 9..].split('\'').next().unwrap_or("");
+        // `vector<4xf64>`, `tensor<8x8xbf16>`: the element type after the last `x`.
+        let element = match ty.strip_prefix("vector<").or_else(|| ty.strip_prefix("tensor<")) {
+            Some(inner) => inner.trim_end_matches('>').rsplit('x').next().unwrap_or(""),
+            None => ty,
+        };
+        SCALARS.contains(&element) || element.starts_with("complex<") || ty.starts_with("complex<")
     });
     let legalize = m.contains("failed to legalize operation") && m.contains("xbf16>");
     operand || legalize
@@ -869,6 +880,11 @@ mod tests {
         let shape = "error: 'tensor.expand_shape' op operand #0 must be ranked tensor of any type values, but got \
                      'vector<4xf32>'";
         assert_ne!(c(tool, shape), Reason::DtypeUnsupported, "a shape constraint names no element type");
+        let vector_f64 = "<stdin>:5:10: error: 'spirv.GL.Sin' op operand #0 must be 16/32-bit float or fixed-length \
+                          vector of 16/32-bit float values of length 2/3/4/8/16 of ranks 1, but got 'vector<4xf64>'";
+        assert_eq!(c(tool, vector_f64), Reason::DtypeUnsupported);
+        let index = "error: 'vector.extract' op operand #1 must be variadic of index, but got 'i64'";
+        assert_ne!(c(tool, index), Reason::DtypeUnsupported, "an index constraint is a lowering gap");
     }
 
     #[test]

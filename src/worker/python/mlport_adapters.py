@@ -91,7 +91,7 @@ MAX_SAVED_BYTES = 64 * 1024 * 1024
 def parse_device(device):
     m = DEVICE_RE.match(device)
     if not m:
-        raise ValueError(f"not a canonical device name: {device!r} (cpu, cuda:N, tpu:N, xla:N, mps, xpu:N)")
+        raise ValueError(f"not a canonical device name: {device!r} (cpu, cuda:N, tpu:N, xla:N, mps, xpu:N, vulkan:N)")
     if m.group(2):
         return m.group(2), int(m.group(3))
     return m.group(1), 0

@@ -123,8 +123,8 @@ def _vulkan_unavailable(route, framework, device):
     if mod:
         return f"{device}/{route} needs the Python module `{mod}` (python/ir-routes.lock; installed on first use of a route)"
     try:
-        _vulkan_device(device)
-    except RuntimeError as e:
+        _vulkan_info(device)
+    except Exception as e:  # noqa: BLE001 - said as why the target is unavailable
         return str(e)
     return None
 
@@ -169,26 +169,38 @@ def _release_vulkan():
     gc.collect()
 
 
-def _vulkan_device(device):
-    """(IREE HAL device, its description from IREE's Vulkan driver) of `vulkan:N`: the Nth
-    device the driver lists (the Vulkan loader's order, as `mlport env` shows them). Raises
-    RuntimeError with why when the driver or the device is absent."""
-    if device in _VULKAN:
-        return _VULKAN[device]
+def _vulkan_info(device):
+    """(IREE's Vulkan driver, its description of `vulkan:N`): the Nth device the driver lists
+    (the Vulkan loader's order, as `mlport env` shows them), without opening it (a hello asks
+    this; only a case opens the device). Raises RuntimeError with why when the driver or the
+    device is absent."""
     import iree.runtime as ireert
 
-    index = int(device.split(":")[1])
+    kind, _, index = device.partition(":")
+    if kind != "vulkan" or not index.isdigit():
+        raise RuntimeError(f"not a Vulkan device: {device!r} (vulkan:N)")
     try:
         driver = ireert.get_driver("vulkan")
         found = driver.query_available_devices()
     except Exception as e:  # no loader, no ICD (VK_ERROR_INCOMPATIBLE_DRIVER)
         raise RuntimeError(f"IREE's Vulkan driver finds no Vulkan device ({str(e).splitlines()[0]}): install Debian's "
                            "`libvulkan1` and `mesa-vulkan-drivers` (lavapipe) or a GPU's Vulkan driver") from e
-    if index >= len(found):
+    if int(index) >= len(found):
         names = ", ".join(f"vulkan:{i} {d['name']}" for i, d in enumerate(found)) or "none"
         raise RuntimeError(f"IREE's Vulkan driver lists no {device} (devices: {names})")
-    info = found[index]
-    _VULKAN[device] = (driver.create_device(info["device_id"]), info)
+    return driver, found[int(index)]
+
+
+def _vulkan_device(device):
+    """(IREE HAL device, its description from IREE's Vulkan driver) of `vulkan:N`, opened once
+    per process ([`_vulkan_info`]). Raises RuntimeError with why when it cannot be opened."""
+    if device in _VULKAN:
+        return _VULKAN[device]
+    driver, info = _vulkan_info(device)
+    try:
+        _VULKAN[device] = (driver.create_device(info["device_id"]), info)
+    except Exception as e:
+        raise RuntimeError(f"IREE cannot open {device} ({info['name']}): {e}") from e
     if not _RELEASE_AT_EXIT:
         # After iree.runtime's import: exit handlers run last-registered first, so this one
         # runs before any IREE registered.
@@ -200,10 +212,9 @@ def _vulkan_target(name):
     """IREE's `--iree-vulkan-target` for a Vulkan device name: `llvmpipe` for Mesa's lavapipe,
     else what MLPORT_IREE_VULKAN_TARGET says (an architecture or product IREE knows: `ampere`,
     `rdna3`, `rtx4090` …), else None (IREE's conservative default profile)."""
-    override = os.environ.get("MLPORT_IREE_VULKAN_TARGET")
-    if override:
-        return override
-    return "llvmpipe" if "llvmpipe" in name else None
+    if "llvmpipe" in name:
+        return "llvmpipe"
+    return os.environ.get("MLPORT_IREE_VULKAN_TARGET") or None
 
 
 def runtime(route, device=None):
@@ -218,11 +229,12 @@ def runtime(route, device=None):
     if device is not None and device.startswith("vulkan:"):
         from importlib.metadata import version
 
-        _, info = _vulkan_device(device)
+        _, info = _vulkan_info(device)
         target = _vulkan_target(info["name"]) or "IREE's default Vulkan profile"
         how = "IREE's ONNX importer, " if route == "onnx" else ""
-        return (f"IREE {version('iree-base-runtime')}: {how}vulkan-spirv (--iree-vulkan-target={target}), "
-                "f64 demoted to f32 (IREE's default)")
+        f64 = "float64 refused (IREE's ONNX input)" if route == "onnx" else "f64 demoted to f32 (IREE's default)"
+        return (f"IREE {version('iree-base-runtime')}: {how}vulkan-spirv (--iree-vulkan-target={target}), {f64}, "
+                f"IREE device {info['name']}")
     if route == "onnx":
         import onnxruntime as ort
 
@@ -283,6 +295,7 @@ class Route:
         exporter = {"torch": _onnx_torch, "jax": _onnx_jax, "tensorflow": _onnx_tensorflow}[self.framework]
         model, np_args = exporter(g, arrays)
         if self.device.startswith("vulkan:"):
+            _refuse_wide_onnx_interface(model, self.device)
             mlir, entry = _import_onnx(model)
             return _vulkan_module(mlir, "onnx", entry, np_args, self.device)
         if self.route == "onnx_openvino":
@@ -392,8 +405,16 @@ def _ort_value(a):
     from onnx import TensorProto
 
     if a.dtype.name == "bfloat16":
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(a).view(np.uint16), TensorProto.BFLOAT16)
-    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a))
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(_contiguous(a).view(np.uint16), TensorProto.BFLOAT16)
+    return ort.OrtValue.ortvalue_from_numpy(_contiguous(a))
+
+
+def _contiguous(a):
+    """`a` in C order, its shape kept: `np.ascontiguousarray` makes a 0-d array 1-d, which a
+    model taking a scalar refuses."""
+    import numpy as np
+
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(a.shape)
 
 
 def _from_ort_value(o):
@@ -467,7 +488,7 @@ def _ov_tensor(a):
     import numpy as np
     import openvino as ov
 
-    a = np.ascontiguousarray(a)
+    a = _contiguous(a)
     if a.dtype.name == "bfloat16":
         t = ov.Tensor(ov.Type.bf16, ov.Shape(list(a.shape)))
         np.copyto(t.data.view(np.uint16), a.view(np.uint16).reshape(t.data.shape))
@@ -516,23 +537,54 @@ def _stablehlo_jax(g, arrays, device):
     return run, [np.asarray(a) for a in arrays]
 
 
-class _Stage(Exception):
-    """A failure of one stage of a Vulkan route (import, compile, run), its message prefixed
-    with the stage; the type name the core sees is the original exception's."""
+def _restaged(e, message):
+    """An exception carrying `message` whose type has `e`'s module and name, so the core
+    classifies it by the same type (`iree.compiler.tools.binaries.CompilerToolError`, whose
+    constructor takes a process, not a message); `e` stays its cause."""
+    cls = type(e)
+    twin = type(cls.__name__, (Exception,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    err = twin(message)
+    err.__cause__ = e
+    return err
 
 
 def _staged(stage, thunk):
-    """Runs one stage; an exception it raises is re-raised as the same type when it can be
-    built from a message, with `stage: ` before IREE's message (the core classifies it)."""
+    """Runs one stage; an exception it raises is re-raised with `stage: ` before its message
+    (IREE's own words), under its own type name (the core classifies it)."""
     try:
         return thunk()
     except Exception as e:
-        message = f"{stage}: {_ANSI.sub('', str(e)).strip() or type(e).__name__}"
-        try:
-            err = type(e)(message)
-        except Exception:
-            err = RuntimeError(message)
-        raise err from e
+        raise _restaged(e, f"{stage}: {_ANSI.sub('', str(e)).strip() or type(e).__name__}") from e
+
+
+class UnsupportedDtype(Exception):
+    """The route cannot carry this dtype to the device; the message says why."""
+
+
+UnsupportedDtype.__module__ = "mlport"
+
+
+def _refuse_wide_onnx_interface(model, device):
+    """Refuses an ONNX model with a float64 or complex128 input or output on a Vulkan device:
+    IREE's ONNX input demotes f64 to f32 inside the module (its default) but keeps float64 at the
+    module's interface, so such a module reads float64 inputs as float32 bytes (silently wrong:
+    Cast(double→float) of [1.5, 2.5, 3.5, 4.5] gives [0, 1.9375, 0, 2.0625]) and overruns its
+    float64 outputs' buffers; with demotion off, lavapipe refuses f64 in most operations
+    (`'spirv.GL.Sin' op operand #0 must be 16/32-bit float …, but got 'vector<4xf64>'`). Raises
+    UnsupportedDtype (the core's `dtype_unsupported`) naming the first such value."""
+    import onnx
+
+    graph = onnx.load_from_string(model).graph
+    wide = {onnx.TensorProto.DOUBLE: "float64", onnx.TensorProto.COMPLEX128: "complex128"}
+    for kind, values in (("input", graph.input), ("output", graph.output)):
+        for v in values:
+            dtype = wide.get(v.type.tensor_type.elem_type)
+            if dtype:
+                raise UnsupportedDtype(
+                    f"IREE import (ONNX importer): unsupported dtype {dtype} on {device}/onnx: the model's {kind} "
+                    f"`{v.name}` is {dtype}, and IREE's ONNX input demotes f64 to f32 inside the module (its default) "
+                    "while keeping it at the module's interface, so the module would read or write its buffers at "
+                    "the wrong width (docs/vulkan.md)")
 
 
 def _import_onnx(model):
@@ -589,10 +641,8 @@ def _vulkan_module(mlir, input_type, entry, np_args, device):
     declared = {"float64": "f64", "complex128": "complex<f64>"}
     fed = [a.astype(demoted[a.dtype.name])
            if declaration and a.dtype.name in demoted and declared[a.dtype.name] not in declaration else a
-           for a in (np.ascontiguousarray(x) for x in np_args)]
+           for a in (np.asarray(x) for x in np_args)]  # 0-d stays 0-d (ascontiguousarray makes it 1-d)
     on_device = _staged(f"IREE run ({device})", lambda: [_to_vulkan(dev, a) for a in fed])
-
-    wide = [a.dtype.name for a in np_args if a.dtype.name in demoted]
 
     def run(*xs):
         def call():
@@ -600,15 +650,7 @@ def _vulkan_module(mlir, input_type, entry, np_args, device):
             out = list(out) if isinstance(out, (list, tuple)) else [out]
             return [_from_vulkan(dev, o) for o in out]
 
-        try:
-            return _staged(f"IREE run ({device})", call)
-        except Exception as e:
-            if wide and "exceeds backing buffer byte length" in str(e):
-                # IREE's ONNX input: f64 demoted inside the module, float64 kept at its interface.
-                raise type(e)(f"IREE run ({device}): unsupported dtype {wide[0]} on this route: IREE demoted f64 to "
-                              "f32 inside the module (its default) but kept float64 at the module's interface, so "
-                              f"its buffers do not match ({str(e).split(': ', 1)[-1]})") from e
-            raise
+        return _staged(f"IREE run ({device})", call)
 
     return run, on_device
 
