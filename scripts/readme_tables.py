@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Fills the README's generated tables from a store, so they are mlport's output, not typed.
+"""Fills the generated tables of the README and docs/*.md from a store, so they are mlport's output, not typed.
 
     python3 scripts/readme_tables.py MLPORT_BINARY STORE.db [BLOCK ...]
 
-Each `<!-- mlport:NAME -->` ... `<!-- /mlport:NAME -->` block of README.md is replaced by the output
+Each `<!-- mlport:NAME -->` ... `<!-- /mlport:NAME -->` block (in README.md or one page of docs/) is replaced by the output
 of the `mlport report` command named below (rows filtered where said); with BLOCK names, only
 those (the eager-vs-compiled block comes from a run with `--modes eager,compiled`, the others
 from an eager run; `onnxruntime-dtypes` from `mlport run --framework onnxruntime`).
 """
+import glob
 import re
 import subprocess
 import sys
@@ -89,13 +90,17 @@ BLOCKS = {"onnxruntime-dtypes": onnxruntime_dtypes, "summary": summary_table, "f
 def main():
     binary, db = sys.argv[1], sys.argv[2]
     names = sys.argv[3:] or ["summary", "functions", "dtypes", "frameworks", "frameworks-summary"]
-    readme = open("README.md", encoding="utf-8").read()
+    pages = {path: open(path, encoding="utf-8").read() for path in ["README.md", *sorted(glob.glob("docs/*.md"))]}
     for name, make in ((n, BLOCKS[n]) for n in names):
         body = make(binary, db)
         pattern = re.compile(rf"(<!-- mlport:{name} -->\n).*?(<!-- /mlport:{name} -->)", re.S)
-        readme, n = pattern.subn(lambda m: m.group(1) + body + "\n" + m.group(2), readme)
-        assert n == 1, f"README.md has no block {name}"
-    open("README.md", "w", encoding="utf-8").write(readme)
+        found = 0
+        for path, text in pages.items():
+            pages[path], n = pattern.subn(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+            found += n
+        assert found == 1, f"block {name} is in {found} pages (README.md, docs/*.md), not one"
+    for path, text in pages.items():
+        open(path, "w", encoding="utf-8").write(text)
 
 
 if __name__ == "__main__":

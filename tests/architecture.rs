@@ -1,4 +1,4 @@
-//! The layout's rules, checked on the source tree (README "How it works"): no import cycle
+//! The layout's rules, checked on the source tree (docs/architecture.md): no import cycle
 //! among the modules of `src/`; dependencies run one way (commands → analysis/render →
 //! model; render reads analysis, never the reverse; nothing but `commands` reaches `cli`);
 //! nothing below `commands` writes to stdout or exits the process; a command's file stays

@@ -131,7 +131,7 @@ fn check_probe(p: &Value, word: &str, failing: u64) {
     assert_eq!(sorted, want, "sorted descending after two clicks");
 }
 
-/// Copies a screenshot into `MLPORT_HTML_SCREENSHOTS` when set (README's docs/*.png come from there).
+/// Copies a screenshot into `MLPORT_HTML_SCREENSHOTS` when set (the docs' *.png come from there).
 fn keep(shot: &Path) {
     assert!(std::fs::metadata(shot).unwrap().len() > 1000, "a screenshot was taken");
     if let Some(dir) = std::env::var_os("MLPORT_HTML_SCREENSHOTS") {
@@ -273,7 +273,7 @@ fn the_html_report_opens_offline_in_chromium_and_shows_the_json_numbers() {
     assert!(dom.contains("<section id=\"slowdown\" class=\"slowdown\">"), "the slowdown section");
     check_caption(&dom, &sd, "by_median");
 
-    // A screenshot (looked at by eye; README's docs/report-html.png came from one).
+    // A screenshot (looked at by eye; docs/report-html.png came from one).
     let shot = tmp.path().join("report-html.png");
     headless(&browser, &profile, &url, &format!("--screenshot={}", shot.display()));
     keep(&shot);

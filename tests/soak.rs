@@ -20,7 +20,7 @@ use mlport::stats::SplitMix64;
 use mlport::store::Store;
 
 /// Kills per soak: `MLPORT_SOAK_KILLS`, default 20 (issue 23). `.ci/run` sets a smaller count
-/// (README, "Tests"): CI runs the same soak at fewer kills to keep within its time budget.
+/// (docs/development.md): CI runs the same soak at fewer kills to keep within its time budget.
 fn kills() -> usize {
     std::env::var("MLPORT_SOAK_KILLS").ok().and_then(|s| s.parse().ok()).filter(|&n| n > 0).unwrap_or(20)
 }
