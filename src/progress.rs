@@ -62,13 +62,15 @@ impl Progress {
         let resume = self.resume_hint(run_id);
         let store = &self.store;
         match end {
-            RunEnd::Interrupted { recorded, planned } => eprintln!(
-                "mlport: interrupted after {elapsed:.0?}: {recorded} of {planned} cases recorded in {store}; continue \
-                 with {resume}"
+            RunEnd::Interrupted { recorded, pending } => eprintln!(
+                "mlport: interrupted after {elapsed:.0?}: {} in {store}; continue with {resume}",
+                crate::runner::recorded_of_planned(*recorded, *pending)
             ),
             RunEnd::Stopped { case_key, error, recorded } => {
                 let counts = match recorded {
-                    Ok((recorded, planned)) => format!("{recorded} of {planned} cases recorded in {store}"),
+                    Ok((recorded, pending)) => {
+                        format!("{} in {store}", crate::runner::recorded_of_planned(*recorded, *pending))
+                    }
                     Err(e) => format!("the store could not be updated either ({e})"),
                 };
                 eprintln!(
@@ -85,7 +87,10 @@ impl Progress {
 /// A finished run's summary lines: counts by outcome, passes nothing checked, references that
 /// could not be computed, CPU contention, cases still pending.
 fn finished(run_id: i64, elapsed: std::time::Duration, t: &Tally, resume: &str) {
-    let counts: Vec<String> = t.outcomes.iter().map(|(o, n)| format!("{n} {o}")).collect();
+    let mut counts: Vec<String> = t.outcomes.iter().map(|(o, n)| format!("{n} {o}")).collect();
+    if t.dtype_changed > 0 {
+        counts.push(format!("{} dtype_changed", t.dtype_changed));
+    }
     let counts = if counts.is_empty() { "no case ran".to_string() } else { counts.join(", ") };
     let unchecked = match t.unchecked {
         0 => String::new(),

@@ -238,6 +238,38 @@ fn list_shows_the_built_in_catalogue_without_starting_python() {
 }
 
 #[test]
+fn run_help_names_every_framework() {
+    let out = mlport().args(["run", "--help"]).assert().success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let section = &help[help.find("--framework").expect("run --help has --framework")..];
+    let section = &section[..section.find("\n  -").unwrap_or(section.len())];
+    for f in <mlport::model::Framework as strum::VariantArray>::VARIANTS {
+        assert!(section.contains(&f.to_string()), "run --help's --framework does not name {f}: {section}");
+    }
+}
+
+#[test]
+fn list_references_covers_an_add_on_catalogue_and_takes_framework() {
+    // A catalogue of ONNX Runtime cases only: `list --references` once refused it ("runs only
+    // when selected (--framework onnxruntime)") while `list` had no --framework.
+    let ort = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue/onnxruntime.toml");
+    let out = mlport().args(["list", "--no-probe", "--references", "--catalogue"]).arg(&ort).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.lines().any(|l| l.contains("onnxruntime") && l.chars().any(|c| c.is_ascii_digit())), "{text}");
+    mlport()
+        .args(["list", "--no-probe", "--references", "--framework", "onnxruntime", "--catalogue"])
+        .arg(&ort)
+        .assert()
+        .success();
+    mlport()
+        .args(["list", "--no-probe", "--references", "--framework", "torch", "--catalogue"])
+        .arg(&ort)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--framework torch: the catalogue has no torch file (it has onnxruntime)"));
+}
+
+#[test]
 fn report_without_a_store_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     mlport()

@@ -12,8 +12,10 @@ use common::mlport;
 use mlport::model::{Outcome, Reason, ResultRow};
 use mlport::store::Store;
 
-fn run(db: &Path, extra: &[&str]) {
-    common::run_catalogue(db, "truth/dtype", &[&["--device", "cpu"], extra].concat());
+/// Runs the catalogue; returns what `mlport run` said on stderr.
+fn run(db: &Path, extra: &[&str]) -> String {
+    let out = common::run_catalogue(db, "truth/dtype", &[&["--device", "cpu"], extra].concat());
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
 }
 
 /// The dtype NumPy reads from a stored output file.
@@ -33,10 +35,26 @@ fn report(db: &Path, args: &[&str]) -> String {
 fn a_dtype_that_differs_between_frameworks_is_dtype_changed() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("dtype.db");
-    run(&db, &[]);
+    let said = run(&db, &[]);
     let store = Store::open(&db).unwrap();
     let run_id = store.latest_run().unwrap().unwrap().id;
     let rows = store.results(run_id).unwrap();
+
+    // The end of the run counts dtype changes as every report does, apart from wrong values
+    // (it once said "N wrong_result" where `report` said "wrong result 0 … dtype_changed N").
+    let changed_rows = rows.iter().filter(|r| r.result.reason == Some(Reason::DtypeChanged)).count();
+    let wrong_rows = rows
+        .iter()
+        .filter(|r| r.result.outcome == Outcome::WrongResult && r.result.reason != Some(Reason::DtypeChanged))
+        .count();
+    let end = said.lines().find(|l| l.contains(" ended after ")).unwrap_or_else(|| panic!("no end line: {said}"));
+    assert!(changed_rows > 0, "the catalogue changes dtypes");
+    assert!(end.contains(&format!("{changed_rows} dtype_changed")), "{end}");
+    match wrong_rows {
+        0 => assert!(!end.contains("wrong_result"), "{end}"),
+        n => assert!(end.contains(&format!("{n} wrong_result")), "{end}"),
+    }
+
     let of = |name: &str| rows.iter().find(|r| r.function.name == name).unwrap_or_else(|| panic!("no {name}"));
     let verdict = |name: &str| (of(name).result.outcome, of(name).result.reason);
     let changed = (Outcome::WrongResult, Some(Reason::DtypeChanged));

@@ -87,6 +87,9 @@ pub struct CaseFailure {
     /// The error message on one line, its head and tail when longer than 160 characters
     /// ([`super::excerpt`]), or the outcome.
     pub message: String,
+    /// The whole message as stored ([`full_failure_message`]), for formats that keep it
+    /// (JSON's `full_message`).
+    pub full_message: String,
 }
 
 /// A failing result's message for people: the error's type (its last dotted part) and an
@@ -95,6 +98,17 @@ pub fn failure_message(r: &CaseResult) -> String {
     match (&r.error_type, &r.message) {
         (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), super::excerpt(m, 160)),
         (None, Some(m)) => super::excerpt(m, 160),
+        (Some(t), None) => t.clone(),
+        (None, None) => r.outcome.to_string(),
+    }
+}
+
+/// A failing result's whole message: the error's full type name and the stored message,
+/// uncut; the outcome when nothing was recorded.
+pub fn full_failure_message(r: &CaseResult) -> String {
+    match (&r.error_type, &r.message) {
+        (Some(t), Some(m)) => format!("{t}: {m}"),
+        (None, Some(m)) => m.clone(),
         (Some(t), None) => t.clone(),
         (None, None) => r.outcome.to_string(),
     }
@@ -472,6 +486,7 @@ impl<'a> Totals<'a> {
                     dtype: row.case.dtype,
                     reason,
                     message,
+                    full_message: full_failure_message(&row.result),
                 });
                 if reason == Reason::WrongResult {
                     f.wrong += 1;

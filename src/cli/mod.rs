@@ -492,9 +492,10 @@ pub struct RunArgs {
     /// `name.variant` (`nn.functional.pad.reflect`) or public function (`torch.sin`).
     #[arg(long = "op", value_delimiter = ',', value_name = "NAME", requires = "suites")]
     pub ops: Vec<String>,
-    /// Frameworks to run: numpy, torch, jax, tensorflow, onnxruntime (aliases np, pytorch, tf,
-    /// ort; default: all in the catalogue but onnxruntime, an add-on that runs only when named
-    /// here or by --function).
+    /// Frameworks to run: numpy, torch, jax, tensorflow, onnxruntime, keras-jax, keras-torch,
+    /// keras-tensorflow (aliases np, pytorch, tf, ort, keras/jax, keras/torch, keras/tensorflow,
+    /// keras-tf; default: all in the catalogue but the add-ons, onnxruntime and the Keras ops,
+    /// which run only when named here or by --function; Keras's workloads run in every run).
     #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
     pub frameworks: Vec<Framework>,
     /// Devices to run on: cpu, cuda:N, tpu:N, xla:N (PyTorch/XLA), mps, xpu:N (default: every device found), and
@@ -764,4 +765,9 @@ pub struct ListArgs {
     /// List the planned floating-point cases nothing can check, one case key a line.
     #[arg(long)]
     pub unchecked: bool,
+    /// Only these frameworks, for --references, --unchecked and the probe (names as for `mlport
+    /// run --framework`; default: every framework of the catalogue, the add-ons onnxruntime and
+    /// Keras included).
+    #[arg(short, long = "framework", value_delimiter = ',', value_name = "NAME")]
+    pub frameworks: Vec<Framework>,
 }

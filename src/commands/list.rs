@@ -18,8 +18,23 @@ pub fn list(args: ListArgs) -> Result<ExitStatus> {
     if args.functions {
         emit(&render::catalogue::functions(&catalogue))?;
     }
+    let mut frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
+    frameworks.sort();
+    frameworks.dedup();
+    if !args.frameworks.is_empty() {
+        if let Some(absent) = args.frameworks.iter().find(|f| !frameworks.contains(f)) {
+            anyhow::bail!(
+                "--framework {absent}: the catalogue has no {absent} file (it has {})",
+                frameworks.iter().map(|f| f.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        frameworks = args.frameworks.clone();
+    }
     if args.references || args.unchecked {
-        let plan = crate::plan::plan(&catalogue, &crate::plan::Selection::default(), 0)?;
+        // Every framework named (by default all of the catalogue's, add-ons included: listing
+        // what would judge their cases installs nothing).
+        let selection = crate::plan::Selection { frameworks: frameworks.clone(), ..Default::default() };
+        let plan = crate::plan::plan(&catalogue, &selection, 0)?;
         let coverage = crate::analysis::coverage::build(&plan);
         if args.references {
             emit(&render::catalogue::references(&coverage))?;
@@ -29,7 +44,6 @@ pub fn list(args: ListArgs) -> Result<ExitStatus> {
         }
     }
     if !args.no_probe {
-        let frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
         let env = env::python_env(&args.python, &frameworks)?;
         emit(&render::env::python_line(&env))?;
         let (probes, _) = env::probe(&env, &frameworks)?;

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::resume::pending_cases;
 use crate::analysis::coverage::missing_references_note;
-use crate::model::{Outcome, RunSource, RunState};
+use crate::model::{Outcome, Reason, RunSource, RunState};
 use crate::runner::{Contention, Ending, Event, EventSink, RunEnd, Tally};
 use crate::store::{Location, Store, StoreError};
 
@@ -41,23 +41,24 @@ pub fn close(
     let (end, closed) = match ending {
         Ending::Interrupted => {
             store.finish_run(run_id, RunState::Interrupted)?;
-            let s = store.run(run_id)?;
-            (RunEnd::Interrupted { recorded: s.results, planned: s.cases_planned }, Closed::Interrupted)
+            let recorded = store.run(run_id)?.results;
+            let pending = pending_cases(store, run_id)? as u64;
+            (RunEnd::Interrupted { recorded, pending }, Closed::Interrupted)
         }
         Ending::OwnIoFailed { case_key, error } => {
             // mlport's own file, not the function: nothing was recorded for the case, which stays
             // pending; the run is `interrupted`, never `finished`, until `--resume` completes it.
             let recorded = store
                 .finish_run(run_id, RunState::Interrupted)
-                .and_then(|()| store.run(run_id))
-                .map(|s| (s.results, s.cases_planned))
+                .map_err(anyhow::Error::from)
+                .and_then(|()| Ok((store.run(run_id)?.results, pending_cases(store, run_id)? as u64)))
                 .map_err(|e| e.to_string());
             (RunEnd::Stopped { case_key, error, recorded }, Closed::Stopped)
         }
         Ending::Finished => {
             let tally = tally(store, run_id)?;
             store.finish_run(run_id, if tally.pending == 0 { RunState::Finished } else { RunState::Incomplete })?;
-            let results = tally.outcomes.values().sum();
+            let results = tally.outcomes.values().sum::<u64>() + tally.dtype_changed;
             (RunEnd::Finished(tally), Closed::Finished { results })
         }
     };
@@ -75,7 +76,11 @@ fn tally(store: &Store, run_id: i64) -> Result<Tally> {
     let results = store.results(run_id)?;
     let mut tally = Tally { pending, ..Tally::default() };
     for r in &results {
-        *tally.outcomes.entry(r.result.outcome).or_default() += 1;
+        if r.result.reason == Some(Reason::DtypeChanged) {
+            tally.dtype_changed += 1;
+        } else {
+            *tally.outcomes.entry(r.result.outcome).or_default() += 1;
+        }
     }
     tally.unchecked = results.iter().filter(|r| r.unchecked(RunSource::Live)).count();
     let references = store.references(run_id)?;

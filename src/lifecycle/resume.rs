@@ -142,7 +142,8 @@ pub fn continue_run(
     let references_left = runner::reference::pending(store, summary.id)?.len();
     // A run without results is complete only when it plans nothing (a shard holding no function).
     let has_all = summary.results > 0 || summary.cases_planned == 0;
-    if pending_cases(store, summary.id)? == 0 && has_all && references_left == 0 {
+    let pending = pending_cases(store, summary.id)?;
+    if pending == 0 && has_all && references_left == 0 {
         // A run stopped between committing a result and comparing it: finish the comparisons.
         let done = agreement::check_run(store, summary.id, &summary.info.reference_device)?;
         if done.compared > 0 {
@@ -151,7 +152,10 @@ pub fn continue_run(
                 summary.id, done.compared, done.wrong
             );
         }
-        eprintln!("mlport: run {} is already complete ({} cases); nothing to resume", summary.id, summary.results);
+        eprintln!(
+            "mlport: run {} is already complete ({} results: one per case and target); nothing to resume",
+            summary.id, summary.results
+        );
         if summary.state != RunState::Finished {
             store.finish_run(summary.id, RunState::Finished)?;
         }
@@ -161,7 +165,7 @@ pub fn continue_run(
         Some(d) => Some(d),
         None => stored_targets(&store.devices(summary.id)?),
     };
-    eprintln!("mlport: resuming run {} ({} of {} cases recorded)", summary.id, summary.results, summary.cases_planned);
+    eprintln!("mlport: resuming run {} ({})", summary.id, crate::runner::recorded_of_planned(summary.results, pending as u64));
     let cases = store.cases(summary.id)?;
     Ok(Continued::Pending(Box::new(Resumed { summary, cases, devices, lock })))
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
     strum::IntoStaticStr,
     strum::Display,
     strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase", parse_err_ty = String, parse_err_fn = unknown_framework)]

@@ -125,13 +125,13 @@ impl EventSink for NullSink {
 /// (`crate::lifecycle::close` computes it once the runner has returned).
 #[derive(Debug)]
 pub enum RunEnd {
-    /// Stopped by Ctrl-C or SIGTERM (state `interrupted`): `recorded` of `planned` cases have a
-    /// result; `--resume` continues.
+    /// Stopped by Ctrl-C or SIGTERM (state `interrupted`): `recorded` results are stored and
+    /// `pending` are not (results: one per case and target); `--resume` continues.
     Interrupted {
-        /// Cases with a result.
+        /// Results stored (one per case and target).
         recorded: u64,
-        /// Cases planned.
-        planned: u64,
+        /// Results planned and not stored.
+        pending: u64,
     },
     /// Stopped because mlport could not write (or read) one of its own files while running
     /// `case_key` (state `interrupted`): no outcome of any function, the case stays pending.
@@ -140,11 +140,18 @@ pub enum RunEnd {
         case_key: String,
         /// What failed, naming the path.
         error: OwnIoError,
-        /// `(recorded, planned)` cases, or why the store could not say.
+        /// `(recorded, pending)` results (one per case and target), or why the store could not say.
         recorded: Result<(u64, u64), String>,
     },
     /// Every framework was visited and the closing comparison pass made.
     Finished(Tally),
+}
+
+/// How far a run got, in results (one per case and target, which is what a run records and
+/// what is left: a case planned for two targets is two results): `7018 of 7990 results recorded
+/// (one per case and target)`.
+pub fn recorded_of_planned(recorded: u64, pending: u64) -> String {
+    format!("{recorded} of {} results recorded (one per case and target)", recorded + pending)
 }
 
 /// A finished run's results as the store holds them after the closing comparison pass, which
@@ -152,8 +159,12 @@ pub enum RunEnd {
 /// its results.
 #[derive(Debug, Default)]
 pub struct Tally {
-    /// Results by outcome.
+    /// Results by outcome, `dtype_changed` results left out (they are in `dtype_changed`).
     pub outcomes: BTreeMap<Outcome, u64>,
+    /// Results that ran but returned another dtype than expected (outcome `wrong_result`, reason
+    /// `dtype_changed`): said apart, as every report counts them with the failure reasons, not
+    /// with the wrong results.
+    pub dtype_changed: u64,
     /// Passes nothing could compare ("ran unchecked", docs/catalogue.md "References").
     pub unchecked: usize,
     /// Which float64 references could not be computed, said in one line
@@ -180,4 +191,16 @@ pub struct Contention {
     pub limit: f64,
     /// The median wait share of the busy cases.
     pub median: f64,
+}
+
+#[cfg(test)]
+mod progress_words {
+    use super::recorded_of_planned;
+
+    #[test]
+    fn results_are_counted_as_results_not_cases() {
+        // A two-target run of 3,995 cases interrupted after 7,018 results, 972 pending: the
+        // line once read "7018 of 3995 cases recorded".
+        assert_eq!(recorded_of_planned(7018, 972), "7018 of 7990 results recorded (one per case and target)");
+    }
 }

@@ -20,7 +20,7 @@ pub mod schedule;
 mod workers;
 
 pub use case::execute_case;
-pub use events::{Contention, Event, EventSink, NullSink, RunEnd, Tally};
+pub use events::{Contention, Event, EventSink, NullSink, RunEnd, Tally, recorded_of_planned};
 pub use execute::execute;
 
 use std::path::PathBuf;

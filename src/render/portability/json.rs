@@ -131,7 +131,10 @@ struct FailingCase<'a> {
     case: &'a str,
     dtype: &'a str,
     reason: Reason,
+    /// One line, at most 160 characters, cut at word boundaries (its head and tail).
     message: &'a str,
+    /// The whole message as stored (the error's full type name first).
+    full_message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -271,6 +274,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
                 dtype: crate::model::name_or_empty(c.dtype),
                 reason: c.reason,
                 message: &c.message,
+                full_message: &c.full_message,
             })
             .collect(),
     }
