@@ -3,6 +3,7 @@
 //! version 3 `unchecked`) or CSV: one mark per cell, a legend, then
 //! the cases that did not pass.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use super::Format;
@@ -11,7 +12,7 @@ use super::json::versioned;
 use super::markdown::escape;
 use super::report::Report;
 use crate::analysis::dtypes::{Cell, DtypeMatrix, Problem};
-use crate::model::{Outcome, Reason};
+use crate::model::{Framework, Outcome, Reason};
 
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.dtypes";
@@ -85,19 +86,34 @@ pub fn legend() -> String {
     )
 }
 
-fn grid(m: &DtypeMatrix) -> Grid {
+/// The function names that rows of more than one framework share (`keras.ops.size` on
+/// keras-jax, keras-torch and keras-tensorflow): shown with their framework.
+fn shared_names(m: &DtypeMatrix) -> BTreeSet<&str> {
+    let mut frameworks: BTreeMap<&str, BTreeSet<Framework>> = BTreeMap::new();
+    for r in &m.rows {
+        frameworks.entry(r.function.as_str()).or_default().insert(r.framework);
+    }
+    frameworks.into_iter().filter(|(_, f)| f.len() > 1).map(|(name, _)| name).collect()
+}
+
+/// `function`, or `function (framework)` when other frameworks' rows have the same name.
+fn shown(function: &str, framework: Framework, shared: &BTreeSet<&str>) -> String {
+    if shared.contains(function) { format!("{function} ({framework})") } else { function.to_string() }
+}
+
+fn grid(m: &DtypeMatrix, shared: &BTreeSet<&str>) -> Grid {
     let mut columns = vec!["function".to_string(), "device".to_string()];
     columns.extend(m.dtypes.iter().map(|d| d.to_string()));
     let mut g = Grid::new(columns);
     for r in &m.rows {
-        let mut cells = vec![r.function.clone(), r.device.to_string()];
+        let mut cells = vec![shown(&r.function, r.framework, shared), r.device.to_string()];
         cells.extend(m.dtypes.iter().map(|d| r.cells.get(d.as_str()).map_or_else(String::new, marks)));
         g.push(cells);
     }
     g
 }
 
-fn problem_line(p: &Problem) -> String {
+fn problem_line(p: &Problem, shared: &BTreeSet<&str>) -> String {
     let what = match (p.outcome, p.reason) {
         (Outcome::WrongResult, Some(Reason::DtypeChanged)) => Reason::DtypeChanged.to_string(),
         (Outcome::WrongResult, _) | (_, None) => p.outcome.to_string(),
@@ -106,7 +122,7 @@ fn problem_line(p: &Problem) -> String {
     format!(
         "#{} {} on {} at {} [{}]: {what} — {}",
         p.result_id,
-        p.function,
+        shown(&p.function, p.framework, shared),
         p.device,
         crate::model::name_or_empty(p.dtype),
         p.case_id,
@@ -117,7 +133,8 @@ fn problem_line(p: &Problem) -> String {
 /// Renders the matrix, its legend and the list of cases that did not pass. CSV is the matrix
 /// only (marks as in the table); JSON holds everything with counts per cell.
 fn render(m: &DtypeMatrix, format: Format) -> String {
-    let g = grid(m);
+    let shared = shared_names(m);
+    let g = grid(m, &shared);
     match format {
         Format::Json => versioned(JSON_FORMAT, JSON_VERSION, m),
         Format::Csv => g.csv(),
@@ -126,7 +143,7 @@ fn render(m: &DtypeMatrix, format: Format) -> String {
             if !m.problems.is_empty() {
                 out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n");
                 for p in &m.problems {
-                    out.push_str(&format!("  {}\n", problem_line(p)));
+                    out.push_str(&format!("  {}\n", problem_line(p, &shared)));
                 }
             }
             out
@@ -136,7 +153,7 @@ fn render(m: &DtypeMatrix, format: Format) -> String {
             if !m.problems.is_empty() {
                 out.push_str("\nCases that did not pass (`mlport repro ID` reproduces one):\n\n");
                 for p in &m.problems {
-                    out.push_str(&format!("- {}\n", escape(&problem_line(p))));
+                    out.push_str(&format!("- {}\n", escape(&problem_line(p, &shared))));
                 }
             }
             out
@@ -155,6 +172,7 @@ impl Report for DtypeMatrix {
 mod tests {
     use super::*;
     use crate::analysis::dtypes::build;
+    use crate::analysis::dtypes::MatrixRow;
     use crate::analysis::dtypes::tests::rows;
 
     /// The float64 comparison of a result: correctly rounded or not.
@@ -194,6 +212,26 @@ mod tests {
         assert_eq!(marks(&imported.rows[1].cells["float32"]), "✓");
         assert_eq!(marks(&m.rows[1].cells["float16"]), "Δ");
         assert_eq!((torch.cells["bfloat16"].rounding_known, torch.cells["bfloat16"].correctly_rounded), (1, 0));
+    }
+
+    #[test]
+    fn a_name_several_frameworks_share_shows_its_framework() {
+        // keras.ops.size on three Keras backends: three rows that once read the same.
+        let mut m = build(3, crate::model::RunSource::Live, &rows(), &comparisons(), &|_| true);
+        let first = m.rows[0].clone();
+        let mut rows = Vec::new();
+        for f in [Framework::KerasJax, Framework::KerasTorch, Framework::KerasTensorflow] {
+            rows.push(MatrixRow { framework: f, function: "keras.ops.size".into(), ..first.clone() });
+        }
+        m.rows = rows;
+        m.problems.clear();
+        let table = render(&m, Format::Table);
+        for f in ["keras-jax", "keras-torch", "keras-tensorflow"] {
+            assert_eq!(table.matches(&format!("keras.ops.size ({f})")).count(), 1, "{table}");
+        }
+        // A name only one framework has stays as it is.
+        let alone = build(3, crate::model::RunSource::Live, &self::rows(), &comparisons(), &|_| true);
+        assert!(!render(&alone, Format::Table).contains(" (torch)"));
     }
 
     #[test]
