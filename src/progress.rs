@@ -189,9 +189,15 @@ impl EventSink for Progress {
             Event::ReferencesStarting { count } => {
                 self.bar.set_message(format!("computing {count} float64 references (numpy)"));
             }
-            Event::ReferencesDone { passed, failed } => {
+            Event::ReferencesDone { passed, failed, not_needed } => {
                 let not = if *failed > 0 { format!(", {failed} could not be computed") } else { String::new() };
-                self.say(format!("mlport: float64 references: {passed} computed{not}"));
+                let unneeded = match not_needed {
+                    0 => String::new(),
+                    n => format!(
+                        ", {n} not needed (functions the installed framework lacks: their cases are api_missing)"
+                    ),
+                };
+                self.say(format!("mlport: float64 references: {passed} computed{not}{unneeded}"));
             }
             Event::CaseStarted { case } => {
                 self.bar.set_message(format!(

@@ -270,6 +270,31 @@ fn list_references_covers_an_add_on_catalogue_and_takes_framework() {
 }
 
 #[test]
+fn a_function_the_framework_lacks_is_api_missing_not_a_missing_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("gone.db");
+    let out = common::run_catalogue(&db, "api-missing", &["--device", "cpu", "--quick"]);
+    let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let store = mlport::store::Store::open(&db).unwrap();
+    let run = store.latest_run().unwrap().unwrap().id;
+    let results = store.results(run).unwrap();
+    let gone = results.iter().find(|r| r.function.name == "jax.numpy.no_such_function_in_any_jax").unwrap();
+    assert_eq!(gone.result.reason, Some(mlport::model::Reason::ApiMissing), "{:?}", gone.result.message);
+    let refs = store.references(run).unwrap();
+    let gone_ref = refs.iter().find(|r| r.function == "jax.numpy.no_such_function_in_any_jax").expect("planned");
+    assert_eq!(gone_ref.outcome, Some(mlport::model::Outcome::Skip), "{:?}", gone_ref.message);
+    assert!(gone_ref.message.as_deref().unwrap_or("").starts_with("not needed: the installed jax lacks"));
+    // The function it has still gets its reference, and the run says nothing is missing.
+    let exp_ref = refs.iter().find(|r| r.function == "jax.numpy.exp").expect("planned");
+    assert_eq!(exp_ref.outcome, Some(mlport::model::Outcome::Pass), "{:?}", exp_ref.message);
+    assert!(!said.contains("could not be computed"), "{said}");
+    assert!(said.contains("1 not needed"), "{said}");
+    let report = mlport().args(["report", "--db"]).arg(&db).assert().success();
+    let report = String::from_utf8_lossy(&report.get_output().stdout).into_owned();
+    assert!(!report.contains("could not be computed"), "{report}");
+}
+
+#[test]
 fn report_without_a_store_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     mlport()

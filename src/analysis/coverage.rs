@@ -17,10 +17,15 @@ use crate::plan::Plan;
 /// not be computed (they failed, timed out, or their worker died twice), `None` when none is
 /// missing: how many, why (by outcome), and the first few keys with their message. The cases
 /// that needed them ran unchecked; a crashed one is computed again by `mlport run --resume`.
-/// References not attempted yet (a run still going) are not counted.
+/// References not attempted yet (a run still going) are not counted, nor are those recorded
+/// `skip`: self-references of functions the installed framework lacks, whose cases are
+/// `api_missing` (they need no reference).
 pub fn missing_references_note(refs: &[ReferenceRow]) -> Option<String> {
+    use crate::model::Outcome;
+    // `skip`: a self-reference of a function the installed framework lacks, whose cases are
+    // `api_missing`: nothing needed it (runner/reference.rs).
     let missing: Vec<&ReferenceRow> =
-        refs.iter().filter(|r| r.outcome.is_some_and(|o| o != crate::model::Outcome::Pass)).collect();
+        refs.iter().filter(|r| r.outcome.is_some_and(|o| o != Outcome::Pass && o != Outcome::Skip)).collect();
     if missing.is_empty() {
         return None;
     }
@@ -323,5 +328,8 @@ compare = "none"
         assert!(note.ends_with("r/2 (x), and 2 more"), "{note}");
         assert_eq!(missing_references_note(&refs[..1]), None);
         assert_eq!(missing_references_note(&refs[2..]), None, "not attempted yet is not missing");
+        // A self-reference of a function the framework lacks is not missing: nothing needs it.
+        let lacking = [row("r/gone", Some(crate::model::Outcome::Skip), Some("not needed: …"))];
+        assert_eq!(missing_references_note(&lacking), None);
     }
 }

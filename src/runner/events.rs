@@ -77,6 +77,9 @@ pub enum Event<'a> {
         passed: usize,
         /// Could not be computed (their cases are not compared with float64).
         failed: usize,
+        /// Self-references of functions the installed framework lacks: their cases are
+        /// `api_missing`, so nothing needs them (recorded `skip`).
+        not_needed: usize,
     },
     /// A case is about to be sent to its worker.
     CaseStarted {
