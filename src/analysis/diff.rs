@@ -47,6 +47,12 @@ pub enum ChangeKind {
     /// An output agrees on both sides, but its largest error (in ULPs; absolute where the dtype
     /// has none) moved by the error factor or more.
     ErrorMoved,
+    /// An output of a case that passes on both sides was compared with the float64 reference on
+    /// A and with nothing on B (its reference could not be computed there, say SciPy was
+    /// missing): checked → "ran, unchecked", a loss of coverage `--fail-on now_unchecked` gates.
+    NowUnchecked,
+    /// The reverse: unchecked on A, compared with the float64 reference on B.
+    NowChecked,
     /// The function's median steady-state time on B over A has a bootstrap interval wholly above
     /// the threshold.
     Slowdown,
@@ -356,10 +362,28 @@ fn index<'a>(side: &SideData<'a>, opts: &ReportOptions) -> Indexed<'a> {
 }
 
 /// The paper's status of a function from its cases' states.
-fn status(cases: &[(String, CaseState)]) -> Option<FunctionStatus> {
-    let passed = cases.iter().filter(|(_, c)| c.state == State::Pass).count();
-    let failed = cases.iter().filter(|(_, c)| c.state.failing()).count();
+fn status<'x>(cases: impl IntoIterator<Item = &'x CaseState>) -> Option<FunctionStatus> {
+    let (mut passed, mut failed) = (0, 0);
+    for c in cases {
+        passed += usize::from(c.state == State::Pass);
+        failed += usize::from(c.state.failing());
+    }
     FunctionStatus::from_counts(passed, failed)
+}
+
+/// A function's statuses on A and B. Where both sides have it, over the cases both have: a
+/// failing case that only A ran must not make A `partial` and B `success`, which would read as
+/// a fix (the case is listed as removed instead). Where one side lacks it, that side's is `None`.
+fn statuses(ca: &[(String, CaseState)], cb: &[(String, CaseState)]) -> (Option<FunctionStatus>, Option<FunctionStatus>) {
+    if ca.is_empty() || cb.is_empty() {
+        return (status(ca.iter().map(|(_, c)| c)), status(cb.iter().map(|(_, c)| c)));
+    }
+    let keys_a: std::collections::HashSet<&str> = ca.iter().map(|(k, _)| k.as_str()).collect();
+    let keys_b: std::collections::HashSet<&str> = cb.iter().map(|(k, _)| k.as_str()).collect();
+    (
+        status(ca.iter().filter(|(k, _)| keys_b.contains(k.as_str())).map(|(_, c)| c)),
+        status(cb.iter().filter(|(k, _)| keys_a.contains(k.as_str())).map(|(_, c)| c)),
+    )
 }
 
 /// What a change of state is, `None` when it is none.
@@ -551,7 +575,7 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
     let none = Vec::new();
     for key in &order {
         let (ca, cb) = (ia.cases.get(key).unwrap_or(&none), ib.cases.get(key).unwrap_or(&none));
-        let (status_a, status_b) = (status(ca), status(cb));
+        let (status_a, status_b) = statuses(ca, cb);
         if !ca.is_empty() && !cb.is_empty() {
             compared.functions += 1;
         }
@@ -622,16 +646,19 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
                             continue;
                         }
                     }
-                    // Compared on one side only (the other did not run it, or did not pass).
+                    // Compared on one side only, and the case passed on both: a check lost or
+                    // gained (a case that did not pass on one side has nothing to compare there).
+                    (Some(_), None) if sa.state == State::Pass && sb.state == State::Pass => ChangeKind::NowUnchecked,
+                    (None, Some(_)) if sa.state == State::Pass && sb.state == State::Pass => ChangeKind::NowChecked,
                     _ => continue,
                 };
-                let (xa, xb) = (xa.expect("both"), xb.expect("both"));
+                let unchecked = || "ran, unchecked (no float64 reference)".to_string();
                 by_kind.entry(kind).or_default().push(CaseChange {
                     case_id: sa.case_id.clone(),
                     dtype: sa.dtype,
                     output: Some(o),
-                    before: verdict_words(xa),
-                    after: verdict_words(xb),
+                    before: xa.map_or_else(unchecked, |x| verdict_words(x)),
+                    after: xb.map_or_else(unchecked, |x| verdict_words(x)),
                     result_a: Some(sa.result),
                     result_b: Some(sb.result),
                 });
@@ -682,6 +709,9 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
                 continue;
             };
             let key = (f.framework, f.name.clone(), t.clone());
+            let none = Vec::new();
+            let (status_a, status_b) =
+                statuses(ia.cases.get(&key).unwrap_or(&none), ib.cases.get(&key).unwrap_or(&none));
             changes.push(Change {
                 kind,
                 machine_a: String::new(),
@@ -689,8 +719,8 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
                 framework: f.framework,
                 function: f.name.clone(),
                 target: t.clone(),
-                status_a: ia.cases.get(&key).and_then(|c| status(c)),
-                status_b: ib.cases.get(&key).and_then(|c| status(c)),
+                status_a,
+                status_b,
                 cases: Vec::new(),
                 timing: Some(TimingChange {
                     cases: f.cases,
@@ -745,9 +775,12 @@ pub fn rule_text(opts: &DiffOptions) -> String {
          and target, and counted as in the portability report ({counting}): new_failure (passed on A, fails on \
          B), new_wrong_result (ran on B but disagreed with its reference), fixed (failed or was wrong on A, \
          passes on B), reason_changed (fails on both, for another reason), counting_changed (counted on one side \
-         only: skipped, a harness error, or excused), added/removed (on one side only). Agreement: each output's \
+         only: skipped, a harness error, or excused), added/removed (on one side only); a function's statuses A → B \
+         are over the cases both sides have. Agreement: each output's \
          verdict against the float64 reference (agreement_changed), or its largest error, in ULPs (absolute where \
-         the dtype has none), growing or shrinking {}× or more while agreeing on both sides (error_moved). \
+         the dtype has none), growing or shrinking {}× or more while agreeing on both sides (error_moved); an \
+         output of a case passing on both sides compared with the float64 reference on A and with nothing on B \
+         (now_unchecked: its reference could not be computed), or the reverse (now_checked). \
          Timing: per function the median steady-state time on B over A with a bootstrap {:.0}% interval \
          ({} resamples, seed {}); slowdown when the whole interval lies above {}×, speedup when below 1/{}×.",
         fmt_threshold(opts.error_factor),
@@ -944,6 +977,62 @@ pub(crate) mod tests {
         let c = &r.changes[0].cases[0];
         assert_eq!((c.before.as_str(), c.after.as_str()), ("agree, max 0.5 ULP", "disagree: disagree at 50 ULP"));
         assert_eq!(r.compared.outputs, 3);
+    }
+
+    #[test]
+    fn a_case_only_one_side_ran_does_not_read_as_a_fix() {
+        // torch.c's case 1 fails on both sides; case 2 passes on A and B did not run it. Over
+        // what both have it is a complete failure on both, not "partial → success".
+        let t = Framework::Torch;
+        let mut a = vec![
+            row(t, "c", 1, "cpu", Fail, Some(Reason::NotImplemented), &[]),
+            row(t, "c", 2, "cpu", Pass, None, &[10]),
+        ];
+        let mut b = vec![row(t, "c", 1, "cpu", Fail, Some(Reason::NotImplemented), &[])];
+        for (i, r) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+            r.id = i as i64 + 1;
+        }
+        let run = run_summary();
+        let r = diff(&side("a", &run, &a, &[]), &side("b", &run, &b, &[]), &DiffOptions::default());
+        let removed = r.changes.iter().find(|c| c.kind == ChangeKind::Removed).expect("case 2 is removed");
+        assert_eq!(
+            (removed.status_a, removed.status_b),
+            (Some(FunctionStatus::CompleteFailure), Some(FunctionStatus::CompleteFailure))
+        );
+    }
+
+    #[test]
+    fn a_check_lost_or_gained_is_a_change() {
+        // B's environment could not compute e's float64 reference (it once said "No changes");
+        // a's is computed only on B. b fails on B: nothing to compare there, no check lost.
+        let (ra, rb) = rows();
+        let (key_e, key_a, key_b) =
+            (ra[4].result.case_key.clone(), ra[0].result.case_key.clone(), ra[1].result.case_key.clone());
+        let ca = vec![comparison(&key_e, ComparisonVerdict::Agree, 0.5), comparison(&key_b, ComparisonVerdict::Agree, 1.0)];
+        let cb = vec![comparison(&key_a, ComparisonVerdict::Agree, 0.5)];
+        let run = run_summary();
+        let same = diff(&side("a", &run, &ra, &ca), &side("b", &run, &ra, &cb), &DiffOptions::default());
+        let checks: Vec<_> = kinds(&same)
+            .into_iter()
+            .filter(|(k, _)| matches!(k, ChangeKind::NowUnchecked | ChangeKind::NowChecked))
+            .collect();
+        // b and e pass on both sides and were compared on A only; a only on B.
+        assert_eq!(
+            checks,
+            vec![
+                (ChangeKind::NowUnchecked, "torch.b".to_string()),
+                (ChangeKind::NowUnchecked, "torch.e".to_string()),
+                (ChangeKind::NowChecked, "torch.a".to_string())
+            ]
+        );
+        let lost = same.changes.iter().find(|c| c.kind == ChangeKind::NowUnchecked && c.function == "torch.e").unwrap();
+        assert_eq!(lost.cases[0].before, "agree, max 0.5 ULP");
+        assert_eq!(lost.cases[0].after, "ran, unchecked (no float64 reference)");
+        assert!(same.has_any(&[ChangeKind::NowUnchecked]), "--fail-on now_unchecked finds it");
+        // Where b is a wrong result on B (rows of B), its comparison on A alone is no lost check.
+        let failing = diff(&side("a", &run, &ra, &ca), &side("b", &run, &rb, &[]), &DiffOptions::default());
+        let lost: Vec<_> = kinds(&failing).into_iter().filter(|(k, _)| *k == ChangeKind::NowUnchecked).collect();
+        assert_eq!(lost, vec![(ChangeKind::NowUnchecked, "torch.e".to_string())]);
     }
 
     /// A run of `rows` on `machine` with id `id`.

@@ -113,7 +113,7 @@ pub struct DiffArgs {
     #[arg(long, default_value = "2", value_parser = values::above_one, value_name = "FACTOR")]
     pub error_factor: f64,
     /// Exit with code 3 when a change of these kinds is present, e.g.
-    /// `new_failure,new_wrong_result,slowdown` (any kind the diff lists).
+    /// `new_failure,new_wrong_result,slowdown,now_unchecked` (any kind the diff lists).
     #[arg(long, value_delimiter = ',', value_name = "CHANGE")]
     pub fail_on: Vec<crate::analysis::diff::ChangeKind>,
     /// Count every failure, not only device-attributable ones.

@@ -1,6 +1,6 @@
 //! What changed between two runs ([`crate::analysis::diff`]) as a terminal table, GitHub
 //! Markdown, CSV (one record per case, output or timing) or versioned JSON
-//! (`{"format": "mlport.diff", "version": 2}`). Each rendering opens with both sides and their
+//! (`{"format": "mlport.diff", "version": 3}`). Each rendering opens with both sides and their
 //! versions (a framework whose version differs is marked) and the machines compared, names the
 //! machine(s) of every change, and ends with the rule.
 
@@ -18,8 +18,9 @@ use crate::model::name_or_empty;
 pub const JSON_FORMAT: &str = "mlport.diff";
 /// The JSON document's version.
 /// The JSON document's version: 2 names the machines of every change (`machine_a`,
-/// `machine_b`) and lists the machine pairs compared (`machines`, `only_a`, `only_b`).
-pub const JSON_VERSION: u32 = 2;
+/// `machine_b`) and lists the machine pairs compared (`machines`, `only_a`, `only_b`); 3 adds
+/// the change kinds `now_unchecked` and `now_checked`.
+pub const JSON_VERSION: u32 = 3;
 
 /// `run 3 (torch-2.15, gpu-box)`; several runs joined with `+`.
 fn runs_of(s: &DiffSide) -> String {
@@ -252,7 +253,7 @@ mod tests {
     fn json_snapshot() {
         let json = render_json(&example());
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some("mlport.diff"), Some(2)));
+        assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some("mlport.diff"), Some(JSON_VERSION as u64)));
         insta::assert_snapshot!(json);
     }
 
