@@ -82,6 +82,9 @@ fn a_dtype_that_differs_between_frameworks_is_dtype_changed() {
         of("jax.numpy.argmin").result.message.as_deref(),
         Some("dtype changed (output 0): int32, the case declares int64 (out_dtype)")
     );
+    // A Python int is of the declared int32's kind: no change, and the worker says what it was.
+    assert_eq!(verdict("jax.numpy.ndim"), (Outcome::Pass, None), "{:?}", of("jax.numpy.ndim").result.message);
+    assert_eq!(of("jax.numpy.ndim").result.outputs[0]["python"], "int");
     // Those that return NumPy's dtypes pass: torch everywhere, TensorFlow's int64 argmax, bool.
     for name in ["torch.argmax", "torch.argsort", "torch.gt", "tf.math.argmax", "jax.numpy.greater", "tf.math.greater"]
     {

@@ -25,6 +25,8 @@ pub enum Expected {
     Floating,
     /// Any complex dtype, likewise.
     Complex,
+    /// Any integer dtype: the reference returned a Python `int`, which has no width.
+    Integer,
 }
 
 impl Expected {
@@ -34,8 +36,44 @@ impl Expected {
             Expected::Exactly(d) => d == actual,
             Expected::Floating => actual.is_float(),
             Expected::Complex => actual.is_complex(),
+            Expected::Integer => actual.known().is_some_and(|d| d.is_integer()),
         }
     }
+
+    /// Whether a Python number of type `python` (`int`, `float`, `complex`, `bool`: the
+    /// worker's `python` field; a Python number has no width) is what was expected: a number
+    /// of the expected kind is, whatever width was expected (a JAX `int` where int32 or int64
+    /// is expected); another kind is a change (an `int` where a float was expected).
+    pub fn admits_python(&self, python: &str) -> bool {
+        let known = |d: &DtypeName| d.known();
+        match (self, python) {
+            (Expected::Floating, "float") | (Expected::Complex, "complex") | (Expected::Integer, "int") => true,
+            (Expected::Exactly(d), "int") => known(d).is_some_and(|d| d.is_integer()),
+            (Expected::Exactly(d), "float") => d.is_float(),
+            (Expected::Exactly(d), "complex") => d.is_complex(),
+            (Expected::Exactly(d), "bool") => known(d).is_some_and(|d| d.is_bool()),
+            _ => false,
+        }
+    }
+}
+
+/// A worker's output description's dtype as the check reads it: `Ok(dtype)` for an array,
+/// `Err(type)` for a Python number (`int`, `float`, …: the `python` field, docs/protocol.md).
+fn leaf_kind(leaf: &Value) -> Option<Result<DtypeName, &str>> {
+    if let Some(python) = leaf["python"].as_str() {
+        return Some(Err(python));
+    }
+    (leaf["kind"] == "array").then(|| leaf["dtype"].as_str().map(DtypeName::parse)).flatten().map(Ok)
+}
+
+/// Whether the output described by `leaf` (a worker's description) is what `expected` asks
+/// for; `None` when it is no array or number. A Python number is judged by its kind
+/// ([`Expected::admits_python`]); what it is called in a message: `a Python int`.
+pub fn leaf_admitted(expected: &Expected, leaf: &Value) -> Option<(bool, String)> {
+    Some(match leaf_kind(leaf)? {
+        Ok(d) => (expected.admits(&d), d.as_str().to_string()),
+        Err(python) => (expected.admits_python(python), format!("a Python {python}")),
+    })
 }
 
 impl std::fmt::Display for Expected {
@@ -44,6 +82,7 @@ impl std::fmt::Display for Expected {
             Expected::Exactly(d) => f.write_str(d.as_str()),
             Expected::Floating => f.write_str("a floating dtype"),
             Expected::Complex => f.write_str("a complex dtype"),
+            Expected::Integer => f.write_str("an integer dtype"),
         }
     }
 }
@@ -97,10 +136,16 @@ pub fn expected_of(spec: &CaseSpec, case: Dtype, position: usize, reference: &Dt
     if spec.suite.is_some() && spec.out_dtype.is_none() {
         return None;
     }
-    match spec.out_dtype.as_ref().and_then(|o| o.of(position, case)) {
+    match declared_at(spec, case, position) {
         Some(declared) => Some(Expected::Exactly(declared)),
         None => expected_dtype(case, reference),
     }
+}
+
+/// The case's `out_dtype` for its `position`-th compared output at the swept dtype `case`, if
+/// it declares one: where [`expected_of`]'s expectation comes from, for the message.
+pub fn declared_at(spec: &CaseSpec, case: Dtype, position: usize) -> Option<DtypeName> {
+    spec.out_dtype.as_ref().and_then(|o| o.of(position, case))
 }
 
 /// The outcome of an answer whose outputs (the worker's descriptions: `index`, `kind`,
@@ -108,7 +153,7 @@ pub fn expected_of(spec: &CaseSpec, case: Dtype, position: usize, reference: &Dt
 /// compared output (`outputs`, default all) of another dtype, or not an array at all, makes a
 /// `wrong_result` with reason `dtype_changed` and the message `dtype changed (output 0): int32,
 /// the case declares int64 (out_dtype)`. `None` without `out_dtype` or when every declared
-/// output has its dtype.
+/// output has its dtype. A Python number (`int`) has the declared dtype when it is of its kind.
 pub fn declared_dtype(spec: &CaseSpec, case: Dtype, outputs: &Value) -> Option<Decision> {
     let declared = spec.out_dtype.as_ref()?;
     let leaves: &[Value] = outputs.as_array().map_or(&[], Vec::as_slice);
@@ -119,10 +164,10 @@ pub fn declared_dtype(spec: &CaseSpec, case: Dtype, outputs: &Value) -> Option<D
     let mut changed = indices.iter().enumerate().filter_map(|(position, &index)| {
         let want = declared.of(position, case)?;
         let leaf = leaves.iter().find(|d| d["index"].as_u64() == Some(index))?;
-        let got = match (leaf["kind"].as_str(), leaf["dtype"].as_str()) {
-            (Some("array"), Some(d)) if DtypeName::parse(d) == want => return None,
-            (Some("array"), Some(d)) => d.to_string(),
-            _ => format!("a {}, not an array", leaf["type"].as_str().unwrap_or("Python object")),
+        let got = match leaf_admitted(&Expected::Exactly(want.clone()), leaf) {
+            Some((true, _)) => return None,
+            Some((false, got)) => got,
+            None => format!("a {}, not an array", leaf["type"].as_str().unwrap_or("Python object")),
         };
         Some(format!("dtype changed (output {index}): {got}, the case declares {want} (out_dtype)"))
     });
@@ -231,5 +276,29 @@ mod tests {
             d.message.as_deref(),
             Some("dtype changed (output 0): int32, the case declares float16 (out_dtype) (and 1 more outputs)")
         );
+    }
+
+    #[test]
+    fn a_python_number_is_judged_by_its_kind() {
+        let int = json!({"index": 0, "kind": "array", "dtype": "int64", "shape": [], "python": "int"});
+        let exactly = |d: &str| Expected::Exactly(DtypeName::parse(d));
+        assert_eq!(leaf_admitted(&exactly("int32"), &int), Some((true, "a Python int".into())));
+        assert_eq!(leaf_admitted(&exactly("float32"), &int), Some((false, "a Python int".into())));
+        assert_eq!(leaf_admitted(&Expected::Floating, &int), Some((false, "a Python int".into())));
+        let float = json!({"index": 0, "kind": "array", "dtype": "float64", "python": "float"});
+        assert_eq!(leaf_admitted(&exactly("float16"), &float), Some((true, "a Python float".into())));
+        assert_eq!(leaf_admitted(&exactly("bool"), &float).map(|x| x.0), Some(false));
+        // An array is judged by its dtype, exactly.
+        let arr = json!({"index": 0, "kind": "array", "dtype": "int64"});
+        assert_eq!(leaf_admitted(&exactly("int32"), &arr), Some((false, "int64".into())));
+        assert_eq!(leaf_admitted(&Expected::Integer, &arr), Some((true, "int64".into())));
+        assert_eq!(leaf_admitted(&exactly("int32"), &json!({"index": 0, "kind": "object"})), None);
+        // out_dtype int32 and a Python int: no change; out_dtype float32: a change, named so.
+        let mut spec = CaseSpec::new("jax.numpy.ndim", "c");
+        spec.out_dtype = Some(OutDtype::One("int32".into()));
+        assert_eq!(declared_dtype(&spec, Dtype::Float32, &json!([int])), None);
+        spec.out_dtype = Some(OutDtype::One("float32".into()));
+        let d = declared_dtype(&spec, Dtype::Float32, &json!([int])).expect("a change");
+        assert_eq!(d.message.as_deref(), Some("dtype changed (output 0): a Python int, the case declares float32 (out_dtype)"));
     }
 }

@@ -24,7 +24,7 @@ mod verdict;
 
 pub use classify::{ErrorReport, classify};
 pub use decision::Decision;
-pub use dtype::{Expected, declared_dtype, expected_dtype, expected_of};
+pub use dtype::{Expected, declared_at, declared_dtype, expected_dtype, expected_of, leaf_admitted};
 pub use imported::{TestEnding, TestFailure, imported};
 pub use live::{Answer, answered, crash, harness_error, recompiled, retry_crash, skipped, timeout};
 pub use verdict::{against_target, wrong_result};

@@ -353,6 +353,10 @@ def save_outputs(adapter, out, out_dir, key):
             continue
         arr, dtname = conv
         d = {"index": i, "kind": "array", "dtype": dtname, "shape": list(arr.shape)}
+        if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
+            # A Python number has no width: NumPy stores an int as int64, but the framework
+            # returned `int` (docs/protocol.md, "outputs"; judged by kind, docs/catalogue.md).
+            d["python"] = type(leaf).__name__
         if arr.nbytes > MAX_SAVED_BYTES:
             d["not_saved"] = f"{arr.nbytes} bytes, over the {MAX_SAVED_BYTES} byte limit"
         elif out_dir:
