@@ -48,9 +48,14 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     lines.join("\n") + "\n"
 }
 
-pub(super) fn functions(report: &PortabilityReport) -> String {
-    let mut lines =
-        vec![format!("# {}", escape(&title(report))), String::new(), escape(&versions(report)), String::new()];
+/// The failing functions per target; `standalone` adds the report's title, versions and rule
+/// (left out after the summary, which has them).
+pub(super) fn functions(report: &PortabilityReport, standalone: bool) -> String {
+    let mut lines = if standalone {
+        vec![format!("# {}", escape(&title(report))), String::new(), escape(&versions(report)), String::new()]
+    } else {
+        Vec::new()
+    };
     if report.targets.is_empty() {
         lines.push("No results to report.".into());
         lines.push(String::new());
@@ -72,6 +77,8 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
             lines.push(String::new());
         }
     }
-    lines.push(format!("**Rule.** {}", escape(&report.rule)));
+    if standalone {
+        lines.push(format!("**Rule.** {}", escape(&report.rule)));
+    }
     lines.join("\n") + "\n"
 }

@@ -50,8 +50,8 @@ fn render(report: &PortabilityReport, format: Format) -> String {
 /// failures, with their failure reasons. Ends with a newline.
 fn render_functions(report: &PortabilityReport, format: Format) -> String {
     match format {
-        Format::Table => table::functions(report),
-        Format::Markdown => markdown::functions(report),
+        Format::Table => table::functions(report, true),
+        Format::Markdown => markdown::functions(report, true),
         Format::Json => json::functions(report),
         Format::Csv => csv::functions(report),
     }
@@ -62,7 +62,10 @@ fn render_functions(report: &PortabilityReport, format: Format) -> String {
 fn render_with_functions(report: &PortabilityReport, format: Format) -> String {
     match format {
         Format::Json => json::bundle(report),
-        _ => render(report, format) + &render_functions(report, format),
+        // The summary has the title, versions and rule: the detail follows without them.
+        Format::Table => render(report, format) + "\n" + &table::functions(report, false),
+        Format::Markdown => render(report, format) + "\n" + &markdown::functions(report, false),
+        Format::Csv => render(report, format) + &render_functions(report, format),
     }
 }
 
@@ -73,6 +76,19 @@ mod tests {
     use crate::analysis::{ReportOptions, build};
     use crate::model::{ResultRow, RunSource};
     use crate::render::portability::words;
+
+    #[test]
+    fn the_summary_with_functions_says_its_title_and_rule_once() {
+        for format in [Format::Table, Format::Markdown] {
+            let text = render_with_functions(&report(), format);
+            let title = text.lines().next().unwrap().trim_start_matches("# ").to_string();
+            assert!(title.starts_with("mlport portability report"), "{text}");
+            assert_eq!(text.matches(title.as_str()).count(), 1, "{format:?}: {text}");
+            assert_eq!(text.matches(&report().rule).count(), 1, "{format:?}: {text}");
+            // Both parts are there.
+            assert!(text.contains("failing cases"), "{text}");
+        }
+    }
 
     #[test]
     fn table_snapshot() {
