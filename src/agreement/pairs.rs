@@ -163,7 +163,10 @@ pub fn compare_outputs(
 /// [`crate::outcome::expected_of`] expects (the case's `out_dtype`, else the reference's mapped
 /// to the case's precision): another makes the row `disagree` with `dtype_changed`, whatever
 /// the rule (`shape_dtype` and `statistical` included) and whether or not the values could be
-/// compared; the summary begins `dtype int32, expected int64; `.
+/// compared; the summary begins `dtype int32, expected int64 (…); `, saying where the expectation
+/// came from (the case's `out_dtype`, the reference's dtype at the case's precision, or the
+/// reference's Python int), and a Python number is judged by its kind
+/// ([`crate::outcome::leaf_admitted`]).
 fn expect_dtype(row: &mut ComparisonRow, pair: &OutputPair<'_>, position: usize, index: u64) {
     fn dtype(side: &Value, index: u64) -> Option<DtypeName> {
         leaf(side, index).filter(|d| d["kind"] == "array").and_then(|d| d["dtype"].as_str()).map(DtypeName::parse)
@@ -185,8 +188,8 @@ fn expect_dtype(row: &mut ComparisonRow, pair: &OutputPair<'_>, position: usize,
     }
     // Where the expectation comes from: the case's declaration, or the reference's dtype.
     let from = match declared {
-        Some(_) => "the case's out_dtype".to_string(),
-        None if python_int => "the reference's Python int".to_string(),
+        Some(_) => "from the case's out_dtype".to_string(),
+        None if python_int => "from the reference's Python int".to_string(),
         None => format!("from the reference's {reference} at the case's {}", pair.case_dtype),
     };
     row.dtype_changed = true;

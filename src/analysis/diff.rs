@@ -380,6 +380,10 @@ fn statuses(ca: &[(String, CaseState)], cb: &[(String, CaseState)]) -> (Option<F
     }
     let keys_a: std::collections::HashSet<&str> = ca.iter().map(|(k, _)| k.as_str()).collect();
     let keys_b: std::collections::HashSet<&str> = cb.iter().map(|(k, _)| k.as_str()).collect();
+    if keys_a.is_disjoint(&keys_b) {
+        // No case in common (other dtypes swept): each side's own status.
+        return (status(ca.iter().map(|(_, c)| c)), status(cb.iter().map(|(_, c)| c)));
+    }
     (
         status(ca.iter().filter(|(k, _)| keys_b.contains(k.as_str())).map(|(_, c)| c)),
         status(cb.iter().filter(|(k, _)| keys_a.contains(k.as_str())).map(|(_, c)| c)),
@@ -623,6 +627,7 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
         // Agreement with the float64 reference, output by output, of the cases both sides have.
         for (case_key, sa) in ca {
             let Some(sb) = b_by_key.get(case_key.as_str()) else { continue };
+            let both_pass = sa.state == State::Pass && sb.state == State::Pass;
             let mut outputs: Vec<u32> = ia
                 .comparisons
                 .keys()
@@ -648,8 +653,10 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
                     }
                     // Compared on one side only, and the case passed on both: a check lost or
                     // gained (a case that did not pass on one side has nothing to compare there).
-                    (Some(_), None) if sa.state == State::Pass && sb.state == State::Pass => ChangeKind::NowUnchecked,
-                    (None, Some(_)) if sa.state == State::Pass && sb.state == State::Pass => ChangeKind::NowChecked,
+                    // Only where the other side compared anything with float64 at all (a run
+                    // stopped before its closing comparisons, or imported, compared nothing).
+                    (Some(_), None) if both_pass && !ib.comparisons.is_empty() => ChangeKind::NowUnchecked,
+                    (None, Some(_)) if both_pass && !ia.comparisons.is_empty() => ChangeKind::NowChecked,
                     _ => continue,
                 };
                 let unchecked = || "ran, unchecked (no float64 reference)".to_string();
@@ -1030,9 +1037,13 @@ pub(crate) mod tests {
         assert_eq!(lost.cases[0].after, "ran, unchecked (no float64 reference)");
         assert!(same.has_any(&[ChangeKind::NowUnchecked]), "--fail-on now_unchecked finds it");
         // Where b is a wrong result on B (rows of B), its comparison on A alone is no lost check.
-        let failing = diff(&side("a", &run, &ra, &ca), &side("b", &run, &rb, &[]), &DiffOptions::default());
+        let failing = diff(&side("a", &run, &ra, &ca), &side("b", &run, &rb, &cb), &DiffOptions::default());
         let lost: Vec<_> = kinds(&failing).into_iter().filter(|(k, _)| *k == ChangeKind::NowUnchecked).collect();
         assert_eq!(lost, vec![(ChangeKind::NowUnchecked, "torch.e".to_string())]);
+        // A side that compared nothing with float64 (stopped before its closing comparisons,
+        // imported) loses no check: it never made any.
+        let none = diff(&side("a", &run, &ra, &ca), &side("b", &run, &ra, &[]), &DiffOptions::default());
+        assert!(!none.has_any(&[ChangeKind::NowUnchecked]), "{:?}", kinds(&none));
     }
 
     /// A run of `rows` on `machine` with id `id`.

@@ -122,7 +122,7 @@ pub struct DiffArgs {
     /// The bootstrap's seed (default: run A's stored seed).
     #[arg(long, value_name = "SEED")]
     pub stats_seed: Option<u64>,
-    /// Output format: table, markdown, json (`mlport.diff`, version 2) or csv.
+    /// Output format: table, markdown, json (`mlport.diff`, version 3) or csv.
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
 }

@@ -14,10 +14,6 @@ use crate::render;
 /// `mlport list`.
 pub fn list(args: ListArgs) -> Result<ExitStatus> {
     let catalogue = load_catalogue(args.catalogue.as_deref())?;
-    emit(&render::catalogue::files_table(&catalogue))?;
-    if args.functions {
-        emit(&render::catalogue::functions(&catalogue))?;
-    }
     let mut frameworks: Vec<Framework> = catalogue.files.iter().map(|f| f.framework).collect();
     frameworks.sort();
     frameworks.dedup();
@@ -29,6 +25,10 @@ pub fn list(args: ListArgs) -> Result<ExitStatus> {
             );
         }
         frameworks = args.frameworks.clone();
+    }
+    emit(&render::catalogue::files_table(&catalogue))?;
+    if args.functions {
+        emit(&render::catalogue::functions(&catalogue))?;
     }
     if args.references || args.unchecked {
         // Every framework named (by default all of the catalogue's, add-ons included: listing

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::resume::pending_cases;
+use super::resume::{pending_cases, pending_results};
 use crate::analysis::coverage::missing_references_note;
 use crate::model::{Outcome, Reason, RunSource, RunState};
 use crate::runner::{Contention, Ending, Event, EventSink, RunEnd, Tally};
@@ -42,7 +42,7 @@ pub fn close(
         Ending::Interrupted => {
             store.finish_run(run_id, RunState::Interrupted)?;
             let recorded = store.run(run_id)?.results;
-            let pending = pending_cases(store, run_id)? as u64;
+            let pending = pending_results(store, run_id)? as u64;
             (RunEnd::Interrupted { recorded, pending }, Closed::Interrupted)
         }
         Ending::OwnIoFailed { case_key, error } => {
@@ -51,7 +51,7 @@ pub fn close(
             let recorded = store
                 .finish_run(run_id, RunState::Interrupted)
                 .map_err(anyhow::Error::from)
-                .and_then(|()| Ok((store.run(run_id)?.results, pending_cases(store, run_id)? as u64)))
+                .and_then(|()| Ok((store.run(run_id)?.results, pending_results(store, run_id)? as u64)))
                 .map_err(|e| e.to_string());
             (RunEnd::Stopped { case_key, error, recorded }, Closed::Stopped)
         }

@@ -64,6 +64,32 @@ pub fn pending_keys<'a>(
     pending
 }
 
+/// How many results run `run_id` still lacks: one per case and available target it has not
+/// run on (a case pending on two targets counts twice, as [`crate::runner::recorded_of_planned`]
+/// counts what was recorded), and one per case no available target can run (a device that was
+/// unavailable) that has no result anywhere.
+///
+/// Errors: the store's.
+pub fn pending_results(store: &Store, run_id: i64) -> Result<usize> {
+    let cases = store.cases(run_id)?;
+    let frameworks: BTreeMap<Framework, FrameworkInfo> = store.run(run_id)?.info.frameworks;
+    let devices = store.devices(run_id)?;
+    let done: Vec<HashSet<String>> =
+        devices.iter().map(|d| store.done_keys(run_id, &d.device)).collect::<Result<_, _>>()?;
+    let unusable = |f: Framework| frameworks.get(&f).is_some_and(|i| i.import_error.is_some());
+    let mut n = 0;
+    for (d, done) in devices.iter().zip(&done).filter(|(d, _)| d.available) {
+        n += cases
+            .iter()
+            .filter(|c| c.framework == d.framework && c.runs_in(d.device.mode()) && !done.contains(&c.key))
+            .count();
+    }
+    let pending = pending_keys(&cases, &devices, &done, &unusable);
+    let on_a_target = |c: &CaseRow| devices.iter().any(|d| d.available && d.framework == c.framework);
+    n += cases.iter().filter(|c| pending.contains(c.key.as_str()) && !on_a_target(c)).count();
+    Ok(n)
+}
+
 /// How many of the run's planned cases are still pending ([`pending_keys`]).
 pub fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
     let cases = store.cases(run_id)?;
@@ -165,7 +191,8 @@ pub fn continue_run(
         Some(d) => Some(d),
         None => stored_targets(&store.devices(summary.id)?),
     };
-    eprintln!("mlport: resuming run {} ({})", summary.id, crate::runner::recorded_of_planned(summary.results, pending as u64));
+    let left = pending_results(store, summary.id)? as u64;
+    eprintln!("mlport: resuming run {} ({})", summary.id, crate::runner::recorded_of_planned(summary.results, left));
     let cases = store.cases(summary.id)?;
     Ok(Continued::Pending(Box::new(Resumed { summary, cases, devices, lock })))
 }

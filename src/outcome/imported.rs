@@ -248,7 +248,74 @@ fn is_dtype_assertion(error_type: Option<&str>, message: &str) -> bool {
     }
     let body = first.strip_prefix("assert ").unwrap_or(&first);
     let sides: Vec<&str> = body.split(" == ").flat_map(|s| s.split(" != ")).collect();
-    sides.len() == 2 && sides.iter().all(|s| names_dtype(s))
+    (sides.len() == 2 && sides.iter().all(|s| names_dtype(s))) || sets_dtypes_against(message)
+}
+
+/// Words that set what was got against what was expected, in the order they are tried (the
+/// longer phrase first).
+const CONTRASTS: [&str; 9] =
+    ["but should be", "should be", "but got", "but found", "instead of", "expected", " != ", " vs. ", " vs "];
+
+/// Labelled lines that set two values against each other: NumPy's `assert_equal`
+/// (` ACTUAL: dtype('float32')` / ` DESIRED: dtype('float64')`), pandas' `assert_*_equal`
+/// (`[left]:  float32` / `[right]: float64`), and the common `Expected:` / `Got:`.
+const LABEL_PAIRS: [(&str, &str); 4] =
+    [("actual:", "desired:"), ("[left]:", "[right]:"), ("expected:", "got:"), ("expected:", "actual:")];
+
+/// A message that names two different dtypes set against each other, in whatever words a suite
+/// uses — not one suite's phrasing: a dtype name just before a contrast (`but should be`, `!=`,
+/// `expected`, `instead of`, … [`CONTRASTS`]) and another within a few words after it
+/// (array-api-tests' `out.dtype=float32, but should be float64 [add(…)]`, its
+/// `out.dtype=int32, should be default integer dtype int64`), or two labelled lines whose values
+/// are dtypes ([`LABEL_PAIRS`]). Bracketed parts (`[add(float32, float64)]`, a call's signature)
+/// are left out, so dtypes that only describe the inputs do not count. The first 12 lines are read.
+fn sets_dtypes_against(message: &str) -> bool {
+    let raw: Vec<String> = message.lines().take(12).map(str::to_ascii_lowercase).collect();
+    let lines: Vec<String> = raw.iter().map(|l| without_brackets(l)).collect();
+    let words_dtype = |text: &str, from_end: bool| -> Option<String> {
+        let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == '=' || c == ',').filter(|w| !w.is_empty()).collect();
+        let pick: Vec<&str> = if from_end { words.iter().rev().take(2).copied().collect() } else { words.iter().take(5).copied().collect() };
+        pick.into_iter().find(|w| names_dtype(w)).map(dtype_word)
+    };
+    for line in &lines {
+        for contrast in CONTRASTS {
+            let mut at = 0;
+            while let Some(i) = line[at..].find(contrast) {
+                let (before, after) = (&line[..at + i], &line[at + i + contrast.len()..]);
+                if let (Some(a), Some(b)) = (words_dtype(before, true), words_dtype(after, false))
+                    && a != b
+                {
+                    return true;
+                }
+                at += i + contrast.len();
+            }
+        }
+    }
+    let value = |label: &str| -> Option<String> {
+        raw.iter().find_map(|l| l.trim().strip_prefix(label)).filter(|v| names_dtype(v)).map(dtype_word)
+    };
+    LABEL_PAIRS.iter().any(|(x, y)| matches!((value(x), value(y)), (Some(a), Some(b)) if a != b))
+}
+
+/// `line` without its `[...]` parts.
+fn without_brackets(line: &str) -> String {
+    let mut depth = 0usize;
+    line.chars()
+        .filter(|&c| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
+}
+
+/// The dtype a word names, normalised (`torch.float32`, `dtype('float32')` → `float32`).
+fn dtype_word(word: &str) -> String {
+    let t = word.trim().trim_matches(|c: char| "'\"<>() .:;".contains(c));
+    t.rsplit(['.', ' ', '\'', '(']).next().unwrap_or(t).trim_matches(|c: char| "'\")".contains(c)).to_string()
 }
 
 fn names_dtype(side: &str) -> bool {
@@ -300,6 +367,44 @@ fn is_mismatch(error_type: Option<&str>, message: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Dtype assertions as real suites word them (each from the suite's own source), and value
+    /// assertions that merely mention dtypes.
+    #[test]
+    fn two_dtypes_set_against_each_other_are_a_dtype_change_in_any_suites_words() {
+        let changed = [
+            // array-api-tests, pytest_helpers.assert_dtype / assert_kw_dtype.
+            "out.dtype=float32, but should be float64 [add(float32, float64)]\nassert float32 == float64",
+            "out.dtype=int32, but should be int64 [sum(dtype=int64)]",
+            // array-api-tests, pytest_helpers.assert_default_int.
+            "out.dtype=int32, should be default integer dtype int64 [arange()]",
+            // NumPy, numpy.testing.assert_equal (build_err_msg).
+            "\nItems are not equal:\n ACTUAL: dtype('float32')\n DESIRED: dtype('float64')",
+            // pandas, pandas._testing.assert_attr_equal.
+            "Attributes of Series are different\n\nAttribute \"dtype\" are different\n[left]:  float32\n[right]: float64",
+            // PyTorch, torch.testing.assert_close.
+            "The values for attribute 'dtype' do not match: torch.float32 != torch.float64.",
+            // unittest's assertEqual on two dtypes (JAX's and TensorFlow's test cases).
+            "dtype('float32') != dtype('float64')",
+            "tf.float32 != tf.float64",
+        ];
+        for m in changed {
+            assert!(is_dtype_assertion(Some("AssertionError"), m), "not seen as a dtype change: {m:?}");
+        }
+        let not_dtype = [
+            // array-api-tests, assert_scalar_equals: values, with the inputs' dtypes in brackets.
+            "out=1.0, but should be 2.0 [add(x1=float32, x2=float64)]",
+            // torch.testing.assert_close on values.
+            "Tensor-likes are not close!\n\nMismatched elements: 3 / 10 (30.0%)",
+            // The same dtype on both sides says nothing changed.
+            "out.dtype=float32, but should be float32",
+            // NumPy's assert_equal on values.
+            "\nItems are not equal:\n ACTUAL: 3.0\n DESIRED: 4.0",
+        ];
+        for m in not_dtype {
+            assert!(!is_dtype_assertion(Some("AssertionError"), m), "seen as a dtype change: {m:?}");
+        }
+    }
 
     fn failed<'a>(text: &'a str, error_type: Option<&'a str>, message: &'a str) -> TestEnding<'a> {
         TestEnding::Failed(TestFailure {

@@ -56,7 +56,7 @@ pub(super) fn functions(report: &PortabilityReport, standalone: bool) -> String 
     } else {
         Vec::new()
     };
-    if report.targets.is_empty() {
+    if report.targets.is_empty() && standalone {
         lines.push("No results to report.".into());
         lines.push(String::new());
     }

@@ -49,7 +49,7 @@ pub(super) fn report(report: &PortabilityReport) -> String {
 /// (left out after the summary, which has them).
 pub(super) fn functions(report: &PortabilityReport, standalone: bool) -> String {
     let mut lines = if standalone { vec![title(report), versions(report), String::new()] } else { Vec::new() };
-    if report.targets.is_empty() {
+    if report.targets.is_empty() && standalone {
         lines.push("No results to report.".into());
         lines.push(String::new());
     }
