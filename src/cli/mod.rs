@@ -506,9 +506,11 @@ pub struct RunArgs {
     pub devices: Vec<TargetArg>,
     /// Execution modes, each device a target in each: eager (each framework's own dispatch),
     /// compiled (torch.compile with graph breaks allowed, jax.jit, tf.function(jit_compile=True))
-    /// and compiled_fullgraph (torch.compile(fullgraph=True); torch only); e.g.
-    /// `--modes eager,compiled` runs `cpu` and `cpu/compiled`. NumPy runs eager only; a case's
-    /// catalogue `modes` can leave some out.
+    /// compiled_fullgraph (torch.compile(fullgraph=True); torch only), and the export routes onnx
+    /// (torch, jax, tensorflow → ONNX → ONNX Runtime), onnx_openvino (the same model on OpenVINO)
+    /// and stablehlo (jax → StableHLO → IREE) (docs/ir-routes.md); e.g. `--modes eager,compiled`
+    /// runs `cpu` and `cpu/compiled`. NumPy runs eager only; a case's catalogue `modes` can leave
+    /// some out.
     #[arg(long = "modes", value_delimiter = ',', value_name = "MODE", default_value = "eager")]
     pub modes: Vec<Mode>,
     /// Only these functions (fully qualified, e.g. torch.linalg.svd).
