@@ -25,8 +25,15 @@ fn a_keras_result_is_reproduced_on_its_own_backend() {
     );
 
     let dir = tmp.path().join("repro");
-    mlport().args(["repro", &add.id.to_string(), "--db"]).arg(&db).arg("--out").arg(&dir).assert().success();
+    let wrote = mlport().args(["repro", &add.id.to_string(), "--db"]).arg(&db).arg("--out").arg(&dir).assert().success();
     let script = dir.join(format!("repro_{}.py", add.id));
+    // It names the interpreter the run used (it has the frameworks), not a bare `python`.
+    let said = String::from_utf8_lossy(&wrote.get_output().stderr).into_owned();
+    let python = common::python();
+    assert!(
+        said.contains(&format!("run it with the run's interpreter: {} {}", python.display(), script.display())),
+        "{said}"
+    );
     // The caller's environment names another backend: the script must not follow it.
     let out = std::process::Command::new(common::python())
         .arg(&script)

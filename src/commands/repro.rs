@@ -17,8 +17,10 @@ pub fn repro(args: ReproArgs) -> Result<ExitStatus> {
     let folders = workspace::RunFolders::new(&args.db.db, args.outputs.outputs.as_deref());
     let w = crate::repro::write(&store, id, &out, &|run| folders.run_dir(run))?;
     eprintln!("mlport: result #{id}: {}", w.what);
+    // The interpreter the run used has the framework (a system `python` may not even have NumPy).
+    let python = if w.python.is_empty() { "python" } else { w.python.as_str() };
     eprintln!(
-        "mlport: wrote {} and {} array files; run it with: python {}",
+        "mlport: wrote {} and {} array files; run it with the run's interpreter: {python} {}",
         w.script.display(),
         w.files.len(),
         w.script.display()
