@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::resume::{pending_cases, pending_results};
+use super::resume::pending;
 use crate::analysis::coverage::missing_references_note;
 use crate::model::{Outcome, Reason, RunSource, RunState};
 use crate::runner::{Contention, Ending, Event, EventSink, RunEnd, Tally};
@@ -42,8 +42,8 @@ pub fn close(
         Ending::Interrupted => {
             store.finish_run(run_id, RunState::Interrupted)?;
             let recorded = store.run(run_id)?.results;
-            let pending = pending_results(store, run_id)? as u64;
-            (RunEnd::Interrupted { recorded, pending }, Closed::Interrupted)
+            let left = pending(store, run_id)?.results as u64;
+            (RunEnd::Interrupted { recorded, pending: left }, Closed::Interrupted)
         }
         Ending::OwnIoFailed { case_key, error } => {
             // mlport's own file, not the function: nothing was recorded for the case, which stays
@@ -51,7 +51,7 @@ pub fn close(
             let recorded = store
                 .finish_run(run_id, RunState::Interrupted)
                 .map_err(anyhow::Error::from)
-                .and_then(|()| Ok((store.run(run_id)?.results, pending_results(store, run_id)? as u64)))
+                .and_then(|()| Ok((store.run(run_id)?.results, pending(store, run_id)?.results as u64)))
                 .map_err(|e| e.to_string());
             (RunEnd::Stopped { case_key, error, recorded }, Closed::Stopped)
         }
@@ -72,9 +72,9 @@ pub fn close(
 ///
 /// Errors: the store's.
 fn tally(store: &Store, run_id: i64) -> Result<Tally> {
-    let pending = pending_cases(store, run_id)?;
+    let left = pending(store, run_id)?.cases;
     let results = store.results(run_id)?;
-    let mut tally = Tally { pending, ..Tally::default() };
+    let mut tally = Tally { pending: left, ..Tally::default() };
     for r in &results {
         if r.result.reason == Some(Reason::DtypeChanged) {
             tally.dtype_changed += 1;

@@ -64,41 +64,39 @@ pub fn pending_keys<'a>(
     pending
 }
 
-/// How many results run `run_id` still lacks: one per case and available target it has not
-/// run on (a case pending on two targets counts twice, as [`crate::runner::recorded_of_planned`]
-/// counts what was recorded), and one per case no available target can run (a device that was
-/// unavailable) that has no result anywhere.
+/// What a stored run still lacks, counted two ways from one read of the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Planned cases with something left to run ([`pending_keys`]).
+    pub cases: usize,
+    /// Results still missing: one per case and available target it has not run on (a case
+    /// pending on two targets counts twice, as [`crate::runner::recorded_of_planned`] counts
+    /// what was recorded), and one per pending case no available target can run (a device that
+    /// was unavailable).
+    pub results: usize,
+}
+
+/// What run `run_id` still lacks ([`Pending`]).
 ///
 /// Errors: the store's.
-pub fn pending_results(store: &Store, run_id: i64) -> Result<usize> {
+pub fn pending(store: &Store, run_id: i64) -> Result<Pending> {
     let cases = store.cases(run_id)?;
     let frameworks: BTreeMap<Framework, FrameworkInfo> = store.run(run_id)?.info.frameworks;
     let devices = store.devices(run_id)?;
     let done: Vec<HashSet<String>> =
         devices.iter().map(|d| store.done_keys(run_id, &d.device)).collect::<Result<_, _>>()?;
     let unusable = |f: Framework| frameworks.get(&f).is_some_and(|i| i.import_error.is_some());
-    let mut n = 0;
+    let keys = pending_keys(&cases, &devices, &done, &unusable);
+    let mut results = 0;
     for (d, done) in devices.iter().zip(&done).filter(|(d, _)| d.available) {
-        n += cases
+        results += cases
             .iter()
             .filter(|c| c.framework == d.framework && c.runs_in(d.device.mode()) && !done.contains(&c.key))
             .count();
     }
-    let pending = pending_keys(&cases, &devices, &done, &unusable);
     let on_a_target = |c: &CaseRow| devices.iter().any(|d| d.available && d.framework == c.framework);
-    n += cases.iter().filter(|c| pending.contains(c.key.as_str()) && !on_a_target(c)).count();
-    Ok(n)
-}
-
-/// How many of the run's planned cases are still pending ([`pending_keys`]).
-pub fn pending_cases(store: &Store, run_id: i64) -> Result<usize> {
-    let cases = store.cases(run_id)?;
-    let frameworks: BTreeMap<Framework, FrameworkInfo> = store.run(run_id)?.info.frameworks;
-    let devices = store.devices(run_id)?;
-    let done: Vec<HashSet<String>> =
-        devices.iter().map(|d| store.done_keys(run_id, &d.device)).collect::<Result<_, _>>()?;
-    let unusable = |f: Framework| frameworks.get(&f).is_some_and(|i| i.import_error.is_some());
-    Ok(pending_keys(&cases, &devices, &done, &unusable).len())
+    results += cases.iter().filter(|c| keys.contains(c.key.as_str()) && !on_a_target(c)).count();
+    Ok(Pending { cases: keys.len(), results })
 }
 
 /// The targets a resumed run is for, when the command line names none: those that were
@@ -168,8 +166,8 @@ pub fn continue_run(
     let references_left = runner::reference::pending(store, summary.id)?.len();
     // A run without results is complete only when it plans nothing (a shard holding no function).
     let has_all = summary.results > 0 || summary.cases_planned == 0;
-    let pending = pending_cases(store, summary.id)?;
-    if pending == 0 && has_all && references_left == 0 {
+    let left = pending(store, summary.id)?;
+    if left.cases == 0 && has_all && references_left == 0 {
         // A run stopped between committing a result and comparing it: finish the comparisons.
         let done = agreement::check_run(store, summary.id, &summary.info.reference_device)?;
         if done.compared > 0 {
@@ -191,8 +189,11 @@ pub fn continue_run(
         Some(d) => Some(d),
         None => stored_targets(&store.devices(summary.id)?),
     };
-    let left = pending_results(store, summary.id)? as u64;
-    eprintln!("mlport: resuming run {} ({})", summary.id, crate::runner::recorded_of_planned(summary.results, left));
+    eprintln!(
+        "mlport: resuming run {} ({})",
+        summary.id,
+        crate::runner::recorded_of_planned(summary.results, left.results as u64)
+    );
     let cases = store.cases(summary.id)?;
     Ok(Continued::Pending(Box::new(Resumed { summary, cases, devices, lock })))
 }
