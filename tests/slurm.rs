@@ -262,21 +262,9 @@ fn ensure_installed() -> Result<(), String> {
     if missing().is_empty() {
         return Ok(());
     }
-    if !is_root() || !Path::new("/usr/bin/apt-get").exists() {
-        return Err(format!(
-            "Slurm is not installed ({} missing) and installing it needs root with apt-get: \
-             apt-get install -y slurm-wlm munge",
-            missing().join(", ")
-        ));
-    }
-    eprintln!("Slurm is not installed: apt-get install slurm-wlm munge");
-    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-    let status = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "slurm-wlm", "munge"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .expect("apt-get");
-    assert!(status.success() && missing().is_empty(), "apt-get install slurm-wlm munge failed: {:?}", missing());
+    common::apt_install(&["slurm-wlm", "munge"])
+        .map_err(|why| format!("Slurm is not installed ({} missing) and {why}", missing().join(", ")))?;
+    assert!(missing().is_empty(), "apt-get install slurm-wlm munge left these missing: {:?}", missing());
     Ok(())
 }
 
@@ -284,10 +272,6 @@ fn ensure_installed() -> Result<(), String> {
 fn id(arg: &str) -> String {
     let out = Command::new("id").arg(arg).output().expect("id");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn is_root() -> bool {
-    id("-u") == "0"
 }
 
 fn current_user() -> String {

@@ -24,21 +24,9 @@ fn ensure_lavapipe() {
     if mlport::vulkan::devices().is_ok() {
         return;
     }
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    assert!(
-        root && Path::new("/usr/bin/apt-get").exists(),
-        "no Vulkan device ({:?}) and installing one needs root with apt-get: apt-get install -y libvulkan1 \
-         mesa-vulkan-drivers",
-        mlport::vulkan::devices()
-    );
-    eprintln!("no Vulkan device: apt-get install libvulkan1 mesa-vulkan-drivers");
-    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-    let status = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "libvulkan1", "mesa-vulkan-drivers"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .expect("apt-get");
-    assert!(status.success(), "apt-get install libvulkan1 mesa-vulkan-drivers failed");
+    if let Err(why) = common::apt_install(&["libvulkan1", "mesa-vulkan-drivers"]) {
+        panic!("no Vulkan device ({:?}) and {why}", mlport::vulkan::devices());
+    }
     let found = mlport::vulkan::devices();
     assert!(found.is_ok(), "lavapipe installed but no Vulkan device: {found:?}");
 }

@@ -204,3 +204,25 @@ pub fn suites_python() -> PathBuf {
     })
     .clone()
 }
+
+/// Installs Debian `packages` with apt-get (`update`, then `install -y`, noninteractive), as
+/// `.ci/run` does, for tests that start a real part from them. `Err` naming the command when this
+/// cannot be tried (not root, or no apt-get); panics when apt-get itself fails.
+pub fn apt_install(packages: &[&str]) -> Result<(), String> {
+    let command = format!("apt-get install -y {}", packages.join(" "));
+    let root =
+        std::process::Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root || !std::path::Path::new("/usr/bin/apt-get").exists() {
+        return Err(format!("installing it needs root with apt-get: {command}"));
+    }
+    eprintln!("{command}");
+    let _ = std::process::Command::new("apt-get").args(["update", "-qq"]).status();
+    let status = std::process::Command::new("apt-get")
+        .args(["install", "-y", "-qq"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .expect("apt-get");
+    assert!(status.success(), "{command} failed");
+    Ok(())
+}
