@@ -149,7 +149,7 @@ fn cell(dom: &str, row: &str, field: &str) -> String {
 }
 
 /// Checks the DOM's counts table against `report --format json`'s targets; returns the
-/// failing cases (failed and wrong) the JSON counts.
+/// listed cases (failed, wrong on the device or everywhere, dtype changed) the JSON counts.
 fn check_targets(dom: &str, json: &Value) -> u64 {
     let targets = json["targets"].as_array().unwrap();
     assert!(!targets.is_empty());
@@ -166,12 +166,18 @@ fn check_targets(dom: &str, json: &Value) -> u64 {
             ("cases_passed", &t["cases"]["passed"]),
             ("cases_failed", &t["cases"]["failed"]),
             ("cases_wrong", &t["cases"]["wrong_result"]),
+            ("wrong_everywhere", &t["wrong_everywhere"]["count"]),
+            ("cases_wrong_everywhere", &t["cases"]["wrong_everywhere"]),
+            ("cases_dtype_changed", &t["cases"]["dtype_changed"]),
         ] {
             assert_eq!(cell(dom, &row, field), want.to_string(), "{row} {field}");
         }
         let percent: f64 = cell(dom, &row, "success_percent").parse().unwrap();
         assert!((percent - t["success"]["percent"].as_f64().unwrap()).abs() < 0.005, "{row} success %");
-        failing += t["cases"]["failed"].as_u64().unwrap() + t["cases"]["wrong_result"].as_u64().unwrap();
+        failing += ["failed", "wrong_result", "wrong_everywhere", "dtype_changed"]
+            .iter()
+            .map(|k| t["cases"][*k].as_u64().unwrap())
+            .sum::<u64>();
     }
     failing
 }

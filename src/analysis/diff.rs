@@ -320,6 +320,9 @@ struct CaseState {
     dtype: Option<Dtype>,
     result: i64,
     state: State,
+    /// Whether a failing state counts toward the function's status: not for the reference
+    /// target's own wrong answer or dtype change outside the strict view ([`Counted::counts`]).
+    counts: bool,
 }
 
 /// One side, indexed: per function × target its cases by key (planned order kept), and its
@@ -337,8 +340,10 @@ fn index<'a>(side: &SideData<'a>, opts: &ReportOptions) -> Indexed<'a> {
             let r = &row.result;
             let state = match c {
                 Counted::Pass => State::Pass,
-                Counted::Fail(Reason::WrongResult) => State::Wrong(failure_message(r)),
-                Counted::Fail(reason) => State::Fail(reason, failure_message(r)),
+                Counted::Fail(Reason::WrongResult) | Counted::Everywhere(Reason::WrongResult) => {
+                    State::Wrong(failure_message(r))
+                }
+                Counted::Fail(reason) | Counted::Everywhere(reason) => State::Fail(reason, failure_message(r)),
                 Counted::Skipped => State::NotCounted("skipped"),
                 Counted::NotAttributable => State::NotCounted("not attributable"),
                 Counted::Harness => State::NotCounted("harness_error"),
@@ -351,7 +356,13 @@ fn index<'a>(side: &SideData<'a>, opts: &ReportOptions) -> Indexed<'a> {
             });
             cases.push((
                 r.case_key.clone(),
-                CaseState { case_id: row.case.case_id.clone(), dtype: row.case.dtype, result: row.id, state },
+                CaseState {
+                    case_id: row.case.case_id.clone(),
+                    dtype: row.case.dtype,
+                    result: row.id,
+                    state,
+                    counts: c.counts(opts.strict),
+                },
             ));
         }
         for c in comparisons.iter().filter(|c| c.against == Against::Float64) {
@@ -361,12 +372,15 @@ fn index<'a>(side: &SideData<'a>, opts: &ReportOptions) -> Indexed<'a> {
     ix
 }
 
-/// The paper's status of a function from its cases' states.
+/// The paper's status of a function from its cases' states: a failing case that does not count
+/// (the reference target's own, outside the strict view) ran without the device's failure and
+/// counts with the passes, as in the portability report.
 fn status<'x>(cases: impl IntoIterator<Item = &'x CaseState>) -> Option<FunctionStatus> {
     let (mut passed, mut failed) = (0, 0);
     for c in cases {
-        passed += usize::from(c.state == State::Pass);
-        failed += usize::from(c.state.failing());
+        let counted_failure = c.state.failing() && c.counts;
+        passed += usize::from(c.state == State::Pass || (c.state.failing() && !counted_failure));
+        failed += usize::from(counted_failure);
     }
     FunctionStatus::from_counts(passed, failed)
 }

@@ -236,7 +236,7 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
     let failures = t
         .functions
         .iter()
-        .filter(|f| f.failed + f.wrong > 0)
+        .filter(|f| f.failed + f.wrong + f.dtype_changed > 0)
         .filter_map(|f| {
             let c = f.failures.first()?;
             Some(CompiledFailure {
@@ -266,7 +266,7 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
         change_answer: t
             .functions
             .iter()
-            .filter(|f| f.wrong > 0 || f.reasons.contains_key(&Reason::DtypeChanged))
+            .filter(|f| f.wrong > 0 || f.dtype_changed > 0)
             .count(),
         graph_break_functions: None,
         graph_breaks: None,

@@ -40,11 +40,15 @@ pub struct ReportOptions {
     /// The device failures are attributed against; `None` uses the run's
     /// `reference_device`. Default `None`.
     pub reference: Option<Target>,
+    /// The strict view: a disagreement with float64 or a silent dtype change on the reference
+    /// target itself ([`Counted::Everywhere`]) counts toward the function's status too. Off by
+    /// default (the paper's rule: such a case is shown in its own column and not counted).
+    pub strict: bool,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { attributable: true, reference: None }
+        ReportOptions { attributable: true, reference: None, strict: false }
     }
 }
 
@@ -84,6 +88,9 @@ pub struct CaseFailure {
     /// `None` for an imported case.
     pub dtype: Option<Dtype>,
     pub reason: Reason,
+    /// A disagreement or dtype change on the reference target itself ([`Counted::Everywhere`]):
+    /// listed, but counted toward the status only in the strict view.
+    pub everywhere: bool,
     /// The error message on one line, its head and tail when longer than 160 characters
     /// ([`super::excerpt`]), or the outcome.
     pub message: String,
@@ -125,17 +132,29 @@ pub struct FunctionSummary {
     /// Of the passing cases, those nothing compared ("ran, unchecked": no reference, or
     /// outputs that could not be compared); live runs only.
     pub unchecked: usize,
-    /// Counted cases that raised, timed out, crashed or changed an output's dtype (reason
-    /// `dtype_changed`); wrong values are apart, in `wrong`.
+    /// Counted cases that raised, timed out or crashed (errors, by reason in `reasons`); dtype
+    /// changes and wrong values are apart, in `dtype_changed`, `wrong` and `wrong_everywhere`.
     pub failed: usize,
-    /// Counted cases that ran but disagreed with their reference (`wrong_result`).
+    /// Cases that ran but disagreed with float64 (`wrong_result`) where the same case agreed on
+    /// the reference target: the device's or compiler's doing (device-attributable).
     pub wrong: usize,
+    /// Cases that disagreed with float64 on the reference target itself ([`Counted::Everywhere`]):
+    /// the dtype's precision or the framework's own numerics, the same on every target.
+    pub wrong_everywhere: usize,
+    /// Cases whose output came back in another dtype than expected (`dtype_changed`): on the
+    /// reference target itself (JAX's x64 default, the framework's promotion rules) or
+    /// device-attributable on another target.
+    pub dtype_changed: usize,
+    /// Of the failing cases above, those that count toward `status` under the view: errors,
+    /// device-attributable wrong results and dtype changes, and in the strict view the
+    /// reference target's own too.
+    pub counted_failures: usize,
     /// Failing cases excused by the [`Attribution`] rule (not the device's fault).
     pub not_attributable: usize,
-    /// Counted failing cases by reason: errors and `dtype_changed` (wrong values are counted in
-    /// `wrong`).
+    /// Errors by reason (wrong values and dtype changes are counted apart).
     pub reasons: BTreeMap<Reason, usize>,
-    /// The counted failing and wrong cases, in planned order.
+    /// The failing, wrong and dtype-changed cases (counted or [`Counted::Everywhere`]), in planned
+    /// order.
     pub failures: Vec<CaseFailure>,
 }
 
@@ -145,12 +164,16 @@ pub fn percent_of(n: usize, of: usize) -> Option<f64> {
 }
 
 impl FunctionSummary {
-    /// The counted failing cases by reason with the wrong results added as `wrong_result`
-    /// (the summary keeps them apart from the errors; audits and the modes view list both).
+    /// The errors by reason with the dtype changes added as `dtype_changed` and the wrong
+    /// results (device-attributable or everywhere) as `wrong_result` (the summary keeps them
+    /// apart from the errors; audits and the modes view list them together).
     pub fn reasons_with_wrong(&self) -> BTreeMap<Reason, usize> {
         let mut reasons = self.reasons.clone();
-        if self.wrong > 0 {
-            reasons.insert(Reason::WrongResult, self.wrong);
+        if self.dtype_changed > 0 {
+            reasons.insert(Reason::DtypeChanged, self.dtype_changed);
+        }
+        if self.wrong + self.wrong_everywhere > 0 {
+            reasons.insert(Reason::WrongResult, self.wrong + self.wrong_everywhere);
         }
         reasons
     }
@@ -166,18 +189,27 @@ pub struct TargetSummary {
     pub success: usize,
     pub partial: usize,
     pub complete_failure: usize,
-    /// Counted failing cases by reason: errors only (wrong results are `cases_wrong`).
+    /// Counted failing cases by reason: errors only (wrong results are `cases_wrong` and
+    /// `cases_wrong_everywhere`, dtype changes `cases_dtype_changed`).
     pub reasons: BTreeMap<Reason, usize>,
-    /// Functions with at least one counted `wrong_result` case: they ran without an error but
-    /// disagreed with a reference beyond tolerance.
+    /// Functions with at least one device-attributable `wrong_result` case: they ran without an
+    /// error but disagreed with float64 beyond tolerance where the reference target agreed.
     pub wrong_result_functions: usize,
+    /// Functions with at least one case that disagreed with float64 on the reference target
+    /// itself ([`FunctionSummary::wrong_everywhere`]).
+    pub wrong_everywhere_functions: usize,
     pub cases_passed: usize,
     /// Of the passing cases, those nothing compared ("ran, unchecked"); live runs only.
     pub cases_unchecked: usize,
     /// Counted cases that raised, timed out or crashed.
     pub cases_failed: usize,
-    /// Counted cases that ran but disagreed with their reference (`wrong_result`).
+    /// Device-attributable cases that ran but disagreed with float64 (`wrong_result`).
     pub cases_wrong: usize,
+    /// Cases that disagreed with float64 on the reference target itself.
+    pub cases_wrong_everywhere: usize,
+    /// Cases whose output came back in another dtype (`dtype_changed`), on the reference
+    /// target or device-attributable.
+    pub cases_dtype_changed: usize,
     pub cases_skipped: usize,
     /// Failing cases that did not pass on the reference device: neither pass nor fail.
     pub cases_not_attributable: usize,
@@ -212,6 +244,8 @@ pub struct PortabilityReport {
     pub reference: Target,
     /// Whether failures were counted device-attributably.
     pub attributable: bool,
+    /// The strict view ([`ReportOptions::strict`]).
+    pub strict: bool,
     /// How failures were attributed (chosen by the run's source).
     pub attribution: Attribution,
     /// Ordered by framework (numpy, torch, jax, tensorflow), then the reference
@@ -233,31 +267,43 @@ pub struct PortabilityReport {
     pub rule: String,
 }
 
-/// The counting rule of live runs in one or two sentences.
+/// The counting rule of live runs (the paper's view) in a few sentences.
 pub fn rule_text(reference: &Target, attributable: bool) -> String {
-    rule_text_for(reference, attributable, Attribution::ReferencePassed)
+    rule_text_for(reference, attributable, Attribution::ReferencePassed, false)
 }
 
 /// The counting rule under `attribution` in a few sentences: the footer of every report.
-pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attribution) -> String {
+/// `strict`: [`ReportOptions::strict`].
+pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attribution, strict: bool) -> String {
     let base = "A function succeeds when all its counted cases pass, is partial when some fail and a complete \
-                failure when all fail; fail, timeout, crash and wrong_result (ran, but disagreed with its reference beyond tolerance) count as failures, while skips and harness errors \
-                never count.";
-    match (attributable, attribution) {
-        (false, _) => {
-            format!("{base} Every failure counts on every device (no attribution to the reference {reference}).")
-        }
+                failure when all fail (the paper's rule); skips and harness errors never count.";
+    let live = match (attribution, strict) {
+        (Attribution::ReferenceNotFailed, _) => " A failing test counts whatever its reason.".to_string(),
+        (Attribution::ReferencePassed, false) => format!(
+            " Counted failures are errors (fail, timeout, crash; by reason) and, where the same case agreed on \
+             the reference {reference}, answers that disagree with float64 beyond the dtype's tolerance (wrong \
+             (device)) or come back in another dtype (dtype changed). A wrong answer or dtype change on the \
+             reference target itself (the dtype's precision, the framework's own numerics or dtype rules such as \
+             JAX's x64 default) is listed (wrong (everywhere), dtype changed) but not counted; --strict counts it."
+        ),
+        (Attribution::ReferencePassed, true) => " Strict view: errors, every answer that disagrees with float64 \
+             beyond the dtype's tolerance and every silent dtype change count, on the reference target too."
+            .to_string(),
+    };
+    let attributed = match (attributable, attribution) {
+        (false, _) => format!(" Every failure counts on every device (no attribution to the reference {reference})."),
         (true, Attribution::ReferencePassed) => format!(
-            "{base} Failures are device-attributable: on devices other than the reference {reference}, a failure \
+            " Failures are device-attributable: on devices other than the reference {reference}, a failure \
              counts only if the same case passed on {reference}; others are reported as not attributable."
         ),
         (true, Attribution::ReferenceNotFailed) => format!(
-            "{base} A function is a test file and a case is a test. Failures are device-attributable: on devices \
+            " A function is a test file and a case is a test. Failures are device-attributable: on devices \
              other than the reference {reference}, a failing test counts unless its {reference} copy in the same \
              run (PyTorch's `_{reference}` twin of a device test) failed too; a test with no {reference} copy, or \
              whose copy was skipped, counts. Excused failures are reported as not attributable."
         ),
-    }
+    };
+    format!("{base}{live}{attributed}")
 }
 
 /// The rule's addition when a report has compiled targets.
@@ -272,6 +318,11 @@ pub enum Counted {
     Pass,
     /// A counted failure with its reason (`wrong_result` for a case that ran but disagreed).
     Fail(Reason),
+    /// A live run's `wrong_result` or `dtype_changed` on the reference target itself: what the
+    /// framework does at that dtype on every target (its precision, numerics or dtype rules), not
+    /// a device's doing. Listed in its own column; counts toward the status only in the strict
+    /// view ([`Counted::counts`]).
+    Everywhere(Reason),
     /// Skipped: never counted.
     Skipped,
     /// A failure excused by the [`Attribution`] rule: not the target's fault.
@@ -283,9 +334,28 @@ pub enum Counted {
     Harness,
 }
 
+impl Counted {
+    /// Whether the result counts as a failure toward its function's status: every [`Counted::Fail`],
+    /// and [`Counted::Everywhere`] in the `strict` view.
+    pub fn counts(self, strict: bool) -> bool {
+        matches!(self, Counted::Fail(_)) || (strict && matches!(self, Counted::Everywhere(_)))
+    }
+
+    /// The failure's reason for a [`Counted::Fail`] or [`Counted::Everywhere`].
+    pub fn reason(self) -> Option<Reason> {
+        match self {
+            Counted::Fail(r) | Counted::Everywhere(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 /// How each of `results` (a run's rows as [`crate::store::Store::results`] returns them)
 /// counts under `opts`, in the same order: the classification [`build`] totals. A failing
-/// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`.
+/// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`. A live run's
+/// wrong result or dtype change on its own reference target is [`Counted::Everywhere`] whatever
+/// `opts.strict` says (the view decides what counts, [`Counted::counts`]); a test suite's is a
+/// [`Counted::Fail`], as the paper counted a failing test.
 pub fn counted(run: &RunSummary, results: &[ResultRow], opts: &ReportOptions) -> Vec<Counted> {
     let reference = opts.reference.clone().unwrap_or_else(|| run.info.reference_device.clone());
     let attribution = Attribution::for_source(run.origin.source);
@@ -332,6 +402,11 @@ pub fn counted(run: &RunSummary, results: &[ResultRow], opts: &ReportOptions) ->
                         && excused(r.case_key.as_str(), &target)
                     {
                         Counted::NotAttributable
+                    } else if attribution == Attribution::ReferencePassed
+                        && r.device == target
+                        && matches!(reason, Reason::WrongResult | Reason::DtypeChanged)
+                    {
+                        Counted::Everywhere(reason)
                     } else {
                         Counted::Fail(reason)
                     }
@@ -381,7 +456,7 @@ pub fn build(
         }
         // The reference device sorts first within its framework.
         let key = (row.function.framework, r.device != reference, &r.device);
-        targets.entry(key).or_default().add(row, counted, run.origin.source);
+        targets.entry(key).or_default().add(row, counted, run.origin.source, opts.strict);
     }
 
     PortabilityReport {
@@ -423,9 +498,10 @@ pub fn build(
             .iter()
             .filter_map(|(f, i)| i.import_error.as_ref().map(|e| (*f, e.clone())))
             .collect(),
-        rule: rule_text_for(&reference, opts.attributable, attribution)
+        rule: rule_text_for(&reference, opts.attributable, attribution, opts.strict)
             + if compiled_targets && opts.attributable { COMPILED_RULE } else { "" },
         attributable: opts.attributable,
+        strict: opts.strict,
         attribution,
         reference,
     }
@@ -441,6 +517,8 @@ struct Totals<'a> {
     unchecked: usize,
     failed: usize,
     wrong: usize,
+    wrong_everywhere: usize,
+    dtype_changed: usize,
     skipped: usize,
     not_attributable: usize,
     /// Each counted passing case's median sample, ns.
@@ -448,7 +526,9 @@ struct Totals<'a> {
 }
 
 impl<'a> Totals<'a> {
-    fn add(&mut self, row: &'a ResultRow, counted: Counted, source: RunSource) {
+    /// Adds one result. `strict`: [`ReportOptions::strict`], whether a [`Counted::Everywhere`]
+    /// counts toward the function's status.
+    fn add(&mut self, row: &'a ResultRow, counted: Counted, source: RunSource, strict: bool) {
         let name = row.function.name.as_str();
         let i = *self.index.entry(name).or_insert_with(|| {
             self.functions.push(FunctionSummary {
@@ -458,6 +538,9 @@ impl<'a> Totals<'a> {
                 unchecked: 0,
                 failed: 0,
                 wrong: 0,
+                wrong_everywhere: 0,
+                dtype_changed: 0,
+                counted_failures: 0,
                 not_attributable: 0,
                 reasons: BTreeMap::new(),
                 failures: Vec::new(),
@@ -478,24 +561,37 @@ impl<'a> Totals<'a> {
                     self.case_medians.push(m);
                 }
             }
-            Counted::Fail(reason) => {
-                let message = failure_message(&row.result);
+            Counted::Fail(reason) | Counted::Everywhere(reason) => {
+                let everywhere = matches!(counted, Counted::Everywhere(_));
                 f.failures.push(CaseFailure {
                     result_id: row.id,
                     case_id: row.case.case_id.clone(),
                     dtype: row.case.dtype,
                     reason,
-                    message,
+                    everywhere,
+                    message: failure_message(&row.result),
                     full_message: full_failure_message(&row.result),
                 });
-                if reason == Reason::WrongResult {
-                    f.wrong += 1;
-                    self.wrong += 1;
-                } else {
-                    f.failed += 1;
-                    *f.reasons.entry(reason).or_default() += 1;
-                    self.failed += 1;
-                    *self.reasons.entry(reason).or_default() += 1;
+                f.counted_failures += usize::from(counted.counts(strict));
+                match reason {
+                    Reason::WrongResult if everywhere => {
+                        f.wrong_everywhere += 1;
+                        self.wrong_everywhere += 1;
+                    }
+                    Reason::WrongResult => {
+                        f.wrong += 1;
+                        self.wrong += 1;
+                    }
+                    Reason::DtypeChanged => {
+                        f.dtype_changed += 1;
+                        self.dtype_changed += 1;
+                    }
+                    _ => {
+                        f.failed += 1;
+                        *f.reasons.entry(reason).or_default() += 1;
+                        self.failed += 1;
+                        *self.reasons.entry(reason).or_default() += 1;
+                    }
                 }
             }
             Counted::Skipped => self.skipped += 1,
@@ -517,20 +613,26 @@ impl<'a> Totals<'a> {
             complete_failure: 0,
             reasons: self.reasons,
             wrong_result_functions: 0,
+            wrong_everywhere_functions: 0,
             cases_passed: self.passed,
             cases_unchecked: self.unchecked,
             cases_failed: self.failed,
             cases_wrong: self.wrong,
+            cases_wrong_everywhere: self.wrong_everywhere,
+            cases_dtype_changed: self.dtype_changed,
             cases_skipped: self.skipped,
             cases_not_attributable: self.not_attributable,
             median_latency_ns: median(&mut self.case_medians),
             functions: self.functions,
         };
         for f in &mut t.functions {
-            f.status = FunctionStatus::from_counts(f.passed, f.failed + f.wrong);
-            if f.wrong > 0 {
-                t.wrong_result_functions += 1;
-            }
+            // A case listed but not counted (the reference target's own wrong answer or dtype
+            // change, outside the strict view) ran without a failure of the device's: it counts
+            // with the passes toward the status.
+            let listed = f.failed + f.wrong + f.wrong_everywhere + f.dtype_changed;
+            f.status = FunctionStatus::from_counts(f.passed + (listed - f.counted_failures), f.counted_failures);
+            t.wrong_result_functions += usize::from(f.wrong > 0);
+            t.wrong_everywhere_functions += usize::from(f.wrong_everywhere > 0);
             match f.status {
                 Some(FunctionStatus::Success) => t.success += 1,
                 Some(FunctionStatus::Partial) => t.partial += 1,
@@ -711,6 +813,71 @@ pub(crate) mod tests {
 
     fn status(t: &TargetSummary, f: &str) -> Option<FunctionStatus> {
         t.functions.iter().find(|s| s.name.ends_with(&format!(".{f}"))).unwrap().status
+    }
+
+    /// Issue 39's split, worked by hand: `e` disagrees with float64 at one case on cpu and on
+    /// cuda:0 (the dtype's precision), `f` changes dtype on both (the framework's rule), `g`
+    /// agrees on cpu and not on cuda:0, `h` keeps its dtype on cpu and not on cuda:0.
+    fn split_rows() -> Vec<ResultRow> {
+        use Outcome::{Fail, Pass, WrongResult};
+        use Reason::DtypeChanged;
+        let (t, wrong) = (Framework::Torch, Some(Reason::WrongResult));
+        vec![
+            row(t, "e", 1, "cpu", WrongResult, wrong, &[]),
+            row(t, "e", 1, "cuda:0", WrongResult, wrong, &[]),
+            row(t, "e", 2, "cpu", Pass, None, &[]),
+            row(t, "e", 2, "cuda:0", Pass, None, &[]),
+            row(t, "f", 1, "cpu", Fail, Some(DtypeChanged), &[]),
+            row(t, "f", 1, "cuda:0", Fail, Some(DtypeChanged), &[]),
+            row(t, "g", 1, "cpu", Pass, None, &[]),
+            row(t, "g", 1, "cuda:0", WrongResult, wrong, &[]),
+            row(t, "h", 1, "cpu", Pass, None, &[]),
+            row(t, "h", 1, "cuda:0", Fail, Some(DtypeChanged), &[]),
+        ]
+    }
+
+    #[test]
+    fn the_reference_targets_own_wrong_answers_and_dtype_changes_count_only_in_the_strict_view() {
+        let rows = split_rows();
+        let paper = build(&run_summary(), &[], &rows, &ReportOptions::default());
+        let cpu = target(&paper, Framework::Torch, "cpu");
+        // Listed apart, not counted: every function succeeds on the reference.
+        assert_eq!((cpu.functions_run, cpu.success, cpu.partial, cpu.complete_failure), (4, 4, 0, 0));
+        assert_eq!((cpu.wrong_result_functions, cpu.wrong_everywhere_functions), (0, 1));
+        assert_eq!((cpu.cases_wrong, cpu.cases_wrong_everywhere, cpu.cases_dtype_changed), (0, 1, 1));
+        assert!(cpu.reasons.is_empty(), "a dtype change is not an error: {:?}", cpu.reasons);
+        let e = cpu.functions.iter().find(|f| f.name == "torch.e").unwrap();
+        assert_eq!((e.wrong_everywhere, e.counted_failures, e.failures.len()), (1, 0, 1));
+        assert!(e.failures[0].everywhere);
+        // On cuda:0 only what the reference got right counts: g and h; e and f are excused.
+        let cuda = target(&paper, Framework::Torch, "cuda:0");
+        assert_eq!(status(cuda, "e"), Some(FunctionStatus::Success));
+        assert_eq!(status(cuda, "f"), None);
+        assert_eq!(status(cuda, "g"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!(status(cuda, "h"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!((cuda.wrong_result_functions, cuda.wrong_everywhere_functions), (1, 0));
+        assert_eq!((cuda.cases_wrong, cuda.cases_dtype_changed, cuda.cases_not_attributable), (1, 1, 2));
+        assert!(paper.rule.contains("--strict counts it."), "{}", paper.rule);
+
+        let strict = build(&run_summary(), &[], &rows, &ReportOptions { strict: true, ..Default::default() });
+        let cpu = target(&strict, Framework::Torch, "cpu");
+        assert_eq!(status(cpu, "e"), Some(FunctionStatus::Partial));
+        assert_eq!(status(cpu, "f"), Some(FunctionStatus::CompleteFailure));
+        assert_eq!((cpu.success, cpu.partial, cpu.complete_failure), (2, 1, 1));
+        // The columns do not move with the view; cuda:0 does not change.
+        assert_eq!((cpu.cases_wrong, cpu.cases_wrong_everywhere, cpu.cases_dtype_changed), (0, 1, 1));
+        assert_eq!(target(&strict, Framework::Torch, "cuda:0"), target(&paper, Framework::Torch, "cuda:0"));
+        assert!(strict.rule.contains("Strict view"), "{}", strict.rule);
+    }
+
+    #[test]
+    fn a_test_suites_failing_test_counts_whatever_its_reason() {
+        let mut run = run_summary();
+        run.origin.source = RunSource::ImportPytestJson;
+        let report = build(&run, &[], &split_rows(), &ReportOptions::default());
+        let cpu = target(&report, Framework::Torch, "cpu");
+        assert_eq!((cpu.success, cpu.partial, cpu.complete_failure), (2, 1, 1));
+        assert_eq!(cpu.wrong_everywhere_functions, 0);
     }
 
     #[test]

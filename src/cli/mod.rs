@@ -119,6 +119,11 @@ pub struct DiffArgs {
     /// Count every failure, not only device-attributable ones.
     #[arg(long)]
     pub all_failures: bool,
+    /// The strict view: a case that disagrees with float64 or changes dtype on the reference
+    /// target itself (the dtype's precision, JAX's x64 default) counts toward the functions' statuses too. By
+    /// default it is listed in its own column and not counted (the paper's rule).
+    #[arg(long)]
+    pub strict: bool,
     /// The bootstrap's seed (default: run A's stored seed).
     #[arg(long, value_name = "SEED")]
     pub stats_seed: Option<u64>,
@@ -683,6 +688,11 @@ pub struct ReportArgs {
     /// Count every failure, not only device-attributable ones.
     #[arg(long)]
     pub all_failures: bool,
+    /// The strict view: a case that disagrees with float64 or changes dtype on the reference
+    /// target itself (the dtype's precision, JAX's x64 default) counts as a failure too. By
+    /// default it is listed in its own column and not counted (the paper's rule).
+    #[arg(long)]
+    pub strict: bool,
     /// Also list, per framework and device, the functions that fail and why.
     #[arg(long)]
     pub functions: bool,

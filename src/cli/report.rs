@@ -63,6 +63,11 @@ pub struct CountingArgs {
     /// reference device).
     #[arg(long)]
     pub all_failures: bool,
+    /// The strict view: a case that disagrees with float64 or changes dtype on the reference
+    /// target itself (the dtype's precision, JAX's x64 default) counts as a failure too. By
+    /// default it is listed in its own column and not counted (the paper's rule).
+    #[arg(long)]
+    pub strict: bool,
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
     pub reference: Option<Target>,

@@ -14,7 +14,7 @@ use super::Format;
 use super::csv::Csv;
 use super::grid::Grid;
 use super::json::pretty;
-use super::portability::words::{SUMMARY_COLUMNS, summary_cells, versions};
+use super::portability::words::{SUMMARY_COLUMNS, SUMMARY_NUMERIC, summary_cells, versions};
 use super::report::Report;
 use crate::analysis::campaign::{CampaignReport, MachineReport};
 use crate::model::Target;
@@ -74,7 +74,7 @@ fn rows(r: &CampaignReport) -> Vec<Vec<String>> {
     r.machines
         .iter()
         .flat_map(|m| {
-            m.report.targets.iter().map(move |t| std::iter::once(m.machine.clone()).chain(summary_cells(t)).collect())
+            m.report.targets.iter().map(move |t| std::iter::once(m.machine.clone()).chain(summary_cells(&m.report, t)).collect())
         })
         .collect()
 }
@@ -87,7 +87,8 @@ fn text(r: &CampaignReport, markdown: bool) -> String {
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
-        let mut grid = Grid::new(columns).right_aligned(&[3, 4, 5, 6, 7, 8, 10]);
+        let numeric: Vec<bool> = std::iter::once(false).chain(SUMMARY_NUMERIC).collect();
+        let mut grid = Grid::new(columns).right_aligned_where(&numeric);
         for row in rows {
             grid.push(row);
         }
@@ -178,6 +179,8 @@ fn csv(r: &CampaignReport) -> String {
         "partial",
         "complete_failure",
         "wrong_result",
+        "wrong_everywhere",
+        "cases_dtype_changed",
         "cases_unchecked",
         "reasons",
         "median_latency_ns",
@@ -195,6 +198,8 @@ fn csv(r: &CampaignReport) -> String {
                 t.partial.to_string(),
                 t.complete_failure.to_string(),
                 t.wrong_result_functions.to_string(),
+                t.wrong_everywhere_functions.to_string(),
+                t.cases_dtype_changed.to_string(),
                 t.cases_unchecked.to_string(),
                 reasons.join(";"),
                 t.median_latency_ns.map(|ns| format!("{ns}")).unwrap_or_default(),

@@ -35,6 +35,13 @@ impl Grid {
         self
     }
 
+    /// Right-aligns the columns whose flag is set (one flag per column, as Markdown's
+    /// [`crate::render::markdown::rule_row`] takes them).
+    pub fn right_aligned_where(self, numeric: &[bool]) -> Grid {
+        let columns: Vec<usize> = numeric.iter().enumerate().filter(|(_, n)| **n).map(|(i, _)| i).collect();
+        self.right_aligned(&columns)
+    }
+
     /// Appends a row.
     pub fn push<I, S>(&mut self, cells: I)
     where

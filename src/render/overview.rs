@@ -24,10 +24,12 @@ use crate::model::{Framework, Reason, Target};
 /// The `format` of the JSON document.
 pub const JSON_FORMAT: &str = "mlport.overview";
 /// Its version; bumped on any incompatible change.
-/// Version 2 added each row's `unchecked` cases.
-pub const JSON_VERSION: u32 = 2;
+/// Version 2 added each row's `unchecked` cases. Version 3 (issue 39) added the answers and
+/// dtypes apart: `wrong_result` (functions, device-attributable), `wrong_everywhere` (functions,
+/// on the reference target itself) and `dtype_changed` (cases, no longer in `reasons`).
+pub const JSON_VERSION: u32 = 3;
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 14] = [
     "run",
     "label",
     "machine",
@@ -37,7 +39,9 @@ const COLUMNS: [&str; 12] = [
     "success",
     "partial",
     "complete failure",
-    "wrong result",
+    "wrong (device)",
+    "wrong (everywhere)",
+    "dtype changed",
     "unchecked cases",
     "failure reasons",
 ];
@@ -54,7 +58,7 @@ fn machine(r: &PortabilityReport) -> &str {
     r.run.machine.as_deref().unwrap_or(&r.run.host)
 }
 
-fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 12] {
+fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 14] {
     [
         r.run.id.to_string(),
         r.run.label.clone().unwrap_or_else(|| "—".into()),
@@ -66,6 +70,8 @@ fn cells(r: &PortabilityReport, t: &TargetSummary) -> [String; 12] {
         share(t, t.partial),
         share(t, t.complete_failure),
         share(t, t.wrong_result_functions),
+        share(t, t.wrong_everywhere_functions),
+        crate::render::portability::words::dtype_changed(r, t),
         t.cases_unchecked.to_string(),
         if t.functions_run == 0 && t.cases_skipped > 0 {
             "(no outcomes: timings only)".into()
@@ -117,11 +123,11 @@ fn render(reports: &[PortabilityReport], format: Format) -> String {
 fn table(reports: &[PortabilityReport]) -> String {
     let mut out =
         format!("mlport portability overview — {} run{}\n\n", reports.len(), if reports.len() == 1 { "" } else { "s" });
-    let rows: Vec<[String; 12]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
+    let rows: Vec<[String; 14]> = reports.iter().flat_map(|r| r.targets.iter().map(move |t| cells(r, t))).collect();
     if rows.is_empty() {
         out.push_str("No results to report.\n");
     } else {
-        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9, 10]);
+        let mut t = Grid::new(COLUMNS).right_aligned(&[0, 5, 6, 7, 8, 9, 10, 11, 12]);
         for row in rows {
             t.push(row);
         }
@@ -137,7 +143,7 @@ fn table(reports: &[PortabilityReport]) -> String {
 fn markdown(reports: &[PortabilityReport]) -> String {
     let mut out = format!("# mlport portability overview — {} runs\n\n", reports.len());
     out.push_str(&format!("| {} |\n", COLUMNS.join(" | ")));
-    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    out.push_str("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for r in reports {
         for t in &r.targets {
             let c: Vec<String> = cells(r, t).iter().map(|c| c.replace('|', "\\|")).collect();
@@ -167,6 +173,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
         "partial",
         "complete_failure",
         "wrong_result",
+        "wrong_everywhere",
         "success_percent",
         "partial_percent",
         "complete_failure_percent",
@@ -174,6 +181,8 @@ fn csv(reports: &[PortabilityReport]) -> String {
         "cases_unchecked",
         "cases_failed",
         "cases_wrong_result",
+        "cases_wrong_everywhere",
+        "cases_dtype_changed",
         "cases_not_attributable",
         "cases_skipped",
         "median_latency_ns",
@@ -193,6 +202,7 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 t.partial.to_string(),
                 t.complete_failure.to_string(),
                 t.wrong_result_functions.to_string(),
+                t.wrong_everywhere_functions.to_string(),
                 pct(t, t.success),
                 pct(t, t.partial),
                 pct(t, t.complete_failure),
@@ -200,6 +210,8 @@ fn csv(reports: &[PortabilityReport]) -> String {
                 t.cases_unchecked.to_string(),
                 t.cases_failed.to_string(),
                 t.cases_wrong.to_string(),
+                t.cases_wrong_everywhere.to_string(),
+                t.cases_dtype_changed.to_string(),
                 t.cases_not_attributable.to_string(),
                 t.cases_skipped.to_string(),
                 t.median_latency_ns.map(|v| format!("{v}")).unwrap_or_default(),
@@ -225,8 +237,15 @@ fn json(reports: &[PortabilityReport]) -> String {
         success_percent: Option<f64>,
         partial_percent: Option<f64>,
         complete_failure_percent: Option<f64>,
+        /// Functions with a case that disagreed with float64 where the reference target agreed.
+        wrong_result: usize,
+        /// Functions with a case that disagreed with float64 on the reference target itself.
+        wrong_everywhere: usize,
+        /// Cases whose output came back in another dtype.
+        dtype_changed: usize,
         /// Passing cases nothing compared ("ran, unchecked").
         unchecked: usize,
+        /// Errors by reason.
         reasons: &'a std::collections::BTreeMap<Reason, usize>,
         median_latency_ns: Option<f64>,
     }
@@ -252,6 +271,9 @@ fn json(reports: &[PortabilityReport]) -> String {
                 success_percent: t.percent(t.success),
                 partial_percent: t.percent(t.partial),
                 complete_failure_percent: t.percent(t.complete_failure),
+                wrong_result: t.wrong_result_functions,
+                wrong_everywhere: t.wrong_everywhere_functions,
+                dtype_changed: t.cases_dtype_changed,
                 unchecked: t.cases_unchecked,
                 reasons: &t.reasons,
                 median_latency_ns: t.median_latency_ns,
@@ -287,7 +309,7 @@ pub(crate) mod tests {
         insta::assert_snapshot!("overview_csv", render(&r, Format::Csv));
         let json = render(&r, Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some(JSON_FORMAT), Some(3)));
         insta::assert_snapshot!("overview_json", json);
     }
 

@@ -112,7 +112,7 @@ pub fn alt(targets: &[TargetSummary]) -> String {
         .iter()
         .map(|t| {
             format!(
-                "{} on {}: {} functions run, {} success, {} partial, {} complete failure, {} with a wrong result.",
+                "{} on {}: {} functions run, {} success, {} partial, {} complete failure, {} with a wrong result on the device.",
                 t.framework,
                 t.device,
                 t.functions_run,

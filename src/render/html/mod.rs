@@ -20,6 +20,7 @@ use crate::analysis::dtypes::DtypeMatrix;
 use crate::analysis::frameworks::FrameworkTable;
 use crate::analysis::modes::ModesReport;
 use crate::analysis::portability::TargetSummary;
+use crate::model::Reason;
 
 /// The versioned name of the page's layout, written into a `<meta name="generator">`.
 pub const HTML_FORMAT: &str = "mlport.report.html";
@@ -55,10 +56,13 @@ struct Row {
     partial: usize,
     complete_failure: usize,
     wrong_result: usize,
+    wrong_everywhere: usize,
     success_percent: String,
     cases_passed: usize,
     cases_failed: usize,
     cases_wrong: usize,
+    cases_wrong_everywhere: usize,
+    cases_dtype_changed: usize,
     reasons: Vec<ReasonCell>,
 }
 
@@ -83,6 +87,11 @@ struct Failure {
     repro: String,
 }
 
+/// The reasons cell of device-attributable wrong answers.
+const WRONG_DEVICE: &str = "wrong_result";
+/// The reasons cell of wrong answers on the reference target itself (not counted by default).
+const WRONG_EVERYWHERE: &str = "wrong_result (everywhere)";
+
 /// An id safe in a URL fragment: letters, digits and `-`.
 fn slug(parts: &[&str]) -> String {
     parts.join("-").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
@@ -100,22 +109,35 @@ fn row(t: &TargetSummary) -> Row {
                 count: *n,
                 group: slug(&["g", &fw, &dev, &r.to_string()]),
             })
-            // Wrong results are kept apart from the error reasons; their cases are listed too.
-            .chain((t.cases_wrong > 0).then(|| ReasonCell {
-                reason: "wrong_result".into(),
-                count: t.cases_wrong,
-                group: slug(&["g", &fw, &dev, "wrong_result"]),
-            }))
+            // Wrong results (the device's, then the reference target's own) and dtype changes are
+            // kept apart from the error reasons; their cases are listed too.
+            .chain(
+                [
+                    (WRONG_DEVICE, t.cases_wrong),
+                    (WRONG_EVERYWHERE, t.cases_wrong_everywhere),
+                    ("dtype_changed", t.cases_dtype_changed),
+                ]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(reason, count)| ReasonCell {
+                    reason: reason.into(),
+                    count,
+                    group: slug(&["g", &fw, &dev, reason]),
+                }),
+            )
             .collect(),
         functions_run: t.functions_run,
         success: t.success,
         partial: t.partial,
         complete_failure: t.complete_failure,
         wrong_result: t.wrong_result_functions,
+        wrong_everywhere: t.wrong_everywhere_functions,
         success_percent: t.percent(t.success).map(|p| format!("{p:.2}")).unwrap_or_else(|| "–".into()),
         cases_passed: t.cases_passed,
         cases_failed: t.cases_failed,
         cases_wrong: t.cases_wrong,
+        cases_wrong_everywhere: t.cases_wrong_everywhere,
+        cases_dtype_changed: t.cases_dtype_changed,
         framework: fw,
         device: dev,
     }
@@ -127,7 +149,11 @@ fn failures(report: &PortabilityReport) -> Vec<Failure> {
         let (fw, dev) = (t.framework.to_string(), t.device.to_string());
         for f in &t.functions {
             for c in &f.failures {
-                let reason = c.reason.to_string();
+                let reason = match (c.reason, c.everywhere) {
+                    (Reason::WrongResult, true) => WRONG_EVERYWHERE.to_string(),
+                    (Reason::WrongResult, false) => WRONG_DEVICE.to_string(),
+                    (r, _) => r.to_string(),
+                };
                 out.push(Failure {
                     group: slug(&["g", &fw, &dev, &reason]),
                     framework: fw.clone(),

@@ -24,6 +24,8 @@ pub fn functions(r: &PortabilityReport) -> String {
         "unchecked",
         "failed",
         "wrong_result",
+        "wrong_everywhere",
+        "dtype_changed",
         "not_attributable",
         "reasons",
     ]);
@@ -40,6 +42,8 @@ pub fn functions(r: &PortabilityReport) -> String {
                 f.unchecked.to_string(),
                 f.failed.to_string(),
                 f.wrong.to_string(),
+                f.wrong_everywhere.to_string(),
+                f.dtype_changed.to_string(),
                 f.not_attributable.to_string(),
                 reasons.join(";"),
             ]);

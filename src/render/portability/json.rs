@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::words::not_portable;
+use super::words::listed;
 use crate::analysis::{FunctionSummary, PortabilityReport, RunHeader, TargetSummary};
 use crate::model::RunSource;
 use crate::model::{Framework, FunctionStatus, Reason, Target};
@@ -23,7 +23,12 @@ pub const FUNCTIONS_FORMAT: &str = "mlport.portability.functions";
 pub const BUNDLE_FORMAT: &str = "mlport.portability.bundle";
 /// The version of these documents; bumped on any incompatible change.
 /// Version 2 added `unchecked` (passing cases nothing compared) to `cases` and each function.
-pub const VERSION: u32 = 2;
+/// Version 3 split the answers and dtypes (issue 39): `wrong_result` holds the device-attributable
+/// disagreements only, `wrong_everywhere` those on the reference target itself, `dtype_changed`
+/// the silent dtype changes (no longer in `reasons` or `failed`); `strict` says the view; each
+/// listed case says `everywhere`; the detail lists `listed` (partial and complete failures, and
+/// functions with a case listed but not counted) instead of `not_portable`.
+pub const VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Document<'a, T> {
@@ -32,6 +37,8 @@ struct Document<'a, T> {
     run: Run<'a>,
     reference_device: &'a Target,
     attributable: bool,
+    /// The strict view: the reference target's own wrong answers and dtype changes count.
+    strict: bool,
     #[serde(flatten)]
     body: T,
     rule: &'a str,
@@ -84,8 +91,11 @@ struct TargetJson<'a> {
     success: Share,
     partial: Share,
     complete_failure: Share,
-    /// Functions with a case that ran but disagreed with its reference (`wrong_result`).
+    /// Functions with a case that disagreed with float64 where the reference target agreed.
     wrong_result: Share,
+    /// Functions with a case that disagreed with float64 on the reference target itself.
+    wrong_everywhere: Share,
+    /// Errors by reason (dtype changes and wrong answers are apart).
     reasons: &'a BTreeMap<Reason, usize>,
     cases: Cases,
     median_latency_ns: Option<f64>,
@@ -105,8 +115,12 @@ struct Cases {
     unchecked: usize,
     /// Raised, timed out or crashed.
     failed: usize,
-    /// Ran but disagreed with the reference.
+    /// Disagreed with float64 where the reference target agreed (device-attributable).
     wrong_result: usize,
+    /// Disagreed with float64 on the reference target itself.
+    wrong_everywhere: usize,
+    /// An output came back in another dtype than expected.
+    dtype_changed: usize,
     skipped: usize,
     not_attributable: usize,
 }
@@ -119,6 +133,8 @@ struct Function<'a> {
     unchecked: usize,
     failed: usize,
     wrong_result: usize,
+    wrong_everywhere: usize,
+    dtype_changed: usize,
     not_attributable: usize,
     reasons: &'a BTreeMap<Reason, usize>,
     failing_cases: Vec<FailingCase<'a>>,
@@ -131,6 +147,8 @@ struct FailingCase<'a> {
     case: &'a str,
     dtype: &'a str,
     reason: Reason,
+    /// On the reference target itself: listed, counted only in the strict view.
+    everywhere: bool,
     /// One line, at most 160 characters, cut at word boundaries (its head and tail).
     message: &'a str,
     /// The whole message as stored (the error's full type name first).
@@ -161,7 +179,7 @@ struct TargetDetail<'a> {
     framework: Framework,
     device: &'a Target,
     functions_run: usize,
-    not_portable: Vec<Function<'a>>,
+    listed: Vec<Function<'a>>,
 }
 
 pub(super) fn report(report: &PortabilityReport) -> String {
@@ -197,7 +215,7 @@ pub(super) fn functions(report: &PortabilityReport) -> String {
                 framework: t.framework,
                 device: &t.device,
                 functions_run: t.functions_run,
-                not_portable: not_portable(t).map(function).collect(),
+                listed: listed(t).map(function).collect(),
             })
             .collect(),
     };
@@ -226,6 +244,7 @@ fn document<'a, T>(report: &'a PortabilityReport, format: &'static str, body: T)
         },
         reference_device: &report.reference,
         attributable: report.attributable,
+        strict: report.strict,
         body,
         rule: &report.rule,
     }
@@ -241,12 +260,15 @@ fn target(t: &TargetSummary) -> TargetJson<'_> {
         partial: share(t.partial),
         complete_failure: share(t.complete_failure),
         wrong_result: share(t.wrong_result_functions),
+        wrong_everywhere: share(t.wrong_everywhere_functions),
         reasons: &t.reasons,
         cases: Cases {
             passed: t.cases_passed,
             unchecked: t.cases_unchecked,
             failed: t.cases_failed,
             wrong_result: t.cases_wrong,
+            wrong_everywhere: t.cases_wrong_everywhere,
+            dtype_changed: t.cases_dtype_changed,
             skipped: t.cases_skipped,
             not_attributable: t.cases_not_attributable,
         },
@@ -263,6 +285,8 @@ fn function(f: &FunctionSummary) -> Function<'_> {
         unchecked: f.unchecked,
         failed: f.failed,
         wrong_result: f.wrong,
+        wrong_everywhere: f.wrong_everywhere,
+        dtype_changed: f.dtype_changed,
         not_attributable: f.not_attributable,
         reasons: &f.reasons,
         failing_cases: f
@@ -273,6 +297,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
                 case: &c.case_id,
                 dtype: crate::model::name_or_empty(c.dtype),
                 reason: c.reason,
+                everywhere: c.everywhere,
                 message: &c.message,
                 full_message: &c.full_message,
             })

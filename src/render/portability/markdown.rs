@@ -2,7 +2,7 @@
 //! requests, issues and notebooks.
 
 use super::words::{
-    FUNCTION_COLUMNS, SUMMARY_COLUMNS, failing_cases, function_cells, harness_heading, not_portable, notes,
+    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, failing_cases, function_cells, harness_heading, listed, notes,
     summary_cells, target_heading, title, versions,
 };
 use crate::analysis::PortabilityReport;
@@ -15,8 +15,8 @@ pub(super) fn report(report: &PortabilityReport) -> String {
         lines.push("No results to report.".into());
     } else {
         lines.push(row(&SUMMARY_COLUMNS));
-        lines.push(rule_row(&[false, false, true, true, true, true, true, true, false, true]));
-        lines.extend(report.targets.iter().map(|t| row(&summary_cells(t))));
+        lines.push(rule_row(&SUMMARY_NUMERIC));
+        lines.extend(report.targets.iter().map(|t| row(&summary_cells(report, t))));
     }
     let notes = notes(report);
     if !notes.is_empty() {
@@ -63,15 +63,15 @@ pub(super) fn functions(report: &PortabilityReport, standalone: bool) -> String 
     for t in &report.targets {
         lines.push(format!("## {}", escape(&target_heading(t))));
         lines.push(String::new());
-        let mut rows = not_portable(t).map(|f| {
+        let mut rows = listed(t).map(|f| {
             let mut cells = function_cells(f);
             cells[0] = code(&cells[0]);
-            cells[7] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
+            cells[9] = failing_cases(f).iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>");
             row(&cells)
         });
         if let Some(first) = rows.next() {
             lines.push(row(&FUNCTION_COLUMNS));
-            lines.push(rule_row(&[false, false, true, true, true, true, false, false]));
+            lines.push(rule_row(&FUNCTION_NUMERIC));
             lines.push(first);
             lines.extend(rows);
             lines.push(String::new());

@@ -106,7 +106,7 @@ mod tests {
     fn json_snapshot() {
         let text = render(&report(), Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(2)));
+        assert_eq!((doc["format"].as_str(), doc["version"].as_u64()), (Some("mlport.portability"), Some(3)));
         insta::assert_snapshot!("json", text);
         let text = render_functions(&report(), Format::Json);
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -2,7 +2,7 @@
 //! width (no wrapping), numbers right-aligned.
 
 use super::words::{
-    FUNCTION_COLUMNS, SUMMARY_COLUMNS, function_cells, harness_heading, not_portable, notes, summary_cells,
+    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, function_cells, harness_heading, listed, notes, summary_cells,
     target_heading, title, versions,
 };
 use crate::analysis::PortabilityReport;
@@ -13,9 +13,9 @@ pub(super) fn report(report: &PortabilityReport) -> String {
     if report.targets.is_empty() {
         lines.push("No results to report.".into());
     } else {
-        let mut table = Grid::new(SUMMARY_COLUMNS).right_aligned(&[2, 3, 4, 5, 6, 7, 9]);
+        let mut table = Grid::new(SUMMARY_COLUMNS).right_aligned_where(&SUMMARY_NUMERIC);
         for t in &report.targets {
-            table.push(summary_cells(t));
+            table.push(summary_cells(report, t));
         }
         lines.push(table.table());
     }
@@ -55,8 +55,8 @@ pub(super) fn functions(report: &PortabilityReport, standalone: bool) -> String 
     }
     for t in &report.targets {
         lines.push(target_heading(t));
-        let mut table = Grid::new(FUNCTION_COLUMNS).right_aligned(&[2, 3, 4, 5]);
-        for f in not_portable(t) {
+        let mut table = Grid::new(FUNCTION_COLUMNS).right_aligned_where(&FUNCTION_NUMERIC);
+        for f in listed(t) {
             table.push(function_cells(f));
         }
         if !table.rows.is_empty() {

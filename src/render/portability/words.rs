@@ -48,36 +48,50 @@ pub(crate) fn versions(report: &PortabilityReport) -> String {
     parts.join(" · ")
 }
 
-/// Column titles of the summary table.
-pub(crate) const SUMMARY_COLUMNS: [&str; 10] = [
+/// Column titles of the summary table: the paper's statuses, then what failed by reason, the
+/// answers that disagree with float64 (the device's or everywhere), the silent dtype changes.
+pub(crate) const SUMMARY_COLUMNS: [&str; 12] = [
     "framework",
     "device",
     "functions",
     "success",
     "partial",
     "complete failure",
-    "wrong result",
-    "unchecked cases",
     "failure reasons",
+    "wrong (device)",
+    "wrong (everywhere)",
+    "dtype changed",
+    "unchecked cases",
     "median latency",
 ];
 
+/// Which [`SUMMARY_COLUMNS`] are numbers (right-aligned).
+pub(crate) const SUMMARY_NUMERIC: [bool; 12] =
+    [false, false, true, true, true, true, false, true, true, true, true, true];
+
 /// Column titles of a per-function detail table.
-pub(crate) const FUNCTION_COLUMNS: [&str; 8] = [
+pub(crate) const FUNCTION_COLUMNS: [&str; 10] = [
     "function",
     "status",
     "passed",
     "unchecked",
     "failed",
-    "wrong result",
+    "wrong (device)",
+    "wrong (everywhere)",
+    "dtype changed",
     "failure reasons",
     "failing cases (dtype [case]: reason — message)",
 ];
 
-/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order. `wrong result` counts
-/// the functions with a case that ran but disagreed with its reference; `unchecked cases` the
-/// passing cases nothing compared; `failure reasons` lists the errors only.
-pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 10] {
+/// Which [`FUNCTION_COLUMNS`] are numbers (right-aligned).
+pub(crate) const FUNCTION_NUMERIC: [bool; 10] = [false, false, true, true, true, true, true, true, false, false];
+
+/// The cells of a target's summary row, in [`SUMMARY_COLUMNS`] order. `failure reasons` lists
+/// the errors; `wrong (device)` counts the functions with a case that disagreed with float64
+/// where the reference target agreed, `wrong (everywhere)` those that disagreed on the reference
+/// target itself; `dtype changed` counts cases, and names JAX's x64 default where it explains
+/// them; `unchecked cases` the passing cases nothing compared.
+pub(crate) fn summary_cells(report: &PortabilityReport, t: &TargetSummary) -> [String; 12] {
     [
         t.framework.to_string(),
         t.device.to_string(),
@@ -85,17 +99,30 @@ pub(crate) fn summary_cells(t: &TargetSummary) -> [String; 10] {
         count_percent(t, t.success),
         count_percent(t, t.partial),
         count_percent(t, t.complete_failure),
-        count_percent(t, t.wrong_result_functions),
-        t.cases_unchecked.to_string(),
         reasons(&t.reasons),
+        count_percent(t, t.wrong_result_functions),
+        count_percent(t, t.wrong_everywhere_functions),
+        dtype_changed(report, t),
+        t.cases_unchecked.to_string(),
         t.median_latency_ns.map_or_else(|| "—".to_string(), latency),
     ]
 }
 
+/// The `dtype changed` cell: cases, with `(x64 off)` on a live JAX row whose run left JAX's
+/// 64-bit types off, which makes every float64 and int64 request 32-bit.
+pub(crate) fn dtype_changed(report: &PortabilityReport, t: &TargetSummary) -> String {
+    let x64_off = t.framework == Framework::Jax && report.run.source == RunSource::Live && !report.run.jax_x64;
+    if x64_off && t.cases_dtype_changed > 0 {
+        format!("{} (x64 off)", t.cases_dtype_changed)
+    } else {
+        t.cases_dtype_changed.to_string()
+    }
+}
+
 /// The cells of a function's detail row, in [`FUNCTION_COLUMNS`] order: `unchecked` counts
 /// the passing cases nothing compared, `failed` the cases that raised (or timed out, or
-/// crashed), `wrong result` those that disagreed.
-pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 8] {
+/// crashed), then the wrong results (device, everywhere) and the dtype changes.
+pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 10] {
     [
         f.name.clone(),
         f.status.map_or("not run", FunctionStatus::as_str).replace('_', " "),
@@ -103,19 +130,29 @@ pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 8] {
         f.unchecked.to_string(),
         f.failed.to_string(),
         f.wrong.to_string(),
+        f.wrong_everywhere.to_string(),
+        f.dtype_changed.to_string(),
         reasons(&f.reasons),
         failing_cases(f).join("\n"),
     ]
 }
 
-/// One line per counted failing case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12`
-/// is the result id `mlport repro` takes).
+/// One line per listed case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12` is the
+/// result id `mlport repro` takes); a case on the reference target itself says `(everywhere)`
+/// after its reason.
 pub(crate) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
     f.failures
         .iter()
         .map(|c| {
             let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
-            format!("{} [{}]{id}: {} — {}", crate::model::name_or_empty(c.dtype), c.case_id, c.reason, c.message)
+            let everywhere = if c.everywhere { " (everywhere)" } else { "" };
+            format!(
+                "{} [{}]{id}: {}{everywhere} — {}",
+                crate::model::name_or_empty(c.dtype),
+                c.case_id,
+                c.reason,
+                c.message
+            )
         })
         .collect()
 }
@@ -192,6 +229,15 @@ pub(crate) fn target_heading(t: &TargetSummary) -> String {
 /// A target's partial and complete failures, in planned order.
 pub(crate) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
     t.functions.iter().filter(|f| matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)))
+}
+
+/// The functions the per-function detail lists, in planned order: the partial and complete
+/// failures, and the functions that succeed with a case listed but not counted (a wrong answer
+/// or dtype change on the reference target itself).
+pub(crate) fn listed(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
+    t.functions.iter().filter(|f| {
+        matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)) || !f.failures.is_empty()
+    })
 }
 
 /// The heading over the harness error list: mlport's own bugs for live runs, the test
