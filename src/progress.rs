@@ -97,9 +97,10 @@ fn finished(run_id: i64, elapsed: std::time::Duration, t: &Tally, resume: &str) 
         n => format!("; {n} ran unchecked: passed, with nothing to compare the answer with"),
     };
     eprintln!("mlport: run {run_id} ended after {:.1} s ({counts}{unchecked})", elapsed.as_secs_f64());
-    if let Some(note) = &t.missing_references {
-        let hint = if t.references_retryable { "; `--resume` computes a crashed or timed-out one again" } else { "" };
-        eprintln!("mlport: {note}{hint}");
+    // The note itself is among the report's notes, printed next (it was said twice); only what
+    // the report cannot know is said here.
+    if t.missing_references.is_some() && t.references_retryable {
+        eprintln!("mlport: `--resume` computes a crashed or timed-out float64 reference again");
     }
     if let Some(c) = &t.contention {
         eprintln!(

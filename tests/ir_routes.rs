@@ -77,11 +77,13 @@ fn a_function_exports_runs_and_agrees_on_every_route() {
     ] {
         let r = result(&rows, function, target);
         assert_eq!(r.result.outcome, Outcome::Pass, "{function} on {target}: {:?}", r.result.message);
-        // The first call exports and loads: slower than eager's first call of the same case.
-        let eager = result(&rows, function, "cpu");
+        // The first call exports, compiles and loads the graph: no exporter and runtime do that
+        // in under a millisecond. (Comparing it with eager's first call, timed in another process,
+        // failed once on a loaded machine: JAX's first eager call also compiles.)
         assert!(
-            r.result.first_call_ns > eager.result.first_call_ns,
-            "{function} on {target}: export not in the first call"
+            r.result.first_call_ns.is_some_and(|ns| ns >= 1_000_000),
+            "{function} on {target}: export not in the first call ({:?} ns)",
+            r.result.first_call_ns
         );
         // Its answer was compared with eager's on the same device, and agreed.
         let against_eager: Vec<_> = comparisons

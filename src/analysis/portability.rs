@@ -44,11 +44,15 @@ pub struct ReportOptions {
     /// target itself ([`Counted::Everywhere`]) counts toward the function's status too. Off by
     /// default (the paper's rule: such a case is shown in its own column and not counted).
     pub strict: bool,
+    /// List the failing cases excused as not attributable ([`Counted::NotAttributable`]) with the
+    /// function's cases too, marked, without counting them (`--functions --not-attributable`).
+    /// Default false: only their number is said.
+    pub list_not_attributable: bool,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { attributable: true, reference: None, strict: false }
+        ReportOptions { attributable: true, reference: None, strict: false, list_not_attributable: false }
     }
 }
 
@@ -91,6 +95,9 @@ pub struct CaseFailure {
     /// A disagreement or dtype change on the reference target itself ([`Counted::Everywhere`]):
     /// listed, but counted toward the status only in the strict view.
     pub everywhere: bool,
+    /// A failure excused as not attributable (it did not pass on the reference), listed only when
+    /// asked for ([`ReportOptions::list_not_attributable`]) and never counted.
+    pub not_attributable: bool,
     /// The error message on one line, its head and tail when longer than 160 characters
     /// ([`super::excerpt`]), or the outcome.
     pub message: String,
@@ -456,7 +463,7 @@ pub fn build(
         }
         // The reference device sorts first within its framework.
         let key = (row.function.framework, r.device != reference, &r.device);
-        targets.entry(key).or_default().add(row, counted, run.origin.source, opts.strict);
+        targets.entry(key).or_default().add(row, counted, run.origin.source, opts);
     }
 
     PortabilityReport {
@@ -526,9 +533,10 @@ struct Totals<'a> {
 }
 
 impl<'a> Totals<'a> {
-    /// Adds one result. `strict`: [`ReportOptions::strict`], whether a [`Counted::Everywhere`]
-    /// counts toward the function's status.
-    fn add(&mut self, row: &'a ResultRow, counted: Counted, source: RunSource, strict: bool) {
+    /// Adds one result: `opts.strict` says whether a [`Counted::Everywhere`] counts toward the
+    /// function's status, `opts.list_not_attributable` whether an excused failure is listed.
+    fn add(&mut self, row: &'a ResultRow, counted: Counted, source: RunSource, opts: &ReportOptions) {
+        let (strict, list_not_attributable) = (opts.strict, opts.list_not_attributable);
         let name = row.function.name.as_str();
         let i = *self.index.entry(name).or_insert_with(|| {
             self.functions.push(FunctionSummary {
@@ -569,6 +577,7 @@ impl<'a> Totals<'a> {
                     dtype: row.case.dtype,
                     reason,
                     everywhere,
+                    not_attributable: false,
                     message: failure_message(&row.result),
                     full_message: full_failure_message(&row.result),
                 });
@@ -598,6 +607,18 @@ impl<'a> Totals<'a> {
             Counted::NotAttributable => {
                 f.not_attributable += 1;
                 self.not_attributable += 1;
+                if list_not_attributable {
+                    f.failures.push(CaseFailure {
+                        result_id: row.id,
+                        case_id: row.case.case_id.clone(),
+                        dtype: row.case.dtype,
+                        reason: row.result.reason.unwrap_or(Reason::Other),
+                        everywhere: false,
+                        not_attributable: true,
+                        message: failure_message(&row.result),
+                        full_message: full_failure_message(&row.result),
+                    });
+                }
             }
             Counted::Harness | Counted::Flaky => {}
         }
@@ -868,6 +889,24 @@ pub(crate) mod tests {
         assert_eq!((cpu.cases_wrong, cpu.cases_wrong_everywhere, cpu.cases_dtype_changed), (0, 1, 1));
         assert_eq!(target(&strict, Framework::Torch, "cuda:0"), target(&paper, Framework::Torch, "cuda:0"));
         assert!(strict.rule.contains("Strict view"), "{}", strict.rule);
+    }
+
+    #[test]
+    fn excused_failures_are_listed_on_request_without_counting() {
+        let rows = split_rows();
+        let plain = build(&run_summary(), &[], &rows, &ReportOptions::default());
+        let opts = ReportOptions { list_not_attributable: true, ..Default::default() };
+        let listed = build(&run_summary(), &[], &rows, &opts);
+        let (a, b) = (target(&plain, Framework::Torch, "cuda:0"), target(&listed, Framework::Torch, "cuda:0"));
+        for name in ["torch.e", "torch.f", "torch.g", "torch.h"] {
+            let (fa, fb) = (a.functions.iter().find(|f| f.name == name), b.functions.iter().find(|f| f.name == name));
+            assert_eq!(fa.map(|f| f.status), fb.map(|f| f.status), "{name}: the status does not move");
+        }
+        let e = b.functions.iter().find(|f| f.name == "torch.e").unwrap();
+        assert_eq!(e.failures.len(), 1);
+        assert!(e.failures[0].not_attributable && e.failures[0].reason == Reason::WrongResult);
+        assert!(a.functions.iter().find(|f| f.name == "torch.e").unwrap().failures.is_empty());
+        assert_eq!((b.cases_not_attributable, b.success, b.complete_failure), (2, 1, 2));
     }
 
     #[test]

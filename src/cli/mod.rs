@@ -693,6 +693,10 @@ pub struct ReportArgs {
     /// default it is listed in its own column and not counted (the paper's rule).
     #[arg(long)]
     pub strict: bool,
+    /// With --functions: also list the failing cases not attributable to the device (they did not
+    /// pass on the reference), marked `(not attributable)`, without counting them.
+    #[arg(long)]
+    pub not_attributable: bool,
     /// Also list, per framework and device, the functions that fail and why.
     #[arg(long)]
     pub functions: bool,

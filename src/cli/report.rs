@@ -68,6 +68,10 @@ pub struct CountingArgs {
     /// default it is listed in its own column and not counted (the paper's rule).
     #[arg(long)]
     pub strict: bool,
+    /// With --functions: also list the failing cases not attributable to the device (they did not
+    /// pass on the reference), marked `(not attributable)`, without counting them.
+    #[arg(long)]
+    pub not_attributable: bool,
     /// The reference device (default: the run's).
     #[arg(long, value_name = "DEVICE")]
     pub reference: Option<Target>,

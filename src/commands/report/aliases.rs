@@ -98,7 +98,12 @@ pub fn kind_of(args: ReportArgs) -> Result<ReportKind> {
         return Ok(ReportKind::Suite(SuiteArgs { db: args.db, runs: args.suite, format: args.format }));
     }
     let which = Which::of(&args)?;
-    let counting = CountingArgs { all_failures: args.all_failures, strict: args.strict, reference: args.reference.clone() };
+    let counting = CountingArgs {
+        all_failures: args.all_failures,
+        strict: args.strict,
+        not_attributable: args.not_attributable,
+        reference: args.reference.clone(),
+    };
     let pick = RunPick { run: one_run(&args), campaign: args.campaign.clone(), machine: args.machine.clone() };
     let (db, format, output) = (args.db.clone(), args.format, args.output.clone());
     let modes = |pick: RunPick| ModesArgs { db: db.clone(), pick, stats_seed: args.stats_seed, format, output: None };

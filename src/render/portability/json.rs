@@ -149,6 +149,9 @@ struct FailingCase<'a> {
     reason: Reason,
     /// On the reference target itself: listed, counted only in the strict view.
     everywhere: bool,
+    /// Excused (did not pass on the reference), listed on request; never counted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    not_attributable: bool,
     /// One line, at most 160 characters, cut at word boundaries (its head and tail).
     message: &'a str,
     /// The whole message as stored (the error's full type name first).
@@ -298,6 +301,7 @@ fn function(f: &FunctionSummary) -> Function<'_> {
                 dtype: crate::model::name_or_empty(c.dtype),
                 reason: c.reason,
                 everywhere: c.everywhere,
+                not_attributable: c.not_attributable,
                 message: &c.message,
                 full_message: &c.full_message,
             })

@@ -139,13 +139,17 @@ pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 10] {
 
 /// One line per listed case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12` is the
 /// result id `mlport repro` takes); a case on the reference target itself says `(everywhere)`
-/// after its reason.
+/// after its reason, an excused one listed on request `(not attributable)`.
 pub(crate) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
     f.failures
         .iter()
         .map(|c| {
             let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
-            let everywhere = if c.everywhere { " (everywhere)" } else { "" };
+            let everywhere = match (c.everywhere, c.not_attributable) {
+                (true, _) => " (everywhere)",
+                (_, true) => " (not attributable)",
+                _ => "",
+            };
             format!(
                 "{} [{}]{id}: {}{everywhere} — {}",
                 crate::model::name_or_empty(c.dtype),
