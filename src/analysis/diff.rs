@@ -784,6 +784,12 @@ fn incomplete(name: &str, side: &SideData<'_>, shown_as: &str) -> Vec<String> {
 
 /// How the diff was computed, in words.
 pub fn rule_text(opts: &DiffOptions) -> String {
+    let strict = if opts.report.strict {
+        " (strict: a wrong answer or dtype change on the reference target itself counts toward them)"
+    } else {
+        ", where a wrong answer or dtype change on the reference target itself is listed as a change but does \
+         not make a function partial (--strict counts it)"
+    };
     let counting = if opts.report.attributable {
         "device-attributable, as in `mlport report`, within each run"
     } else {
@@ -797,7 +803,7 @@ pub fn rule_text(opts: &DiffOptions) -> String {
          B), new_wrong_result (ran on B but disagreed with its reference), fixed (failed or was wrong on A, \
          passes on B), reason_changed (fails on both, for another reason), counting_changed (counted on one side \
          only: skipped, a harness error, or excused), added/removed (on one side only); a function's statuses A → B \
-         are over the cases both sides have. Agreement: each output's \
+         are over the cases both sides have{strict}. Agreement: each output's \
          verdict against the float64 reference (agreement_changed), or its largest error, in ULPs (absolute where \
          the dtype has none), growing or shrinking {}× or more while agreeing on both sides (error_moved); an \
          output of a case passing on both sides compared with the float64 reference on A and with nothing on B \

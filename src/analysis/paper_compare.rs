@@ -57,7 +57,7 @@ pub struct Side {
 impl Side {
     fn of(f: Option<&FunctionSummary>) -> Option<Side> {
         let f = f?;
-        Some(Side { status: f.status, reasons: f.reasons_with_wrong().into_iter().collect() })
+        Some(Side { status: f.status, reasons: f.counted_reasons(false).into_iter().collect() })
     }
 
     fn fails(&self) -> Option<bool> {
@@ -157,19 +157,35 @@ pub(crate) mod tests_support {
         status: Option<FunctionStatus>,
         reasons: &[(Reason, usize)],
     ) -> FunctionSummary {
+        let count = |pick: &dyn Fn(Reason) -> bool| reasons.iter().filter(|(r, _)| pick(*r)).map(|r| r.1).sum();
+        let failures = reasons
+            .iter()
+            .flat_map(|&(reason, n)| std::iter::repeat_n(reason, n))
+            .map(|reason| crate::analysis::CaseFailure {
+                result_id: 0,
+                case_id: "c".into(),
+                dtype: None,
+                reason,
+                everywhere: false,
+                not_attributable: false,
+                message: String::new(),
+                full_message: String::new(),
+            })
+            .collect();
+        let apart = |r: Reason| matches!(r, Reason::WrongResult | Reason::DtypeChanged);
         FunctionSummary {
             name: name.into(),
             status,
             passed: 1,
             unchecked: 0,
-            failed: reasons.iter().map(|r| r.1).sum(),
-            wrong: 0,
+            failed: count(&|r| !apart(r)),
+            wrong: count(&|r| r == Reason::WrongResult),
             wrong_everywhere: 0,
-            dtype_changed: 0,
-            counted_failures: reasons.iter().map(|r| r.1).sum(),
+            dtype_changed: count(&|r| r == Reason::DtypeChanged),
+            counted_failures: count(&|_| true),
             not_attributable: 0,
-            reasons: reasons.iter().copied().collect::<BTreeMap<_, _>>(),
-            failures: Vec::new(),
+            reasons: reasons.iter().copied().filter(|(r, _)| !apart(*r)).collect::<BTreeMap<_, _>>(),
+            failures,
         }
     }
 

@@ -83,7 +83,9 @@ pub struct RunHeader {
     pub notes: Vec<String>,
 }
 
-/// One counted failing case of a function, for the per-function detail.
+/// One listed case of a function, for the per-function detail: a counted failure, a wrong answer or
+/// dtype change on the reference target itself (`everywhere`), or, on request, an excused one
+/// (`not_attributable`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseFailure {
     /// The result's id in the store (`mlport repro ID`); 0 when not read from a store.
@@ -160,8 +162,8 @@ pub struct FunctionSummary {
     pub not_attributable: usize,
     /// Errors by reason (wrong values and dtype changes are counted apart).
     pub reasons: BTreeMap<Reason, usize>,
-    /// The failing, wrong and dtype-changed cases (counted or [`Counted::Everywhere`]), in planned
-    /// order.
+    /// The failing, wrong and dtype-changed cases (counted or [`Counted::Everywhere`]), and the
+    /// excused ones when [`ReportOptions::list_not_attributable`] asks, in planned order.
     pub failures: Vec<CaseFailure>,
 }
 
@@ -171,6 +173,18 @@ pub fn percent_of(n: usize, of: usize) -> Option<f64> {
 }
 
 impl FunctionSummary {
+    /// The reasons of the cases that count toward the status under the report's view: errors,
+    /// and the device-attributable (or, strict, every) wrong answers and dtype changes — what an
+    /// audit or the paper comparison calls failing. Listed cases that do not count (the reference
+    /// target's own outside the strict view, excused ones) are left out.
+    pub fn counted_reasons(&self, strict: bool) -> BTreeMap<Reason, usize> {
+        let mut reasons = BTreeMap::new();
+        for c in self.failures.iter().filter(|c| !c.not_attributable && (strict || !c.everywhere)) {
+            *reasons.entry(c.reason).or_default() += 1;
+        }
+        reasons
+    }
+
     /// The errors by reason with the dtype changes added as `dtype_changed` and the wrong
     /// results (device-attributable or everywhere) as `wrong_result` (the summary keeps them
     /// apart from the errors; audits and the modes view list them together).
@@ -191,7 +205,9 @@ impl FunctionSummary {
 pub struct TargetSummary {
     pub framework: Framework,
     pub device: Target,
-    /// Functions with at least one counted case; the denominator of every percentage.
+    /// Functions with at least one counted case, or one listed but not counted (the reference
+    /// target's own wrong answer or dtype change, which counts with the passes toward the status);
+    /// the denominator of every percentage.
     pub functions_run: usize,
     pub success: usize,
     pub partial: usize,
@@ -298,7 +314,9 @@ pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attrib
             .to_string(),
     };
     let attributed = match (attributable, attribution) {
-        (false, _) => format!(" Every failure counts on every device (no attribution to the reference {reference})."),
+        (false, _) => format!(
+            " Every failure on a device other than the reference {reference} counts (no attribution to it)."
+        ),
         (true, Attribution::ReferencePassed) => format!(
             " Failures are device-attributable: on devices other than the reference {reference}, a failure \
              counts only if the same case passed on {reference}; others are reported as not attributable."
@@ -357,6 +375,17 @@ impl Counted {
     }
 }
 
+/// A failing result's reason: the stored one, else `timeout`, `crash`, `wrong_result` or (for
+/// `fail`) `other` by its outcome.
+pub fn failure_reason(r: &CaseResult) -> Reason {
+    r.reason.unwrap_or(match r.outcome {
+        Outcome::Timeout => Reason::Timeout,
+        Outcome::Crash => Reason::Crash,
+        Outcome::WrongResult => Reason::WrongResult,
+        _ => Reason::Other,
+    })
+}
+
 /// How each of `results` (a run's rows as [`crate::store::Store::results`] returns them)
 /// counts under `opts`, in the same order: the classification [`build`] totals. A failing
 /// result without a reason counts as `timeout`, `crash` or (for `fail`) `other`. A live run's
@@ -394,12 +423,7 @@ pub fn counted(run: &RunSummary, results: &[ResultRow], opts: &ReportOptions) ->
                 Outcome::Skip => Counted::Skipped,
                 Outcome::Flaky => Counted::Flaky,
                 Outcome::Fail | Outcome::Timeout | Outcome::Crash | Outcome::WrongResult => {
-                    let reason = r.reason.unwrap_or(match r.outcome {
-                        Outcome::Timeout => Reason::Timeout,
-                        Outcome::Crash => Reason::Crash,
-                        Outcome::WrongResult => Reason::WrongResult,
-                        _ => Reason::Other,
-                    });
+                    let reason = failure_reason(r);
                     let target = r.device.reference_target(&reference);
                     if reason == Reason::HarnessError {
                         Counted::Harness
@@ -612,7 +636,7 @@ impl<'a> Totals<'a> {
                         result_id: row.id,
                         case_id: row.case.case_id.clone(),
                         dtype: row.case.dtype,
-                        reason: row.result.reason.unwrap_or(Reason::Other),
+                        reason: failure_reason(&row.result),
                         everywhere: false,
                         not_attributable: true,
                         message: failure_message(&row.result),
@@ -1006,7 +1030,7 @@ pub(crate) mod tests {
         ]);
         assert_eq!(cuda.reasons, reasons);
         assert_eq!((cuda.cases_failed, cuda.cases_not_attributable), (5, 0));
-        assert!(report.rule.contains("Every failure counts"));
+        assert!(report.rule.contains("Every failure on a device other than the reference cpu counts"));
         // The reference device is unchanged by the option.
         assert_eq!(target(&report, Framework::Torch, "cpu").cases_failed, 3);
     }

@@ -203,7 +203,7 @@ pub fn audit(
         for t in rep.targets.iter().filter(|t| t.device == opts.device) {
             for f in &t.functions {
                 if f.status.is_some() {
-                    status.entry(canonical(&f.name)).or_insert((f.status, f.reasons_with_wrong(), run_name(run)));
+                    status.entry(canonical(&f.name)).or_insert((f.status, f.counted_reasons(false), run_name(run)));
                 }
             }
         }

@@ -68,8 +68,9 @@ pub struct CountingArgs {
     /// default it is listed in its own column and not counted (the paper's rule).
     #[arg(long)]
     pub strict: bool,
-    /// With --functions: also list the failing cases not attributable to the device (they did not
-    /// pass on the reference), marked `(not attributable)`, without counting them.
+    /// List the failing cases not attributable to the device (they did not pass on the reference)
+    /// with each function's cases (--functions, and JSON's `failing_cases`), marked
+    /// `(not attributable)`, never counted; attribution stays on.
     #[arg(long)]
     pub not_attributable: bool,
     /// The reference device (default: the run's).

@@ -1,7 +1,7 @@
 //! A campaign's portability ([`crate::analysis::campaign`]) in every format: one row group per
 //! (machine, target) — a machine column before the summary's own — then, per machine, its
 //! shards and runs (what is missing is said), then the counting rule with each machine's
-//! reference device. JSON is versioned (`{"format": "mlport.campaign", "version": 2}`); CSV has
+//! reference device. JSON is versioned (`{"format": "mlport.campaign", "version": 3}`); CSV has
 //! one row per machine × framework × target, counts as numbers and latency in ns.
 
 use std::io::{self, Write};
@@ -23,8 +23,9 @@ use crate::model::Target;
 pub const JSON_FORMAT: &str = "mlport.campaign";
 /// Its version; bumped on any incompatible change.
 /// Version 2: each target's `cases` carries `unchecked` (passing cases nothing compared),
-/// as `mlport.portability` version 2.
-pub const JSON_VERSION: u32 = 2;
+/// as `mlport.portability` version 2. Version 3: the targets as `mlport.portability` version 3
+/// (issue 39's split: `wrong_result` the device's, `wrong_everywhere` and `dtype_changed` apart).
+pub const JSON_VERSION: u32 = 3;
 
 /// Renders `report`. Ends with a newline.
 fn render(report: &CampaignReport, format: Format) -> String {
@@ -257,7 +258,7 @@ mod tests {
     fn campaign_json_snapshot() {
         let text = render(&campaign(), Format::Json);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
+        assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some(JSON_FORMAT), Some(3)));
         insta::assert_snapshot!(text);
     }
 

@@ -1,5 +1,5 @@
 //! The JSON rendering of a portability report: a durable, versioned format
-//! (`{"format": "mlport.portability", "version": 2, ...}`) written from its own
+//! (`{"format": "mlport.portability", "version": 3, ...}`) written from its own
 //! borrowed structs, so renaming a report field never changes it. Latencies are ns;
 //! percentages are of the functions run (`null` when none ran); enums and map keys use
 //! the `as_str` spellings; the counting rule comes last, as in every format.

@@ -108,10 +108,15 @@ pub(crate) fn summary_cells(report: &PortabilityReport, t: &TargetSummary) -> [S
     ]
 }
 
-/// The `dtype changed` cell: cases, with `(x64 off)` on a live JAX row whose run left JAX's
-/// 64-bit types off, which makes every float64 and int64 request 32-bit.
+/// The `dtype changed` cell: cases, with `(x64 off)` on a live JAX run's reference-device row when
+/// the run left JAX's 64-bit types off, which makes every float64 and int64 request 32-bit.
 pub(crate) fn dtype_changed(report: &PortabilityReport, t: &TargetSummary) -> String {
-    let x64_off = t.framework == Framework::Jax && report.run.source == RunSource::Live && !report.run.jax_x64;
+    // On another device the x64 default's changes are excused (they happen on the reference too):
+    // those counted there are the device's, so the label is the reference device's row only.
+    let x64_off = t.framework == Framework::Jax
+        && report.run.source == RunSource::Live
+        && !report.run.jax_x64
+        && t.device == report.reference;
     if x64_off && t.cases_dtype_changed > 0 {
         format!("{} (x64 off)", t.cases_dtype_changed)
     } else {
