@@ -56,7 +56,7 @@ fn diff_of_two_real_runs_lists_exactly_the_changes_and_fails_on_them() {
     // machine move by less, and are not what this test checks (the unit tests check the 1.5×
     // default's interval rule on known samples).
     let d = diff_json(&db, &["1", "2", "--threshold", "20"]);
-    assert_eq!((d["format"].as_str(), d["version"].as_u64()), (Some("mlport.diff"), Some(3)));
+    assert_eq!((d["format"].as_str(), d["version"].as_u64()), (Some("mlport.diff"), Some(4)));
     assert_eq!(changes(&d), regressions(), "{d:#}");
     let c = &d["changes"];
     let cumsum = &c[0]["cases"][0];

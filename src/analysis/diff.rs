@@ -13,7 +13,7 @@
 //! guessed: a case on one side only is listed as added or removed, never as a change of
 //! outcome. Rendered by [`crate::render::diff`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -240,6 +240,23 @@ pub struct LoneMachine {
     pub runs: Vec<i64>,
 }
 
+/// A framework on a target that only one side of a machine pair ran (a run of NumPy alone
+/// against a run of every framework, a device one side lacked): its cases are counted here, not
+/// listed one by one as added or removed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoneTarget {
+    /// `A` or `B`: the side that ran it.
+    pub side: &'static str,
+    /// The machine it ran on.
+    pub machine: String,
+    pub framework: Framework,
+    pub target: Target,
+    /// Functions with a result there.
+    pub functions: usize,
+    /// Their results (case × dtype).
+    pub cases: usize,
+}
+
 /// The whole diff.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DiffReport {
@@ -253,6 +270,9 @@ pub struct DiffReport {
     pub only_a: Vec<LoneMachine>,
     /// Machines of B that A does not have.
     pub only_b: Vec<LoneMachine>,
+    /// Frameworks × targets of a machine pair that one side has and the other does not, with their
+    /// counts (not compared, not listed as changes).
+    pub only_one_side: Vec<LoneTarget>,
     /// The slowdown threshold.
     pub threshold: f64,
     /// The error factor.
@@ -537,11 +557,16 @@ pub fn diff(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> DiffRepor
     let mut compared = Compared::default();
     let mut changes: Vec<Change> = Vec::new();
     let mut machines = Vec::new();
+    let mut only_one_side = Vec::new();
     for (na, sa, nb, sb) in &pairs {
-        let (c, mut ch) = diff_pair(sa, sb, opts);
+        let (c, mut ch, lone) = diff_pair(sa, sb, opts);
         for x in &mut ch {
             (x.machine_a, x.machine_b) = (na.to_string(), nb.to_string());
         }
+        only_one_side.extend(lone.into_iter().map(|mut l| {
+            l.machine = if l.side == "A" { na.to_string() } else { nb.to_string() };
+            l
+        }));
         changes.extend(ch);
         compared.functions += c.functions;
         compared.cases += c.cases;
@@ -569,6 +594,7 @@ pub fn diff(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> DiffRepor
         machines,
         only_a,
         only_b,
+        only_one_side,
         threshold: opts.threshold,
         error_factor: opts.error_factor,
         compared,
@@ -582,17 +608,43 @@ pub fn diff(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> DiffRepor
     }
 }
 
-/// Compares one machine's runs of B with one machine's runs of A; the changes' machines are
-/// left empty for [`diff`] to fill.
-fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compared, Vec<Change>) {
+/// Compares one machine's runs of B with one machine's runs of A; the changes' and lone targets'
+/// machines are left empty for [`diff`] to fill. A framework × target only one side ran is counted
+/// in a [`LoneTarget`] instead of listing each of its cases as added or removed.
+fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compared, Vec<Change>, Vec<LoneTarget>) {
     let (ia, ib) = (index(a, &opts.report), index(b, &opts.report));
     let mut compared = Compared::default();
     let mut changes: Vec<Change> = Vec::new();
     let mut order = ia.order.clone();
     order.extend(ib.order.iter().filter(|k| !ia.cases.contains_key(*k)).cloned());
+    let ran = |ix: &Indexed<'_>| -> HashSet<(Framework, Target)> {
+        ix.order.iter().map(|k| (k.0, k.2.clone())).collect()
+    };
+    let (ran_a, ran_b) = (ran(&ia), ran(&ib));
+    let mut lone: Vec<LoneTarget> = Vec::new();
     let none = Vec::new();
     for key in &order {
         let (ca, cb) = (ia.cases.get(key).unwrap_or(&none), ib.cases.get(key).unwrap_or(&none));
+        let pair = (key.0, key.2.clone());
+        let side = match (ran_a.contains(&pair), ran_b.contains(&pair)) {
+            (true, false) => Some(("A", ca.len())),
+            (false, true) => Some(("B", cb.len())),
+            _ => None,
+        };
+        if let Some((side, cases)) = side {
+            match lone.iter_mut().find(|l| l.side == side && l.framework == key.0 && l.target == key.2) {
+                Some(l) => (l.functions, l.cases) = (l.functions + 1, l.cases + cases),
+                None => lone.push(LoneTarget {
+                    side,
+                    machine: String::new(),
+                    framework: key.0,
+                    target: key.2.clone(),
+                    functions: 1,
+                    cases,
+                }),
+            }
+            continue;
+        }
         let (status_a, status_b) = statuses(ca, cb);
         if !ca.is_empty() && !cb.is_empty() {
             compared.functions += 1;
@@ -753,7 +805,7 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
             });
         }
     }
-    (compared, changes)
+    (compared, changes, lone)
 }
 
 /// A sentence for each run of `side` (named `name`) that has not finished: what it is, how many
@@ -872,6 +924,29 @@ pub(crate) mod tests {
         run_b.origin.label = Some("torch-next".into());
         run_b.info.frameworks.get_mut(&Framework::Torch).unwrap().version = Some("2.6.0".into());
         diff(&side("7", &run_a, &ra, &[]), &side("torch-next", &run_b, &rb, &[]), &DiffOptions::default())
+    }
+
+    #[test]
+    fn a_framework_only_one_side_ran_is_counted_not_listed_case_by_case() {
+        let (mut ra, rb) = rows();
+        // A also ran jax on cpu (two functions, three cases) and torch on cuda:0; B ran neither.
+        ra.push(row(Framework::Jax, "a", 1, "cpu", Pass, None, &[10]));
+        ra.push(row(Framework::Jax, "a", 2, "cpu", Fail, Some(Reason::NotImplemented), &[]));
+        ra.push(row(Framework::Jax, "b", 1, "cpu", Pass, None, &[10]));
+        ra.push(row(Framework::Torch, "a", 1, "cuda:0", Pass, None, &[10]));
+        let (run_a, run_b) = (run_summary(), RunSummary { id: 8, ..run_summary() });
+        let r = diff(&side("7", &run_a, &ra, &[]), &side("8", &run_b, &rb, &[]), &DiffOptions::default());
+        let lone: Vec<(&str, Framework, String, usize, usize)> =
+            r.only_one_side.iter().map(|l| (l.side, l.framework, l.target.to_string(), l.functions, l.cases)).collect();
+        assert_eq!(lone, [("A", Framework::Jax, "cpu".into(), 2, 3), ("A", Framework::Torch, "cuda:0".into(), 1, 1)]);
+        assert!(r.changes.iter().all(|c| c.framework != Framework::Jax && c.target.to_string() == "cpu"), "{r:#?}");
+        // The torch functions both ran are compared as before: f is still removed, g added.
+        assert_eq!(kinds(&r), kinds(&example()));
+        let header = crate::render::diff::header_lines(&r).join("\n");
+        assert!(
+            header.contains("Only on A (not compared, not listed as changes): jax on cpu: 2 functions, 3 cases; torch on cuda:0: 1 function, 1 case."),
+            "{header}"
+        );
     }
 
     #[test]

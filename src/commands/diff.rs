@@ -87,6 +87,9 @@ pub fn diff(args: DiffArgs) -> Result<ExitStatus> {
         for note in &report.incomplete {
             eprintln!("mlport: incomplete: {note}");
         }
+        for line in render::diff::header_lines(&report).iter().filter(|l| l.starts_with("Only on ")) {
+            eprintln!("mlport: {line}");
+        }
     }
     emit(&match format_of(args.format)? {
         Format::Table => render::diff::render_table(&report),

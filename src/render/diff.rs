@@ -19,8 +19,10 @@ pub const JSON_FORMAT: &str = "mlport.diff";
 /// The JSON document's version.
 /// The JSON document's version: 2 names the machines of every change (`machine_a`,
 /// `machine_b`) and lists the machine pairs compared (`machines`, `only_a`, `only_b`); 3 adds
-/// the change kinds `now_unchecked` and `now_checked`.
-pub const JSON_VERSION: u32 = 3;
+/// the change kinds `now_unchecked` and `now_checked`; 4 counts a framework × target only one
+/// side ran in `only_one_side` (side, machine, framework, target, functions, cases) instead of
+/// listing each of its cases as `added` or `removed`.
+pub const JSON_VERSION: u32 = 4;
 
 /// `run 3 (torch-2.15, gpu-box)`; several runs joined with `+`.
 fn runs_of(s: &DiffSide) -> String {
@@ -91,6 +93,26 @@ pub fn header_lines(r: &DiffReport) -> Vec<String> {
         lines.push(format!("{changes} ({}): {compared}.", counts.join(", ")));
     }
     lines.extend(r.incomplete.iter().map(|note| format!("Incomplete: {note}.")));
+    for side in ["A", "B"] {
+        let lone: Vec<String> = r
+            .only_one_side
+            .iter()
+            .filter(|l| l.side == side)
+            .map(|l| {
+                let machine = if r.machines.len() > 1 { format!(" ({})", l.machine) } else { String::new() };
+                format!(
+                    "{} on {}{machine}: {}, {}",
+                    l.framework,
+                    l.target,
+                    crate::render::units::plural(l.functions, "function"),
+                    crate::render::units::plural(l.cases, "case")
+                )
+            })
+            .collect();
+        if !lone.is_empty() {
+            lines.push(format!("Only on {side} (not compared, not listed as changes): {}.", lone.join("; ")));
+        }
+    }
     lines
 }
 
