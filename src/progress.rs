@@ -152,8 +152,15 @@ impl EventSink for Progress {
             Event::FrameworkStarting { framework } => {
                 self.bar.set_message(format!("importing {framework}"));
             }
-            Event::FrameworkReady { framework, version, devices } => {
-                let names: Vec<&str> = devices.iter().map(|d| d.as_str()).collect();
+            Event::FrameworkReady { framework, version, devices, stacks } => {
+                // A device on another stack says its own versions (torch on xla:0).
+                let names: Vec<String> = devices
+                    .iter()
+                    .map(|d| match stacks.iter().find(|s| s.device == *d) {
+                        Some(s) => format!("{d} ({})", s.versions),
+                        None => d.to_string(),
+                    })
+                    .collect();
                 if names.is_empty() {
                     self.say(format!("mlport: {framework} {version}: none of the devices asked for is available"));
                 } else {

@@ -127,6 +127,11 @@ fn failures_count_against_xla_only_where_the_cpu_passed() {
         assert_eq!(result(&rows, "torch.reshape", t).result.outcome, Outcome::Fail, "{t}");
     }
     let report = report_json();
+    // The header credits xla:0 with the torch-xla stack's own versions, not the main stack's.
+    let stacks = report["run"]["device_stacks"].as_array().expect("xla:0 ran another stack");
+    let versions = stacks.iter().find(|d| d["device"] == "xla:0").unwrap()["versions"].as_str().unwrap();
+    assert!(versions.starts_with("torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0"), "{versions}");
+    assert_ne!(report["run"]["frameworks"]["torch"].as_str().unwrap().split('+').next(), Some("2.9.0"));
     let xla = common::target(&report, "torch", "xla:0");
     let numpy = function(xla, "torch.Tensor.numpy");
     assert_eq!((numpy["failed"].as_u64(), numpy["not_attributable"].as_u64()), (Some(1), Some(0)));

@@ -64,6 +64,17 @@ struct Run<'a> {
     machine: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     notes: &'a [String],
+    /// Devices a framework ran with another stack (torch on `xla:N`), with the versions their
+    /// worker reported.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    device_stacks: Vec<DeviceStackJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct DeviceStackJson<'a> {
+    framework: Framework,
+    device: &'a Target,
+    versions: &'a str,
 }
 
 #[derive(Serialize)]
@@ -244,6 +255,11 @@ fn document<'a, T>(report: &'a PortabilityReport, format: &'static str, body: T)
             label: r.label.as_deref(),
             machine: r.machine.as_deref(),
             notes: &r.notes,
+            device_stacks: r
+                .device_stacks
+                .iter()
+                .map(|d| DeviceStackJson { framework: d.framework, device: &d.device, versions: &d.versions })
+                .collect(),
         },
         reference_device: &report.reference,
         attributable: report.attributable,

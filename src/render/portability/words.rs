@@ -29,14 +29,24 @@ pub(crate) fn versions(report: &PortabilityReport) -> String {
     let r = &report.run;
     let python = if r.python_version.is_empty() { "unknown" } else { &r.python_version };
     let mut parts = vec![format!("python {python}")];
-    parts.extend(r.frameworks.iter().map(|(f, v)| match v {
-        // JAX's 64-bit mode changes what an int64 or float64 case means: always said.
-        Some(v) if *f == Framework::Jax && r.source == RunSource::Live => {
-            format!("{f} {v} (jax_enable_x64 {})", if r.jax_x64 { "on" } else { "off" })
-        }
-        Some(v) => format!("{f} {v}"),
-        None if report.not_usable.contains_key(f) || r.source == RunSource::Live => format!("{f} not importable"),
-        None => format!("{f} version unknown"),
+    parts.extend(r.frameworks.iter().map(|(f, v)| {
+        let own = match v {
+            // JAX's 64-bit mode changes what an int64 or float64 case means: always said.
+            Some(v) if *f == Framework::Jax && r.source == RunSource::Live => {
+                format!("{f} {v} (jax_enable_x64 {})", if r.jax_x64 { "on" } else { "off" })
+            }
+            Some(v) => format!("{f} {v}"),
+            None if report.not_usable.contains_key(f) || r.source == RunSource::Live => format!("{f} not importable"),
+            None => format!("{f} version unknown"),
+        };
+        // A device that ran another stack says its own versions (torch on xla:0).
+        let others: Vec<String> = r
+            .device_stacks
+            .iter()
+            .filter(|d| d.framework == *f)
+            .map(|d| format!("{} ran {}", d.device, d.versions))
+            .collect();
+        if others.is_empty() { own } else { format!("{own} ({})", others.join("; ")) }
     }));
     if !r.catalogue_version.is_empty() {
         let cat: Vec<String> = r.catalogue_version.iter().map(|(f, v)| format!("{f} {v}")).collect();
