@@ -99,7 +99,8 @@ pub struct DeviceStack {
 
 /// The devices of `devices` that a framework ran with another stack: the available `xla:N` ones,
 /// whose detail the run composed from the torch-xla worker's own hello
-/// (`torch_xla V, PJRT_DEVICE=…; torch V; python PATH`, `runner::devices`).
+/// (`NATIVE torch_xla V, PJRT_DEVICE=…; torch V; python PATH`, `runner::devices`), the native
+/// device name (`xla:0`) and the interpreter's path left out.
 pub fn device_stacks(devices: &[DeviceInfo]) -> Vec<DeviceStack> {
     devices
         .iter()
@@ -107,7 +108,13 @@ pub fn device_stacks(devices: &[DeviceInfo]) -> Vec<DeviceStack> {
         .map(|d| DeviceStack {
             framework: d.framework,
             device: d.device.clone(),
-            versions: d.detail.split("; python ").next().unwrap_or_default().to_string(),
+            versions: {
+                let v = d.detail.split("; python ").next().unwrap_or_default();
+                match v.split_once(' ') {
+                    Some((native, rest)) if native.contains(':') => rest.to_string(),
+                    _ => v.to_string(),
+                }
+            },
         })
         .collect()
 }
