@@ -195,7 +195,7 @@ def compare(want, mlport_json):
 
 def main():
     if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__.strip().splitlines()[-9])
+        sys.exit(next(line for line in __doc__.splitlines() if line.startswith("Usage:")))
     root = sys.argv[1]
     out = {fw: latency(root, fw) for fw in FRAMEWORKS}
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
