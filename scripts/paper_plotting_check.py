@@ -10,8 +10,8 @@ step, quirks included; each function below names the function it follows:
   from `{framework}_timings/{device}_vm/{device}/` (TensorFlow, JAX) or
   `pytorch_timings/{device}_vm/` (PyTorch), and the failure report from
   `{framework_dir}/{device}_vm/test_failure_report.json` -- the report at the top of the
-  machine's folder, whichever run it came from. The published data has no `gpu_vm`: the T4
-  folder is `t4_vm` (the only GPU folder with that layout), so device gpu reads `t4_vm`.
+  machine's folder, whichever run it came from. The published data has no `gpu_vm`; device gpu
+  reads `t4_vm`, the only GPU machine folder with a report there (`a100_vm` has none).
   TensorFlow's top-level reports are the 8 May ones, not the 13 May ones beside the sessions;
   JAX's `tpu_vm/` report is a copy of the T4 (GPU) run's.
 - `utils.combine_function_tests` (consolidation "concat", the default): for every test of the
