@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Grand Illusion's figures by the authors' method, straight from the published raw data.
+"""The Grand Illusion's status figure by the authors' method, straight from the published raw data.
 
 An independent check of `mlport report --paper` (tests/paper_report.rs runs it): standard
 library only, no mlport code. Reads the data set's folder (../shared/paper-data, layout in its
@@ -9,28 +9,22 @@ README) and prints one JSON document:
   succeed (every counted test passed), are partial, or fail completely. Counted tests are the
   device's tests that were not skipped; PyTorch's CPU copies (class `...CPU`, name with the
   `_cpu` token) are the reference and not counted, and a failing device test is excused when
-  its CPU copy failed too. Every failure counts, the authors' timer bug included.
-- "latency": per framework, GPU (T4) -> TPU v3, the authors' method: over the three timing
-  sessions, every timed call (first call included) of every test that passed in that machine's
-  pytest report (JAX's only report, a T4 run, serves both devices); PyTorch's CPU copies left
-  out and test names stripped of the device token (`_cuda`, `_xla`); tests timed on both devices
-  kept and grouped by test file into functions; per function the mean of all its timed calls on
-  each device and the ratio TPU mean / GPU mean; over functions the share faster on TPU (ratio
-  below 1), the share more than 10x slower, the median and the geometric mean.
+  its CPU copy failed too. Every failure counts, the authors' timer bug included. The
+  authors' code has no status computation to follow: this is the counting the paper states,
+  on the reports beside the timing sessions.
 
-A timing key (`file:test`, no class) belongs to the last report test with that file and name
-(the timing file kept the last when two classes share a test name).
+The latency figures by the authors' method are their plotting code's: see
+scripts/paper_plotting_check.py, which follows it.
 
 Usage: python3 scripts/paper_figures.py PAPER_DATA_DIR
 """
 
 import json
-import math
 import os
-import statistics
 import sys
 
-# framework: (folder, GPU sessions' folder, GPU report, TPU sessions' folder, TPU report)
+# framework: (folder, GPU sessions' folder, GPU report, TPU sessions' folder, TPU report); the
+# sessions' folders are not read here.
 RUNS = {
     "torch": ("pytorch_timings", "t4_vm", "t4_vm/test_failure_report.json",
               "tpu_vm", "tpu_vm/test_failure_report.json"),
@@ -41,7 +35,6 @@ RUNS = {
             "tpu_vm/tpu", "t4_vm/gpu/test_failure_report.json"),
 }
 TOKENS = {"gpu": ("CUDA", "cuda"), "tpu": ("XLA", "xla")}
-THRESHOLD = 10.0
 
 
 def load(path):
@@ -80,14 +73,6 @@ def is_cpu_copy(framework, cls, name):
         and strip_token(name, "cpu") is not None
 
 
-def device_name(framework, device, name):
-    """A device test's name with its device token stripped (PyTorch), else as it is."""
-    if framework != "torch":
-        return name
-    stripped = strip_token(name, TOKENS[device][1])
-    return stripped if stripped is not None else name
-
-
 def status(framework, report, device):
     tests = [t for t in report["tests"] if t["outcome"] != "rerun"]
     outcome_of = {}
@@ -120,69 +105,16 @@ def status(framework, report, device):
     return counts
 
 
-def passed_keys(framework, report):
-    """Timing keys (`file:test`) whose owning report test passed, device copies only."""
-    owner = {}
-    for t in report["tests"]:
-        if t["outcome"] == "rerun":
-            continue
-        file, cls, name = split_nodeid(t["nodeid"])
-        owner["%s:%s" % (file, name)] = (t["outcome"], is_cpu_copy(framework, cls, name))
-    return {k for k, (outcome, cpu) in owner.items() if outcome == "passed" and not cpu}
-
-
-def timed_calls(framework, folder, kind, passed, device):
-    """Per (file, stripped test name): every timed call of the three sessions."""
-    calls = {}
-    for n in (1, 2, 3):
-        for key, entry in load(os.path.join(folder, "%s_%d.json" % (kind, n))).items():
-            if key not in passed:
-                continue
-            file, test = key.split(":", 1)
-            calls.setdefault((file, device_name(framework, device, test)), []).extend(entry["operations"])
-    return {k: v for k, v in calls.items() if v}
-
-
-def latency(root, framework):
-    folder, gpu_dir, gpu_report, tpu_dir, tpu_report = RUNS[framework]
-    base = os.path.join(root, folder)
-    gpu = timed_calls(framework, os.path.join(base, gpu_dir), "gpu",
-                      passed_keys(framework, load(os.path.join(base, gpu_report))), "gpu")
-    tpu = timed_calls(framework, os.path.join(base, tpu_dir), "tpu",
-                      passed_keys(framework, load(os.path.join(base, tpu_report))), "tpu")
-    functions = {}
-    for key in sorted(set(gpu) & set(tpu)):
-        g, t = functions.setdefault(key[0], ([], []))
-        g.extend(gpu[key])
-        t.extend(tpu[key])
-    ratios = {}
-    for file, (g, t) in functions.items():
-        gm, tm = sum(g) / len(g), sum(t) / len(t)
-        if gm > 0 and tm > 0:
-            ratios[file] = tm / gm
-    values = sorted(ratios.values())
-    n = len(values)
-    return {
-        "functions": n,
-        "faster": sum(1 for r in values if r < 1.0),
-        "intolerable": sum(1 for r in values if r > THRESHOLD),
-        "median": statistics.median(values) if values else None,
-        "geometric_mean": math.exp(sum(math.log(r) for r in values) / n) if values else None,
-        "ratios": ratios,
-    }
-
-
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[-1])
     root = sys.argv[1]
-    out = {"status": {}, "latency": {}}
+    out = {"status": {}}
     for framework, (folder, gpu_dir, gpu_report, tpu_dir, tpu_report) in RUNS.items():
         base = os.path.join(root, folder)
         out["status"][framework] = {"gpu": status(framework, load(os.path.join(base, gpu_report)), "gpu")}
         if tpu_report != gpu_report:
             out["status"][framework]["tpu"] = status(framework, load(os.path.join(base, tpu_report)), "tpu")
-        out["latency"][framework] = latency(root, framework)
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -3,8 +3,9 @@
 //! between two targets ([`slowdown`]), eager against compiled execution ([`modes`]), the
 //! dtype matrix ([`dtypes`]), the cross-framework agreement table ([`frameworks`]) and what
 //! changed between two runs ([`diff`]); the paper's TPU v3 statuses beside today's `xla:0`
-//! ([`paper_compare`]); a campaign's runs of many shards and machines read as
-//! one, per machine ([`campaign`]).
+//! ([`paper_compare`]); the paper's figures from its raw data, both methods ([`paper`]; the
+//! authors' latency by their own plotting code, [`paper_plotting`]); a campaign's runs of many
+//! shards and machines read as one, per machine ([`campaign`]).
 //! [`crate::render`] turns each result into text.
 
 pub mod campaign;
@@ -17,6 +18,7 @@ pub mod modes;
 pub mod ops;
 pub mod paper;
 pub mod paper_compare;
+pub mod paper_plotting;
 pub mod portability;
 pub mod slowdown;
 pub mod stops;

@@ -6,19 +6,22 @@
 //!   device test counts, a failure excused only when its PyTorch CPU copy failed too — failures
 //!   of the authors' own timer (`partial_timed()`) included. mlport's: the portability report's
 //!   counts ([`super::portability`]), where such harness errors are never counted.
-//! - **latency** GPU (T4, `t4_vm`) → TPU v3 (`tpu_vm`) per framework. The authors' method
-//!   ([`Rule::Paper`]): every timed call of the three sessions, first calls included, of the tests
-//!   that passed on each device (JAX's one report serves both), per function the mean on TPU over
-//!   the mean on GPU. mlport's ([`Rule::Mlport`], steady state): per function the median ratio of
+//! - **latency** GPU (T4, `t4_vm`) → TPU v3 (`tpu_vm`) per framework. The authors' method is
+//!   their plotting code followed step by step, quirks included ([`super::paper_plotting`]):
+//!   every timed call of the three sessions, first calls included, of the tests that passed in
+//!   the report their code reads for each machine, per function the mean on TPU over the mean on
+//!   GPU. mlport's ([`Rule::Mlport`], steady state): per function the median ratio of
 //!   steady-state samples with a bootstrap interval, unstable functions flagged.
 //!
-//! `scripts/paper_figures.py` computes the authors' method from the raw JSON files with no
-//! mlport code; `tests/paper_report.rs` checks both agree.
+//! `scripts/paper_figures.py` computes the authors' status counts, and
+//! `scripts/paper_plotting_check.py` their plotting code's latency figures, from the raw JSON
+//! files with no mlport code; `tests/paper_report.rs` checks that mlport's agree.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::paper_plotting::{PlottedFunction, plotted_latency};
 use super::portability::PortabilityReport;
 use super::slowdown::{self, Distribution, Measure, Rule, SlowdownOptions};
 use crate::model::{Framework, Outcome, ResultRow, RunSource, RunSummary, Target};
@@ -79,6 +82,8 @@ pub struct LatencyRow {
     pub tpu: String,
     /// The authors' method: the mean ratios' distribution (TPU mean / GPU mean per function).
     pub authors: Distribution,
+    /// The functions the authors' method compared, by the authors' key, with their ratios.
+    pub authors_functions: Vec<PlottedFunction>,
     /// mlport's method: the steady-state median ratios' distribution, with its interval.
     pub mlport: Distribution,
     /// Functions mlport flags unstable (a case with a noisy or thin summary on either side).
@@ -203,22 +208,22 @@ pub fn build(runs: &[PaperRun<'_>], seed: Option<u64>) -> PaperFigures {
             let opts = SlowdownOptions { rule, measure: Measure::Steady, stats, ..Default::default() };
             slowdown::slowdown((g.summary, &gd, g.results), (t.summary, &td, t.results), &opts)
         };
-        let (paper, mine) = (compare(Rule::Paper), compare(Rule::Mlport));
-        let dist = |sd: &slowdown::SlowdownReport, paper: bool| {
-            sd.frameworks
-                .iter()
-                .find(|x| x.framework == fw)
-                .map(|x| if paper { x.by_mean.clone() } else { x.by_median.clone() })
-                .unwrap_or_else(|| Distribution::of(&[], 0, &stats))
-        };
+        let mine = compare(Rule::Mlport);
+        let authors = plotted_latency((&gd, g.results), (&td, t.results), fw, threshold, &stats);
         latency.push(LatencyRow {
             framework: fw,
             gpu: g.summary.origin.label.clone().unwrap_or_default(),
             tpu: t.summary.origin.label.clone().unwrap_or_default(),
-            authors: dist(&paper, true),
-            mlport: dist(&mine, false),
+            authors: authors.distribution,
+            authors_functions: authors.functions,
+            mlport: mine
+                .frameworks
+                .iter()
+                .find(|x| x.framework == fw)
+                .map(|x| x.by_median.clone())
+                .unwrap_or_else(|| Distribution::of(&[], 0, &stats)),
             unstable: mine.functions.iter().filter(|f| f.unstable).count(),
-            authors_not_compared: paper.not_compared.len(),
+            authors_not_compared: authors.not_compared,
             mlport_not_compared: mine.not_compared.len(),
         });
     }
@@ -244,7 +249,12 @@ fn why() -> Vec<String> {
          trusted. Which tests count differs too: the authors kept only tests that passed (JAX's TPU run, which \
          has no report, through the T4 report), mlport compares every test timed on both devices, passed or not \
          (a failing test's timed calls are still calls of the function). Both compare only tests timed on both \
-         devices and group them by test file."
+         devices and group them by test file. The authors' figures follow their plotting code exactly, quirks \
+         included: it reads the report at the top of each machine's folder (TensorFlow's of 8 May, not the 13 May \
+         one beside the timings), adds a test name's calls once per passing test that has it (two classes of a \
+         file share some names), and cuts PyTorch test names at the device token, dtype and all, so the last \
+         dtype variant of a test in the report stands for all of them, on each device on its own; mlport matches \
+         each test with the same test at the same dtype."
             .into(),
     ]
 }

@@ -57,7 +57,10 @@ pub enum Rule {
     /// of the cases that passed on each side (a side with no recorded outcome at all, a
     /// timings-only import, takes the other side's: JAX's one report serves both devices);
     /// cases timed on both sides kept; per function the mean of all its timed calls on each
-    /// side and their ratio (`mean_ratio`, summarised in `by_mean`).
+    /// side and their ratio (`mean_ratio`, summarised in `by_mean`). A rule for any two runs,
+    /// matching each case with the same case at the same dtype; `report paper` follows the
+    /// authors' plotting code itself on their data, quirks included
+    /// ([`super::paper_plotting`]), so its figures may differ from this rule's on the same runs.
     Paper,
 }
 
@@ -354,7 +357,7 @@ fn collect(
 
 /// Every timed call of a result, ns: each session's first call (an import's; a live case's one
 /// first call) and then the samples.
-fn all_calls(r: &crate::model::CaseResult) -> Vec<f64> {
+pub(crate) fn all_calls(r: &crate::model::CaseResult) -> Vec<f64> {
     let firsts: Vec<u64> = if r.session_first_calls_ns.is_empty() {
         r.first_call_ns.into_iter().collect()
     } else {

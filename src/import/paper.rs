@@ -18,6 +18,14 @@
 //!   report elsewhere is left out: as a copy when byte-identical to a report that belongs to
 //!   a run (the three JAX reports are one GPU run's), otherwise as an earlier report set
 //!   superseded by the one beside the timings (TensorFlow's 8 May reports).
+//! - The authors' plotting code reads, for a machine's GPU or TPU sessions, the report at the
+//!   top of the machine's folder (for-ai/portability, `src/plotting/utils.py`, `open_file`).
+//!   Where that is an earlier report set with other contents (TensorFlow's 8 May reports),
+//!   each device test's outcome in it is kept on its case
+//!   ([`crate::model::ImportedSpec::authors_outcome`]) for the authors' method of `report
+//!   paper` only, and the run's note says how many differ; everything else reads the report
+//!   beside the timings. Each report test's place in its report is kept too
+//!   ([`crate::model::ImportedSpec::report_index`]): their code reads tests in report order.
 //! - Runs without a report have timings only: their tests are recorded as skipped with an
 //!   unknown outcome (never counted). The only evidence of failure there, a test recording
 //!   fewer timed calls than its CPU copy or than the same test in the machine's CPU run, is
@@ -36,13 +44,13 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::pytest_json::{self, PytestReport};
+use super::pytest_json::{self, PytestReport, TestOutcome};
 use super::suite::{Suite, device_suffix, normalise_name};
 use super::timings::{self, TimingFile};
 use super::{ImportError, blank_info, describe_report};
 use crate::catalogue;
 use crate::model::{Framework, Target};
-use crate::model::{FunctionRow, RunData, RunOrigin, RunSource};
+use crate::model::{FunctionRow, RunData, RunOrigin, RunSource, Spec};
 
 /// The framework folders of the data set, in import order.
 pub const FRAMEWORK_DIRS: [(&str, Framework); 3] = [
@@ -75,6 +83,9 @@ struct Group {
     kind: &'static str,
     sessions: Vec<(u32, PathBuf)>,
     report: Option<PathBuf>,
+    /// The report the authors' plotting code read for this run's machine and device, where it
+    /// is another file than `report` with other contents (module docs).
+    authors_report: Option<PathBuf>,
 }
 
 impl Group {
@@ -189,7 +200,14 @@ pub fn import_paper(dir: &Path, command_line: &str) -> Result<PaperImport, Impor
                 notes,
                 ..RunOrigin::default()
             };
-            runs.push(suite.convert(info, origin));
+            let mut run = suite.convert(info, origin);
+            if let (Some(path), Some(own)) = (&g.authors_report, report) {
+                let authors = pytest_json::read(path)?;
+                let shown = path.strip_prefix(dir).unwrap_or(path).display().to_string();
+                let note = keep_authors_outcomes(&mut run, own, &authors, &shown, &report_date(path));
+                run.origin.notes.push(note);
+            }
+            runs.push(run);
         }
         left_out.append(&mut out);
     }
@@ -248,6 +266,40 @@ fn evidence_note(
         "no pytest report for this run: outcomes unknown (timings only); {fewer} of {} tests recorded fewer timed calls \
          than {against} — evidence that an operation raised, not counted as failures",
         pairs.len()
+    )
+}
+
+/// Records on each case of `run` (imported from `own`) its device test's outcome in `authors`,
+/// the report the authors' plotting code read for the run's machine (module docs), and says
+/// what differs in a note.
+fn keep_authors_outcomes(
+    run: &mut RunData,
+    own: &PytestReport,
+    authors: &PytestReport,
+    path: &str,
+    date: &str,
+) -> String {
+    let mut theirs: HashMap<&str, TestOutcome> = HashMap::new();
+    for t in authors.tests.iter().filter(|t| t.outcome != TestOutcome::Rerun) {
+        theirs.insert(t.nodeid.as_str(), t.outcome);
+    }
+    let mut differ = 0;
+    for case in &mut run.cases {
+        let Spec::Imported(spec) = &mut case.spec else { continue };
+        let Some(test) = spec.report_index.and_then(|i| own.tests.get(i as usize)) else { continue };
+        let word = theirs.get(test.nodeid.as_str()).map_or("absent", |o| o.as_str());
+        differ += usize::from(word != test.outcome.as_str());
+        spec.authors_outcome = Some(word.to_string());
+    }
+    let here: std::collections::HashSet<&str> = own.tests.iter().map(|t| t.nodeid.as_str()).collect();
+    let only: Vec<TestOutcome> =
+        authors.tests.iter().filter(|t| !here.contains(t.nodeid.as_str())).map(|t| t.outcome).collect();
+    let passed = only.iter().filter(|o| **o == TestOutcome::Passed).count();
+    format!(
+        "the authors' plotting code read {path} ({date}) for this machine, not the report beside these timings: each \
+         test's outcome there is kept for the authors' method of `report paper`; {differ} tests have another outcome \
+         there, and {} tests there are not here ({passed} of them passed)",
+        only.len()
     )
 }
 
@@ -325,7 +377,14 @@ fn discover(root: &Path, framework: Framework) -> Result<(Vec<Group>, Vec<(PathB
         } else if let Some((kind, n)) = session_file(&name) {
             groups
                 .entry((folder.clone(), kind))
-                .or_insert_with(|| Group { framework, rel: folder.clone(), kind, sessions: Vec::new(), report: None })
+                .or_insert_with(|| Group {
+                    framework,
+                    rel: folder.clone(),
+                    kind,
+                    sessions: Vec::new(),
+                    report: None,
+                    authors_report: None,
+                })
                 .sessions
                 .push((n, path));
         } else {
@@ -375,14 +434,34 @@ fn discover(root: &Path, framework: Framework) -> Result<(Vec<Group>, Vec<(PathB
     }
     for (folder, path) in loose {
         let hash = sha256(&path)?;
+        // The authors' plotting code reads the report at the top of a machine's folder for that
+        // machine's GPU or TPU sessions (for-ai/portability, src/plotting/utils.py, `open_file`).
+        let mut read_by_authors = Vec::new();
+        for g in groups.iter_mut().filter(|g| g.machine() == folder && g.rel != folder && g.kind != "cpu") {
+            let Some(own) = &g.report else { continue };
+            if sha256(own)? != hash {
+                g.authors_report = Some(path.clone());
+                read_by_authors.push(g.label());
+            }
+        }
         let why = if let Some((twin, _, label, _)) = attached.iter().find(|a| a.1 == hash) {
             format!(
                 "byte-identical to {} (the report of {label}): not evidence for {folder}",
                 twin.strip_prefix(root.parent().unwrap_or(root)).unwrap_or(twin).display()
             )
         } else if let Some((newer, _, label, _)) = attached.iter().find(|a| a.3.starts_with(&format!("{folder}/"))) {
+            let authors = if read_by_authors.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the authors' plotting code read it, so each test's outcome here is kept for the authors' method \
+                     of `report paper` ({})",
+                    read_by_authors.join(", ")
+                )
+            };
             format!(
-                "an earlier report set, not beside any timing files ({}); {} beside the timings of {label} ({}) is used",
+                "an earlier report set, not beside any timing files ({}); {} beside the timings of {label} ({}) is \
+                 used{authors}",
                 report_date(&path),
                 newer.strip_prefix(root.parent().unwrap_or(root)).unwrap_or(newer).display(),
                 report_date(newer)
@@ -424,6 +503,7 @@ mod tests {
             kind,
             sessions: vec![],
             report: None,
+            authors_report: None,
         };
         assert_eq!(g("t4_vm/gpu", "gpu").label(), "paper/jax/t4_vm/gpu");
         assert_eq!(g("tpu_vm_soft", "tpu").label(), "paper/jax/tpu_vm_soft/tpu");

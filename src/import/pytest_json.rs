@@ -73,6 +73,21 @@ pub enum TestOutcome {
     Rerun,
 }
 
+impl TestOutcome {
+    /// The outcome as pytest-json-report spells it (`passed`, `failed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestOutcome::Passed => "passed",
+            TestOutcome::Failed => "failed",
+            TestOutcome::Skipped => "skipped",
+            TestOutcome::Error => "error",
+            TestOutcome::Xfailed => "xfailed",
+            TestOutcome::Xpassed => "xpassed",
+            TestOutcome::Rerun => "rerun",
+        }
+    }
+}
+
 /// One stage of a test: setup, call or teardown.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Stage {

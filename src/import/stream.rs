@@ -201,7 +201,7 @@ impl Stream {
             case_id: case_id.into(),
             dtype: None,
             seed: 0,
-            spec: Spec::Imported(ImportedSpec { nodeid: Some(nodeid.to_string()), timing_key: None }),
+            spec: Spec::Imported(ImportedSpec { nodeid: Some(nodeid.to_string()), ..Default::default() }),
         };
         let device =
             DeviceInfo { framework: self.framework, device: r.device.clone(), available: true, detail: String::new() };

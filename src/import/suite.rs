@@ -278,7 +278,12 @@ impl Suite<'_> {
                 };
                 let mut r = self.result_of(t, &placed, merged, &finished_at, rerun.as_ref());
                 r.case_key = placed.key.clone();
-                b.add(self, &placed, ImportedSpec { nodeid: Some(t.nodeid.clone()), timing_key: None }, r);
+                let spec = ImportedSpec {
+                    nodeid: Some(t.nodeid.clone()),
+                    report_index: (placed.role == Role::Device).then_some(i as u64),
+                    ..Default::default()
+                };
+                b.add(self, &placed, spec, r);
             }
             if collided > 0 && !self.timings.is_empty() {
                 origin.notes.push(format!(
@@ -331,7 +336,7 @@ impl Suite<'_> {
                     outputs: serde_json::Value::Null,
                     finished_at: finished_at.clone(),
                 };
-                b.add(self, &placed, ImportedSpec { nodeid: None, timing_key: Some(e.key.clone()) }, r);
+                b.add(self, &placed, ImportedSpec { timing_key: Some(e.key.clone()), ..Default::default() }, r);
             }
         }
         if b.replaced > 0 {
@@ -422,7 +427,8 @@ struct Builder {
     functions: Vec<FunctionRow>,
     function_names: HashSet<String>,
     cases: Vec<CaseRow>,
-    case_keys: HashSet<String>,
+    /// Each case's position in `cases`, by key.
+    case_index: HashMap<String, usize>,
     results: HashMap<(String, Target), CaseResult>,
     order: Vec<(String, Target)>,
     replaced: usize,
@@ -435,16 +441,26 @@ impl Builder {
         if self.function_names.insert(function.name.clone()) {
             self.functions.push(function.clone());
         }
-        if self.case_keys.insert(placed.key.clone()) {
-            self.cases.push(CaseRow {
-                key: placed.key.clone(),
-                framework: suite.framework,
-                function: function.name,
-                case_id: placed.case_id.clone(),
-                dtype: placed.dtype,
-                seed: 0,
-                spec: Spec::Imported(spec),
-            });
+        match self.case_index.get(&placed.key) {
+            // The case's device test came after its CPU copy, which made the case: the device
+            // test's place in the report is the one kept (`report_index`).
+            Some(&i) => {
+                if let (Spec::Imported(have), Some(at)) = (&mut self.cases[i].spec, spec.report_index) {
+                    have.report_index = Some(at);
+                }
+            }
+            None => {
+                self.case_index.insert(placed.key.clone(), self.cases.len());
+                self.cases.push(CaseRow {
+                    key: placed.key.clone(),
+                    framework: suite.framework,
+                    function: function.name,
+                    case_id: placed.case_id.clone(),
+                    dtype: placed.dtype,
+                    seed: 0,
+                    spec: Spec::Imported(spec),
+                });
+            }
         }
         let k = (placed.key.clone(), result.device.clone());
         if self.results.insert(k.clone(), result).is_some() {
@@ -478,15 +494,7 @@ fn summary_disagreement(report: &PytestReport) -> Option<String> {
 }
 
 fn outcome_word(o: TestOutcome) -> &'static str {
-    match o {
-        TestOutcome::Passed => "passed",
-        TestOutcome::Failed => "failed",
-        TestOutcome::Skipped => "skipped",
-        TestOutcome::Error => "error",
-        TestOutcome::Xfailed => "xfailed",
-        TestOutcome::Xpassed => "xpassed",
-        TestOutcome::Rerun => "rerun",
-    }
+    o.as_str()
 }
 
 /// The last `E   ...` line of a longrepr (pytest's exception line), without the `E`.
@@ -608,6 +616,16 @@ mod tests {
             ]
         );
         assert_eq!(run.cases[0].case_id, "test_log1p_{device}_float32");
+        // Each case keeps its device test's place in the report, not its CPU copy's.
+        let at: Vec<Option<u64>> = run
+            .cases
+            .iter()
+            .map(|c| match &c.spec {
+                Spec::Imported(s) => s.report_index,
+                Spec::Catalogue(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(at, [Some(1), Some(3), Some(4), Some(5), Some(6), None, None]);
         let got: Vec<(&str, &str, Outcome, Option<Reason>)> = run
             .results
             .iter()

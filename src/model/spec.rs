@@ -286,9 +286,23 @@ fn by_name<S: Serializer>(map: &BTreeMap<Dtype, DtypeTolerance>, s: S) -> Result
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportedSpec {
+    /// The outcome, as pytest words it (`passed`, `failed`, `skipped`, ...; `absent` when the
+    /// test is not there), that the same device test has in the report the authors' plotting
+    /// code read for the run's machine, where that is another file than the report imported:
+    /// TensorFlow's 8 May reports at the top of `t4_vm/` and `tpu_vm/` ([`crate::import::paper`]).
+    /// `None` where the authors read the imported report itself (or a byte-identical copy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authors_outcome: Option<String>,
     /// The pytest node id as run (`...::TestOptimCPU::test_adamax_cpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodeid: Option<String>,
+    /// The position (0-based) in the pytest report of the case's test on the run's device:
+    /// pytest's run order (a PyTorch case's device copy, not its CPU copy, whose case it shares).
+    /// `None` for a test known only from timing files, a case with only a CPU copy, and imports
+    /// made before mlport recorded it. The authors' method of `report paper` reads tests in
+    /// this order ([`crate::analysis::paper_plotting`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_index: Option<u64>,
     /// The paper's timing-file key (`Adamax_test.py:test_adamax_cpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_key: Option<String>,
@@ -320,6 +334,16 @@ mod tests {
         assert_eq!(c.compare.rule(2), Rule::UpToSign { axis: -1 });
         assert_eq!(c.tolerance[&Dtype::Float32], DtypeTolerance { atol: Some(5e-5), rtol: None });
         assert!(serde_json::from_str::<Spec>(STORED[2]).unwrap().catalogue().is_none());
+    }
+
+    #[test]
+    fn an_imported_specs_report_position_and_authors_outcome_round_trip_in_key_order() {
+        let text =
+            r#"{"authors_outcome":"failed","nodeid":"src/t/zeros_test.py::ZerosTest::test_zeros","report_index":7}"#;
+        let spec: Spec = serde_json::from_str(text).unwrap();
+        let Spec::Imported(i) = &spec else { unreachable!() };
+        assert_eq!((i.report_index, i.authors_outcome.as_deref()), (Some(7), Some("failed")));
+        assert_eq!(serde_json::to_string(&spec).unwrap(), text);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `mlport report paper`: the paper's figures ([`PaperFigures`]) as a terminal table, GitHub
-//! Markdown, CSV, versioned JSON (`{"format": "mlport.paper", "version": 1}`) or a
+//! Markdown, CSV, versioned JSON (`{"format": "mlport.paper", "version": 2}`; version 2 lists
+//! the functions the authors' method compares, `latency[].authors_functions`, now their
+//! plotting code's) or a
 //! self-contained HTML page ([`super::html::paper`]: the same tables, stacked bars of the
 //! statuses, both methods side by side). Percentages print with two decimals (the paper's 54.69%), ratios with four
 //! significant digits ([`sig4`]); CSV holds the same printed values.
@@ -22,7 +24,7 @@ use crate::analysis::slowdown::{Distribution, fmt_threshold};
 /// The JSON document's format name.
 pub const JSON_FORMAT: &str = "mlport.paper";
 /// Its version.
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = 2;
 
 /// `v` with four significant digits, no exponent for 1e-4..1e6 (`82.49`, `0.3086`, `1234`).
 pub fn sig4(v: f64) -> String {
@@ -327,6 +329,7 @@ mod tests {
     use super::*;
 
     use crate::analysis::paper::{LatencyRow, StatusRow};
+    use crate::analysis::paper_plotting::PlottedFunction;
     use crate::model::Framework;
     use crate::stats::StatsConfig;
 
@@ -365,6 +368,15 @@ mod tests {
                 gpu: "paper/torch/t4_vm/gpu".into(),
                 tpu: "paper/torch/tpu_vm/tpu".into(),
                 authors: Distribution::of(&[80.0, 120.5, 0.5, 12.25], 3, &stats),
+                authors_functions: vec![PlottedFunction {
+                    key: "Adamax_test".into(),
+                    name: "torch.optim.Adamax".into(),
+                    gpu_calls: 6,
+                    tpu_calls: 6,
+                    gpu_mean_ns: 1_000.0,
+                    tpu_mean_ns: 80_000.0,
+                    ratio: 80.0,
+                }],
                 mlport: Distribution::of(&[60.0, 90.0, 0.8], 2, &stats),
                 unstable: 1,
                 authors_not_compared: 2,
@@ -382,6 +394,17 @@ mod tests {
         insta::assert_snapshot!("paper_markdown", render(&p, Format::Markdown));
         insta::assert_snapshot!("paper_csv", render(&p, Format::Csv));
         insta::assert_snapshot!("paper_html", p.html().unwrap().unwrap());
+    }
+
+    #[test]
+    fn json_lists_the_functions_the_authors_method_compares() {
+        let v: serde_json::Value = serde_json::from_str(&render(&figures(), Format::Json)).unwrap();
+        assert_eq!((v["format"].as_str(), v["version"].as_u64()), (Some(JSON_FORMAT), Some(2)));
+        let f = &v["latency"][0]["authors_functions"][0];
+        assert_eq!(
+            (f["key"].as_str(), f["name"].as_str(), f["ratio"].as_f64()),
+            (Some("Adamax_test"), Some("torch.optim.Adamax"), Some(80.0))
+        );
     }
 
     #[test]

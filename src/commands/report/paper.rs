@@ -46,11 +46,27 @@ fn figures(store: &Store, stats_seed: Option<u64>) -> Result<analysis::paper::Pa
              session's first calls; import it again (`mlport import paper ../shared/paper-data` into a new store)"
         );
     }
+    if loaded.iter().any(|(_, _, rows)| {
+        rows.iter().any(|r| imported_has(r, |s| s.nodeid.is_some()))
+            && !rows.iter().any(|r| imported_has(r, |s| s.report_index.is_some()))
+    }) {
+        bail!(
+            "--paper: the paper data in this store was imported by an older mlport that did not keep each test's \
+             place in its report (nor, for TensorFlow, its outcome in the report the authors' plotting code read), \
+             which the authors' method needs; import it again (`mlport import paper ../shared/paper-data` into a new \
+             store)"
+        );
+    }
     let runs: Vec<analysis::paper::PaperRun<'_>> = loaded
         .iter()
         .map(|(summary, portability, results)| analysis::paper::PaperRun { summary, portability, results })
         .collect();
     Ok(analysis::paper::build(&runs, stats_seed))
+}
+
+/// Whether `row` was imported from a test suite with `field` true of where it came from.
+fn imported_has(row: &crate::model::ResultRow, field: fn(&crate::model::ImportedSpec) -> bool) -> bool {
+    matches!(&row.case.spec, crate::model::Spec::Imported(s) if field(s))
 }
 
 /// `report paper-compare` (alias `--paper-compare`): the paper's PyTorch TPU v3 run beside
