@@ -50,7 +50,11 @@ impl VulkanDevice {
             self.device_type,
             self.api_version,
             self.driver,
-            if self.features.is_empty() { "none of float16, float64, int8, int16, int64".into() } else { self.features.join(", ") }
+            if self.features.is_empty() {
+                "none of float16, float64, int8, int16, int64".into()
+            } else {
+                self.features.join(", ")
+            }
         )
     }
 }
@@ -62,8 +66,8 @@ impl VulkanDevice {
 /// nowhere), or a driver with no device.
 pub fn devices() -> Result<Vec<VulkanDevice>, String> {
     // SAFETY: loads the system's Vulkan loader; its entry points are used per the spec below.
-    let entry = unsafe { ash::Entry::load() }
-        .map_err(|e| format!("no Vulkan loader on this machine ({e}): {HOW_TO_GET}"))?;
+    let entry =
+        unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader on this machine ({e}): {HOW_TO_GET}"))?;
     // The newest API this loader offers, up to 1.3 (a 1.0 loader has no vkEnumerateInstanceVersion).
     // SAFETY: a global command of the loaded entry.
     let loader = unsafe { entry.try_enumerate_instance_version() }.ok().flatten().unwrap_or(vk::API_VERSION_1_0);
@@ -76,10 +80,9 @@ pub fn devices() -> Result<Vec<VulkanDevice>, String> {
         format!("the Vulkan loader found no driver (vkCreateInstance: {e}{icd}): {HOW_TO_GET}")
     })?;
     // SAFETY: `instance` is live until destroy_instance.
-    let found = unsafe { instance.enumerate_physical_devices() }
-        .map(|pds| {
-            pds.into_iter().enumerate().map(|(i, pd)| describe(&instance, instance_api, pd, i as u32)).collect::<Vec<_>>()
-        });
+    let found = unsafe { instance.enumerate_physical_devices() }.map(|pds| {
+        pds.into_iter().enumerate().map(|(i, pd)| describe(&instance, instance_api, pd, i as u32)).collect::<Vec<_>>()
+    });
     // SAFETY: nothing created from the instance outlives this point.
     unsafe { instance.destroy_instance(None) };
     match found {

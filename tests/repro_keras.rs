@@ -25,7 +25,8 @@ fn a_keras_result_is_reproduced_on_its_own_backend() {
     );
 
     let dir = tmp.path().join("repro");
-    let wrote = mlport().args(["repro", &add.id.to_string(), "--db"]).arg(&db).arg("--out").arg(&dir).assert().success();
+    let wrote =
+        mlport().args(["repro", &add.id.to_string(), "--db"]).arg(&db).arg("--out").arg(&dir).assert().success();
     let script = dir.join(format!("repro_{}.py", add.id));
     // It names the interpreter the run used (it has the frameworks), not a bare `python`.
     let said = String::from_utf8_lossy(&wrote.get_output().stderr).into_owned();

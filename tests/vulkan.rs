@@ -142,7 +142,11 @@ fn no_vulkan_driver_means_unavailable_said_once_and_nothing_counted() {
         .get_output()
         .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("vulkan:0 is unavailable").count(), 1, "said once, for two frameworks and two routes: {err}");
+    assert_eq!(
+        err.matches("vulkan:0 is unavailable").count(),
+        1,
+        "said once, for two frameworks and two routes: {err}"
+    );
     assert!(err.contains("mesa-vulkan-drivers"), "with how to get one: {err}");
     let store = Store::open(&db).unwrap();
     let run = store.latest_run().unwrap().unwrap().id;

@@ -408,7 +408,10 @@ fn status<'x>(cases: impl IntoIterator<Item = &'x CaseState>) -> Option<Function
 /// A function's statuses on A and B. Where both sides have it, over the cases both have: a
 /// failing case that only A ran must not make A `partial` and B `success`, which would read as
 /// a fix (the case is listed as removed instead). Where one side lacks it, that side's is `None`.
-fn statuses(ca: &[(String, CaseState)], cb: &[(String, CaseState)]) -> (Option<FunctionStatus>, Option<FunctionStatus>) {
+fn statuses(
+    ca: &[(String, CaseState)],
+    cb: &[(String, CaseState)],
+) -> (Option<FunctionStatus>, Option<FunctionStatus>) {
     if ca.is_empty() || cb.is_empty() {
         return (status(ca.iter().map(|(_, c)| c)), status(cb.iter().map(|(_, c)| c)));
     }
@@ -617,9 +620,8 @@ fn diff_pair(a: &SideData<'_>, b: &SideData<'_>, opts: &DiffOptions) -> (Compare
     let mut changes: Vec<Change> = Vec::new();
     let mut order = ia.order.clone();
     order.extend(ib.order.iter().filter(|k| !ia.cases.contains_key(*k)).cloned());
-    let ran = |ix: &Indexed<'_>| -> HashSet<(Framework, Target)> {
-        ix.order.iter().map(|k| (k.0, k.2.clone())).collect()
-    };
+    let ran =
+        |ix: &Indexed<'_>| -> HashSet<(Framework, Target)> { ix.order.iter().map(|k| (k.0, k.2.clone())).collect() };
     let (ran_a, ran_b) = (ran(&ia), ran(&ib));
     let mut lone: Vec<LoneTarget> = Vec::new();
     let none = Vec::new();
@@ -1110,7 +1112,8 @@ pub(crate) mod tests {
         let (ra, rb) = rows();
         let (key_e, key_a, key_b) =
             (ra[4].result.case_key.clone(), ra[0].result.case_key.clone(), ra[1].result.case_key.clone());
-        let ca = vec![comparison(&key_e, ComparisonVerdict::Agree, 0.5), comparison(&key_b, ComparisonVerdict::Agree, 1.0)];
+        let ca =
+            vec![comparison(&key_e, ComparisonVerdict::Agree, 0.5), comparison(&key_b, ComparisonVerdict::Agree, 1.0)];
         let cb = vec![comparison(&key_a, ComparisonVerdict::Agree, 0.5)];
         let run = run_summary();
         let same = diff(&side("a", &run, &ra, &ca), &side("b", &run, &ra, &cb), &DiffOptions::default());

@@ -90,7 +90,10 @@ mod tests {
             let (head, tail) = e.split_once(" … ").unwrap_or((&e, ""));
             // Every word of the excerpt is a whole word of the message.
             for word in head.split_whitespace().chain(tail.split_whitespace()) {
-                assert!(m.split_whitespace().any(|w| w == word), "max {max}: {word:?} is not a word of the message: {e}");
+                assert!(
+                    m.split_whitespace().any(|w| w == word),
+                    "max {max}: {word:?} is not a word of the message: {e}"
+                );
             }
         }
         assert!(excerpt(m, 120).ends_with("21 vs 22.22429656982422"), "{}", excerpt(m, 120));

@@ -263,11 +263,7 @@ fn row(t: &TargetSummary, eager: Target, steady: &SlowdownReport, first: &Slowdo
         fail_to_compile: t.functions.iter().filter(|f| f.reasons.keys().any(is_failure)).count(),
         failure_reasons,
         recompile: t.functions.iter().filter(|f| f.reasons.contains_key(&Reason::Recompiles)).count(),
-        change_answer: t
-            .functions
-            .iter()
-            .filter(|f| f.wrong > 0 || f.dtype_changed > 0)
-            .count(),
+        change_answer: t.functions.iter().filter(|f| f.wrong > 0 || f.dtype_changed > 0).count(),
         graph_break_functions: None,
         graph_breaks: None,
         compiled_only: Vec::new(),

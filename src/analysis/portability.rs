@@ -350,9 +350,9 @@ pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attrib
             .to_string(),
     };
     let attributed = match (attributable, attribution) {
-        (false, _) => format!(
-            " Every failure on a device other than the reference {reference} counts (no attribution to it)."
-        ),
+        (false, _) => {
+            format!(" Every failure on a device other than the reference {reference} counts (no attribution to it).")
+        }
         (true, Attribution::ReferencePassed) => format!(
             " Failures are device-attributable: on devices other than the reference {reference}, a failure \
              counts only if the same case passed on {reference}; others are reported as not attributable."

@@ -193,7 +193,12 @@ pub fn audit(
     let mut status: BTreeMap<String, Measured> = BTreeMap::new();
     // Runs that gave a status or a reference timing (ids), for "runs consulted".
     let mut consulted: BTreeSet<i64> = BTreeSet::new();
-    let ropts = ReportOptions { attributable: true, reference: Some(opts.reference.clone()), strict: false, list_not_attributable: false };
+    let ropts = ReportOptions {
+        attributable: true,
+        reference: Some(opts.reference.clone()),
+        strict: false,
+        list_not_attributable: false,
+    };
     for (run, rows) in &rows_of {
         if !rows.iter().any(|r| r.result.device == opts.device) {
             continue;

@@ -31,11 +31,7 @@ impl FromStr for TargetArg {
 pub fn targets(devices: &[TargetArg], modes: &[Mode]) -> Vec<Target> {
     let mut out: Vec<Target> = Vec::new();
     for d in devices {
-        let expanded: Vec<Target> = if d.explicit_mode {
-            vec![d.target.clone()]
-        } else {
-            d.target.in_modes(modes)
-        };
+        let expanded: Vec<Target> = if d.explicit_mode { vec![d.target.clone()] } else { d.target.in_modes(modes) };
         for t in expanded {
             if !out.contains(&t) {
                 out.push(t);
@@ -67,7 +63,9 @@ pub fn reference(s: &str) -> Result<Target, String> {
 pub fn result_target(s: &str) -> Result<Target, String> {
     let t: Target = s.parse()?;
     if t.is_vulkan() && !s.contains('/') {
-        return Err(format!("{t} has results on its routes only: name one, {t}/stablehlo or {t}/onnx (docs/vulkan.md)"));
+        return Err(format!(
+            "{t} has results on its routes only: name one, {t}/stablehlo or {t}/onnx (docs/vulkan.md)"
+        ));
     }
     Ok(t)
 }

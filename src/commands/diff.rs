@@ -50,7 +50,12 @@ pub fn diff(args: DiffArgs) -> Result<ExitStatus> {
     let opts = DiffOptions {
         threshold: args.threshold,
         error_factor: args.error_factor,
-        report: ReportOptions { attributable: !args.all_failures, reference: None, strict: args.strict, list_not_attributable: false },
+        report: ReportOptions {
+            attributable: !args.all_failures,
+            reference: None,
+            strict: args.strict,
+            list_not_attributable: false,
+        },
         stats: StatsConfig { seed, ..Default::default() },
     };
     let report = compute(&a.side(), &b.side(), &opts);

@@ -297,7 +297,11 @@ mod tests {
             assert!(e.contains("vulkan:0/stablehlo") && e.contains(bad), "{bad}: {e}");
         }
         let both: Vec<String> = v.in_modes(&[Mode::Eager, Mode::Compiled]).iter().map(|t| t.to_string()).collect();
-        assert_eq!(both, ["vulkan:0/stablehlo", "vulkan:0/onnx"], "a Vulkan device runs its routes whatever --modes says");
+        assert_eq!(
+            both,
+            ["vulkan:0/stablehlo", "vulkan:0/onnx"],
+            "a Vulkan device runs its routes whatever --modes says"
+        );
         assert_eq!(Target::cpu().in_modes(&[Mode::Eager, Mode::Compiled]).len(), 2);
         let route: Target = "vulkan:0/onnx".parse().unwrap();
         assert_eq!(

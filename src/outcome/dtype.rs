@@ -299,6 +299,9 @@ mod tests {
         assert_eq!(declared_dtype(&spec, Dtype::Float32, &json!([int])), None);
         spec.out_dtype = Some(OutDtype::One("float32".into()));
         let d = declared_dtype(&spec, Dtype::Float32, &json!([int])).expect("a change");
-        assert_eq!(d.message.as_deref(), Some("dtype changed (output 0): a Python int, the case declares float32 (out_dtype)"));
+        assert_eq!(
+            d.message.as_deref(),
+            Some("dtype changed (output 0): a Python int, the case declares float32 (out_dtype)")
+        );
     }
 }

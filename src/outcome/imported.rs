@@ -273,8 +273,13 @@ fn sets_dtypes_against(message: &str) -> bool {
     let raw: Vec<String> = message.lines().take(12).map(str::to_ascii_lowercase).collect();
     let lines: Vec<String> = raw.iter().map(|l| without_brackets(l)).collect();
     let words_dtype = |text: &str, from_end: bool| -> Option<String> {
-        let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == '=' || c == ',').filter(|w| !w.is_empty()).collect();
-        let pick: Vec<&str> = if from_end { words.iter().rev().take(2).copied().collect() } else { words.iter().take(5).copied().collect() };
+        let words: Vec<&str> =
+            text.split(|c: char| c.is_whitespace() || c == '=' || c == ',').filter(|w| !w.is_empty()).collect();
+        let pick: Vec<&str> = if from_end {
+            words.iter().rev().take(2).copied().collect()
+        } else {
+            words.iter().take(5).copied().collect()
+        };
         pick.into_iter().find(|w| names_dtype(w)).map(dtype_word)
     };
     for line in &lines {

@@ -75,7 +75,10 @@ fn rows(r: &CampaignReport) -> Vec<Vec<String>> {
     r.machines
         .iter()
         .flat_map(|m| {
-            m.report.targets.iter().map(move |t| std::iter::once(m.machine.clone()).chain(summary_cells(&m.report, t)).collect())
+            m.report
+                .targets
+                .iter()
+                .map(move |t| std::iter::once(m.machine.clone()).chain(summary_cells(&m.report, t)).collect())
         })
         .collect()
 }

@@ -171,8 +171,8 @@ impl Report for DtypeMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::dtypes::build;
     use crate::analysis::dtypes::MatrixRow;
+    use crate::analysis::dtypes::build;
     use crate::analysis::dtypes::tests::rows;
 
     /// The float64 comparison of a result: correctly rounded or not.

@@ -62,13 +62,23 @@ pub(super) fn framework_ready(
         match reported.iter().find(|(r, _)| *r == d.base()) {
             Some(_) if fw.lacks_mode(d.mode()).is_some() => {
                 let detail = fw.lacks_mode(d.mode()).unwrap_or_default();
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: detail.clone(), machine_wide: false });
+                sink.event(&Event::DeviceUnavailable {
+                    framework: fw,
+                    device: d.clone(),
+                    detail: detail.clone(),
+                    machine_wide: false,
+                });
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
             }
             Some(_) if let Some(Some(why)) = h.routes.get(&route_key(d)).filter(|_| d.mode().is_route()) => {
                 // An export route whose converter or runtime this environment lacks.
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail: why.clone() });
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: why.clone(), machine_wide: false });
+                sink.event(&Event::DeviceUnavailable {
+                    framework: fw,
+                    device: d.clone(),
+                    detail: why.clone(),
+                    machine_wide: false,
+                });
             }
             Some((_, detail)) => {
                 // A route's runtime, as the worker described it, stands in for the device's detail.
@@ -96,7 +106,12 @@ pub(super) fn framework_ready(
                     _ => format!("{fw} reports no {d} on this machine"),
                 };
                 let machine_wide = d.is_vulkan() && vulkan.is_err();
-                sink.event(&Event::DeviceUnavailable { framework: fw, device: d.clone(), detail: detail.clone(), machine_wide });
+                sink.event(&Event::DeviceUnavailable {
+                    framework: fw,
+                    device: d.clone(),
+                    detail: detail.clone(),
+                    machine_wide,
+                });
                 infos.push(DeviceInfo { framework: fw, device: d.clone(), available: false, detail });
             }
         }

@@ -37,7 +37,8 @@ fn case_env(cfg: &RunConfig, fw: Framework, target: &Target) -> Vec<(String, Str
     // The export routes the run uses: the hello describes their runtimes (`route_details`).
     // Route targets on a Vulkan device go whole (`vulkan:0/onnx`): no worker runs on that
     // device, so the hello says whether the framework reaches it (protocol 13).
-    let asked = cfg.devices.iter().flatten().filter(|d| !d.is_vulkan()).map(|d| d.mode()).chain(cfg.modes.iter().copied());
+    let asked =
+        cfg.devices.iter().flatten().filter(|d| !d.is_vulkan()).map(|d| d.mode()).chain(cfg.modes.iter().copied());
     let mut routes: std::collections::BTreeSet<String> =
         asked.filter(|m| m.is_route()).map(|m| m.as_str().to_string()).collect();
     routes.extend(cfg.devices.iter().flatten().filter(|d| d.is_vulkan()).map(|d| d.to_string()));

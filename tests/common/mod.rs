@@ -210,8 +210,10 @@ pub fn suites_python() -> PathBuf {
 /// cannot be tried (not root, or no apt-get); panics when apt-get itself fails.
 pub fn apt_install(packages: &[&str]) -> Result<(), String> {
     let command = format!("apt-get install -y {}", packages.join(" "));
-    let root =
-        std::process::Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root || !std::path::Path::new("/usr/bin/apt-get").exists() {
         return Err(format!("installing it needs root with apt-get: {command}"));
     }

@@ -70,7 +70,12 @@ pub fn report(args: ReportArgs) -> Result<ExitStatus> {
 
 /// The counting options of `--all-failures` and `--reference`.
 fn options(counting: &CountingArgs) -> ReportOptions {
-    ReportOptions { attributable: !counting.all_failures, reference: counting.reference.clone(), strict: counting.strict, list_not_attributable: counting.not_attributable }
+    ReportOptions {
+        attributable: !counting.all_failures,
+        reference: counting.reference.clone(),
+        strict: counting.strict,
+        list_not_attributable: counting.not_attributable,
+    }
 }
 
 /// The text format of `--format` for a report written to stdout.

@@ -2,8 +2,8 @@
 //! requests, issues and notebooks.
 
 use super::words::{
-    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, failing_cases, function_cells, harness_heading, listed, notes,
-    summary_cells, target_heading, title, versions,
+    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, failing_cases, function_cells,
+    harness_heading, listed, notes, summary_cells, target_heading, title, versions,
 };
 use crate::analysis::PortabilityReport;
 use crate::render::markdown::{code, escape, row, rule_row};

@@ -82,20 +82,39 @@ mod tests {
         use crate::model::{DeviceInfo, Framework};
         let mut devs = devices();
         let detail = "xla:0 torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128; python /envs/torch-xla/bin/python";
-        devs.push(DeviceInfo { framework: Framework::Torch, device: "xla:0".parse().unwrap(), available: true, detail: detail.into() });
+        devs.push(DeviceInfo {
+            framework: Framework::Torch,
+            device: "xla:0".parse().unwrap(),
+            available: true,
+            detail: detail.into(),
+        });
         // An unavailable xla:0 (another framework's) and a plain device say nothing of the kind.
-        devs.push(DeviceInfo { framework: Framework::Jax, device: "xla:0".parse().unwrap(), available: false, detail: "torch only".into() });
+        devs.push(DeviceInfo {
+            framework: Framework::Jax,
+            device: "xla:0".parse().unwrap(),
+            available: false,
+            detail: "torch only".into(),
+        });
         let report = build(&run_summary(), &devs, &results(), &ReportOptions::default());
         let line = words::versions(&report);
-        assert!(line.contains("torch 2.5.1 (xla:0 ran torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128) · "), "{line}");
-        assert!(!line.contains("/envs/") && !line.contains("ran xla:0"), "the path and native name are left out: {line}");
+        assert!(
+            line.contains("torch 2.5.1 (xla:0 ran torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128) · "),
+            "{line}"
+        );
+        assert!(
+            !line.contains("/envs/") && !line.contains("ran xla:0"),
+            "the path and native name are left out: {line}"
+        );
         let json: serde_json::Value = serde_json::from_str(&render(&report, Format::Json)).unwrap();
         assert_eq!(
             json["run"]["device_stacks"],
             serde_json::json!([{"framework": "torch", "device": "xla:0", "versions": "torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128"}])
         );
-        let plain: serde_json::Value =
-            serde_json::from_str(&render(&build(&run_summary(), &devices(), &results(), &ReportOptions::default()), Format::Json)).unwrap();
+        let plain: serde_json::Value = serde_json::from_str(&render(
+            &build(&run_summary(), &devices(), &results(), &ReportOptions::default()),
+            Format::Json,
+        ))
+        .unwrap();
         assert!(plain["run"].get("device_stacks").is_none());
     }
 

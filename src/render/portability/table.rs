@@ -2,8 +2,8 @@
 //! width (no wrapping), numbers right-aligned.
 
 use super::words::{
-    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, function_cells, harness_heading, listed, notes, summary_cells,
-    target_heading, title, versions,
+    FUNCTION_COLUMNS, FUNCTION_NUMERIC, SUMMARY_COLUMNS, SUMMARY_NUMERIC, function_cells, harness_heading, listed,
+    notes, summary_cells, target_heading, title, versions,
 };
 use crate::analysis::PortabilityReport;
 use crate::render::grid::Grid;
