@@ -839,9 +839,9 @@ fn incomplete(name: &str, side: &SideData<'_>, shown_as: &str) -> Vec<String> {
 /// How the diff was computed, in words.
 pub fn rule_text(opts: &DiffOptions) -> String {
     let strict = if opts.report.strict {
-        " (strict: a wrong answer or dtype change on the reference target itself counts toward them)"
+        " (strict: a wrong answer or dtype change on the reference device itself counts toward them)"
     } else {
-        ", where a wrong answer or dtype change on the reference target itself is listed as a change but does \
+        ", where a wrong answer or dtype change on the reference device itself is listed as a change but does \
          not make a function partial (--strict counts it)"
     };
     let counting = if opts.report.attributable {

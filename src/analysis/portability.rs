@@ -342,11 +342,11 @@ pub fn rule_text_for(reference: &Target, attributable: bool, attribution: Attrib
             " Counted failures are errors (fail, timeout, crash; by reason) and, where the same case agreed on \
              the reference {reference}, answers that disagree with float64 beyond the dtype's tolerance (wrong \
              (device)) or come back in another dtype (dtype changed). A wrong answer or dtype change on the \
-             reference target itself (the dtype's precision, the framework's own numerics or dtype rules such as \
+             reference {reference} itself, eager (the dtype's precision, the framework's own numerics or dtype rules such as \
              JAX's x64 default) is listed (wrong (everywhere), dtype changed) but not counted; --strict counts it."
         ),
         (Attribution::ReferencePassed, true) => " Strict view: errors, every answer that disagrees with float64 \
-             beyond the dtype's tolerance and every silent dtype change count, on the reference target too."
+             beyond the dtype's tolerance and every silent dtype change count, on the reference device too."
             .to_string(),
     };
     let attributed = match (attributable, attribution) {
