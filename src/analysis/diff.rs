@@ -928,27 +928,27 @@ pub(crate) mod tests {
         diff(&side("7", &run_a, &ra, &[]), &side("torch-next", &run_b, &rb, &[]), &DiffOptions::default())
     }
 
-    #[test]
-    fn a_framework_only_one_side_ran_is_counted_not_listed_case_by_case() {
+    /// [`rows`] with A also running jax on cpu (two functions, three cases) and torch on cuda:0,
+    /// which B ran neither of.
+    pub(crate) fn lone_example() -> DiffReport {
         let (mut ra, rb) = rows();
-        // A also ran jax on cpu (two functions, three cases) and torch on cuda:0; B ran neither.
         ra.push(row(Framework::Jax, "a", 1, "cpu", Pass, None, &[10]));
         ra.push(row(Framework::Jax, "a", 2, "cpu", Fail, Some(Reason::NotImplemented), &[]));
         ra.push(row(Framework::Jax, "b", 1, "cpu", Pass, None, &[10]));
         ra.push(row(Framework::Torch, "a", 1, "cuda:0", Pass, None, &[10]));
         let (run_a, run_b) = (run_summary(), RunSummary { id: 8, ..run_summary() });
-        let r = diff(&side("7", &run_a, &ra, &[]), &side("8", &run_b, &rb, &[]), &DiffOptions::default());
+        diff(&side("7", &run_a, &ra, &[]), &side("8", &run_b, &rb, &[]), &DiffOptions::default())
+    }
+
+    #[test]
+    fn a_framework_only_one_side_ran_is_counted_not_listed_case_by_case() {
+        let r = lone_example();
         let lone: Vec<(&str, Framework, String, usize, usize)> =
             r.only_one_side.iter().map(|l| (l.side, l.framework, l.target.to_string(), l.functions, l.cases)).collect();
         assert_eq!(lone, [("A", Framework::Jax, "cpu".into(), 2, 3), ("A", Framework::Torch, "cuda:0".into(), 1, 1)]);
         assert!(r.changes.iter().all(|c| c.framework != Framework::Jax && c.target.to_string() == "cpu"), "{r:#?}");
         // The torch functions both ran are compared as before: f is still removed, g added.
         assert_eq!(kinds(&r), kinds(&example()));
-        let header = crate::render::diff::header_lines(&r).join("\n");
-        assert!(
-            header.contains("Only on A (not compared, not listed as changes): jax on cpu: 2 functions, 3 cases; torch on cuda:0: 1 function, 1 case."),
-            "{header}"
-        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod workloads;
 
 pub use excerpt::excerpt;
 pub use portability::{
-    Attribution, CaseFailure, DeviceStack, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader,
+    Attribution, CaseFailure, FunctionSummary, HarnessError, PortabilityReport, ReportOptions, RunHeader,
     TargetSummary, build, percent_of, rule_text, rule_text_for,
 };
 pub use slowdown::{Measure, Rule, SlowdownOptions, SlowdownReport};

@@ -84,39 +84,7 @@ pub struct RunHeader {
     /// Devices a framework ran on with another stack than the run's interpreter (torch on
     /// `xla:N` runs the torch-xla stack's own torch and torch_xla, docs/stacks.md): what its worker
     /// reported, so the header never credits the main stack's versions to them.
-    pub device_stacks: Vec<DeviceStack>,
-}
-
-/// The framework versions a device ran with, where they are not the run's ([`RunHeader`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceStack {
-    pub framework: Framework,
-    pub device: Target,
-    /// As its worker said them, e.g. `torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128` (the
-    /// interpreter's path left out).
-    pub versions: String,
-}
-
-/// The devices of `devices` that a framework ran with another stack: the available `xla:N` ones,
-/// whose detail the run composed from the torch-xla worker's own hello
-/// (`NATIVE torch_xla V, PJRT_DEVICE=…; torch V; python PATH`, `runner::devices`), the native
-/// device name (`xla:0`) and the interpreter's path left out.
-pub fn device_stacks(devices: &[DeviceInfo]) -> Vec<DeviceStack> {
-    devices
-        .iter()
-        .filter(|d| d.available && d.device.is_xla() && d.detail.contains("; torch "))
-        .map(|d| DeviceStack {
-            framework: d.framework,
-            device: d.device.clone(),
-            versions: {
-                let v = d.detail.split("; python ").next().unwrap_or_default();
-                match v.split_once(' ') {
-                    Some((native, rest)) if native.contains(':') => rest.to_string(),
-                    _ => v.to_string(),
-                }
-            },
-        })
-        .collect()
+    pub device_stacks: Vec<crate::model::DeviceStack>,
 }
 
 /// One listed case of a function, for the per-function detail: a counted failure, a wrong answer or
@@ -542,7 +510,7 @@ pub fn build(
             label: run.origin.label.clone(),
             machine: run.origin.machine.clone(),
             notes: run.origin.notes.clone(),
-            device_stacks: device_stacks(devices),
+            device_stacks: crate::model::device_stacks(devices),
         },
         targets: targets.into_iter().map(|((framework, _, device), t)| t.finish(framework, device.clone())).collect(),
         harness_errors,

@@ -22,8 +22,8 @@ pub use framework::Framework;
 pub use outcome::{FunctionStatus, Outcome, Reason};
 pub use results::{Against, ComparisonRow, ComparisonVerdict, ReferenceRow, ResultRow};
 pub use run::{
-    DeviceInfo, FrameworkInfo, RunData, RunInfo, RunOrigin, RunRecord, RunSource, RunState, RunSummary, RunSwitches,
-    Shard,
+    DeviceInfo, DeviceStack, FrameworkInfo, RunData, RunInfo, RunOrigin, RunRecord, RunSource, RunState, RunSummary,
+    RunSwitches, Shard, device_stacks,
 };
 pub use spec::{CaseSpec, Compare, DtypeTolerance, ImportedSpec, OutDtype, RutRole, Spec, WorkloadSpec};
 pub use suite::{DISPATCH_KEYS, Suite, SuiteSample, device_type, dispatch_key, entry_name};

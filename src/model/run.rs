@@ -38,6 +38,38 @@ pub struct DeviceInfo {
     pub detail: String,
 }
 
+/// The framework versions a device ran with, where they are not the run's ([`crate::analysis::RunHeader`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceStack {
+    pub framework: Framework,
+    pub device: Target,
+    /// As its worker said them, e.g. `torch_xla 2.9.0, PJRT_DEVICE=CPU; torch 2.9.0+cu128` (the
+    /// interpreter's path left out).
+    pub versions: String,
+}
+
+/// The devices of `devices` that a framework ran with another stack: the available `xla:N` ones,
+/// whose detail the run composed from the torch-xla worker's own hello
+/// (`NATIVE torch_xla V, PJRT_DEVICE=…; torch V; python PATH`, `runner::devices`), the native
+/// device name (`xla:0`) and the interpreter's path left out.
+pub fn device_stacks(devices: &[DeviceInfo]) -> Vec<DeviceStack> {
+    devices
+        .iter()
+        .filter(|d| d.available && d.device.is_xla() && d.detail.contains("; torch "))
+        .map(|d| DeviceStack {
+            framework: d.framework,
+            device: d.device.clone(),
+            versions: {
+                let v = d.detail.split("; python ").next().unwrap_or_default();
+                match v.split_once(' ') {
+                    Some((native, rest)) if native.contains(':') => rest.to_string(),
+                    _ => v.to_string(),
+                }
+            },
+        })
+        .collect()
+}
+
 /// Everything needed to describe and reproduce a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {

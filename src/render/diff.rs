@@ -315,6 +315,19 @@ mod tests {
     }
 
     #[test]
+    fn what_only_one_side_ran_is_one_line() {
+        let r = crate::analysis::diff::tests::lone_example();
+        let header = header_lines(&r).join("\n");
+        assert!(
+            header.contains(
+                "Only on A (not compared, not listed as changes): jax on cpu: 2 functions, 3 cases; torch on cuda:0: \
+                 1 function, 1 case."
+            ),
+            "{header}"
+        );
+    }
+
+    #[test]
     fn one_change_is_singular_and_an_incomplete_side_is_said() {
         let mut r = example();
         r.changes.truncate(1);

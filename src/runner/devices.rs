@@ -121,7 +121,7 @@ pub(super) fn framework_ready(
         framework: fw,
         version: h.framework_version.clone().unwrap_or_default(),
         devices: infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect(),
-        stacks: crate::analysis::portability::device_stacks(&infos),
+        stacks: crate::model::device_stacks(&infos),
     });
     Ok(Some(infos.iter().filter(|i| i.available).map(|i| i.device.clone()).collect()))
 }

@@ -47,8 +47,8 @@ pub enum Event<'a> {
         /// The available devices among those asked for (or all it reports); may be empty.
         devices: Vec<Target>,
         /// Those of `devices` that run another stack than the run's interpreter, with its
-        /// versions (torch on `xla:N`: [`crate::analysis::portability::device_stacks`]).
-        stacks: Vec<crate::analysis::DeviceStack>,
+        /// versions (torch on `xla:N`: [`crate::model::device_stacks`]).
+        stacks: Vec<crate::model::DeviceStack>,
     },
     /// The framework could not be imported or its worker not started; its cases do not run.
     FrameworkFailed {
