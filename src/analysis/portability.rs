@@ -113,9 +113,16 @@ pub struct CaseFailure {
 }
 
 /// A failing result's message for people: the error's type (its last dotted part) and an
-/// excerpt of its message ([`super::excerpt`], 160 characters); the outcome when nothing was recorded.
+/// excerpt of its message ([`super::excerpt`], 160 characters; a dtype change's up to its first
+/// `; `, where the dtypes are said); the outcome when nothing was recorded.
 pub fn failure_message(r: &CaseResult) -> String {
-    match (&r.error_type, &r.message) {
+    // A dtype change's message leads with the dtypes (`… (output 0): dtype int64, expected uint64;`
+    // then the values' comparison): that clause is kept whole rather than cut in its middle.
+    let message = r.message.as_deref().map(|m| match r.reason {
+        Some(Reason::DtypeChanged) => m.split("; ").next().unwrap_or(m),
+        _ => m,
+    });
+    match (&r.error_type, message) {
         (Some(t), Some(m)) => format!("{}: {}", t.rsplit('.').next().unwrap_or(t), super::excerpt(m, 160)),
         (None, Some(m)) => super::excerpt(m, 160),
         (Some(t), None) => t.clone(),
@@ -918,6 +925,20 @@ pub(crate) mod tests {
         assert_eq!((cpu.cases_wrong, cpu.cases_wrong_everywhere, cpu.cases_dtype_changed), (0, 1, 1));
         assert_eq!(target(&strict, Framework::Torch, "cuda:0"), target(&paper, Framework::Torch, "cuda:0"));
         assert!(strict.rule.contains("Strict view"), "{}", strict.rule);
+    }
+
+    #[test]
+    fn a_dtype_changes_message_keeps_its_dtypes() {
+        let mut r = row(Framework::Torch, "a", 1, "cpu", Outcome::WrongResult, Some(Reason::DtypeChanged), &[]);
+        let long = "all 4096 elements within exact equality: max abs 0, max rel 0, 0 ULP (int64) ".repeat(4);
+        r.result.message = Some(format!(
+            "dtype changed against numpy.sum on the same uint8 inputs (output 0): dtype int64, expected uint64; {long}"
+        ));
+        assert_eq!(
+            failure_message(&r.result),
+            "dtype changed against numpy.sum on the same uint8 inputs (output 0): dtype int64, expected uint64"
+        );
+        assert!(full_failure_message(&r.result).ends_with(&long), "the whole message is kept for JSON");
     }
 
     #[test]

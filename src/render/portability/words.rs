@@ -154,10 +154,14 @@ pub(crate) fn function_cells(f: &FunctionSummary) -> [String; 10] {
 
 /// One line per listed case: `bfloat16 [square] #12: dtype_unsupported — message` (`#12` is the
 /// result id `mlport repro` takes); a case on the reference target itself says `(everywhere)`
-/// after its reason, an excused one listed on request `(not attributable)`.
+/// after its reason, an excused one listed on request `(not attributable)`; the counted cases
+/// come first, each group in planned order.
 pub(crate) fn failing_cases(f: &FunctionSummary) -> Vec<String> {
-    f.failures
-        .iter()
+    // The counted cases first (what makes the status), then those listed but not counted.
+    let mut cases: Vec<&crate::analysis::CaseFailure> = f.failures.iter().collect();
+    cases.sort_by_key(|c| c.everywhere || c.not_attributable);
+    cases
+        .into_iter()
         .map(|c| {
             let id = if c.result_id > 0 { format!(" #{}", c.result_id) } else { String::new() };
             let everywhere = match (c.everywhere, c.not_attributable) {
@@ -241,8 +245,17 @@ pub(crate) fn target_heading(t: &TargetSummary) -> String {
         (_, 0) => format!("{run} run, all succeed"),
         (_, bad) => format!("{bad} of {run} not fully portable"),
     };
+    // Listed below too: functions that succeed with a case listed but not counted.
+    let noted = listed(t).count() - not_portable(t).count();
+    let noted = match noted {
+        0 => String::new(),
+        n => format!(
+            "; {} listed with a case not counted (wrong or dtype changed on the reference device itself, or excused)",
+            plural(n, "more function")
+        ),
+    };
     let unchecked = if t.cases_unchecked > 0 { format!("; {}", unchecked(t)) } else { String::new() };
-    format!("{} on {}: {what}{unchecked}", t.framework, t.device)
+    format!("{} on {}: {what}{noted}{unchecked}", t.framework, t.device)
 }
 
 /// A target's partial and complete failures, in planned order.
