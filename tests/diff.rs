@@ -163,7 +163,10 @@ fn diff_of_two_real_runs_lists_exactly_the_changes_and_fails_on_them() {
     let notes: Vec<&str> = d["incomplete"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert_eq!(notes.len(), 1, "{d:#}");
     assert!(notes[0].starts_with(&note) && notes[0].contains("listed as removed"), "{notes:?}");
-    assert!(changes(&d).iter().any(|(k, _)| k == "removed"), "{d:#}");
+    // What run 3 had not run shows as removed, or, for a framework or target it had not reached,
+    // counted as only on A: which of the two depends on where the interrupt fell.
+    let lone_a = d["only_one_side"].as_array().unwrap().iter().any(|l| l["side"] == "A");
+    assert!(changes(&d).iter().any(|(k, _)| k == "removed") || lone_a, "{d:#}");
     let table = stdout(mlport().args(["diff", "1", "3", "--threshold", "1000", "--db"]).arg(&db));
     assert!(table.contains(&note), "{table}");
     let md = stdout(mlport().args(["diff", "1", "3", "--threshold", "1000", "--format", "markdown", "--db"]).arg(&db));

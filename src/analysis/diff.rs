@@ -826,7 +826,8 @@ fn incomplete(name: &str, side: &SideData<'_>, shown_as: &str) -> Vec<String> {
             let with_result: std::collections::HashSet<&str> = rows.iter().map(|r| r.case.key.as_str()).collect();
             format!(
                 "{name}'s run {} {what}: {} of its {} planned cases have a result; the cases it has not run are \
-                 listed as {shown_as}, not compared (continue it with `mlport run --resume {}`, then diff again)",
+                 listed as {shown_as} (a framework or target it has not reached: counted as only on the other \
+                 side), not compared (continue it with `mlport run --resume {}`, then diff again)",
                 run.id,
                 with_result.len(),
                 run.cases_planned,
@@ -1005,10 +1006,12 @@ pub(crate) mod tests {
             r.incomplete,
             [
                 "A's run 7 has not finished (it is still running, or its process was killed): 7 of its 9 planned cases \
-                 have a result; the cases it has not run are listed as added, not compared (continue it with \
+                 have a result; the cases it has not run are listed as added (a framework or target it has not \
+                 reached: counted as only on the other side), not compared (continue it with \
                  `mlport run --resume 7`, then diff again)",
                 "B's run 8 was interrupted: 7 of its 12 planned cases have a result; the cases it has not run are \
-                 listed as removed, not compared (continue it with `mlport run --resume 8`, then diff again)",
+                 listed as removed (a framework or target it has not reached: counted as only on the other side), \
+                 not compared (continue it with `mlport run --resume 8`, then diff again)",
             ]
         );
         assert_eq!((r.a.runs[0].state, r.b.runs[0].state), (RunState::Running, RunState::Interrupted));
