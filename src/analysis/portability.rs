@@ -112,6 +112,24 @@ pub struct CaseFailure {
     pub full_message: String,
 }
 
+impl CaseFailure {
+    /// `row`'s case listed as a counted failure with `reason` (neither `everywhere` nor
+    /// `not_attributable`), its messages as [`failure_message`] and [`full_failure_message`] give
+    /// them.
+    pub fn of(row: &ResultRow, reason: Reason) -> CaseFailure {
+        CaseFailure {
+            result_id: row.id,
+            case_id: row.case.case_id.clone(),
+            dtype: row.case.dtype,
+            reason,
+            everywhere: false,
+            not_attributable: false,
+            message: failure_message(&row.result),
+            full_message: full_failure_message(&row.result),
+        }
+    }
+}
+
 /// A failing result's message for people: the error's type (its last dotted part) and an
 /// excerpt of its message ([`super::excerpt`], 160 characters; a dtype change's up to its first
 /// `; `, where the dtypes are said); the outcome when nothing was recorded.
@@ -607,16 +625,7 @@ impl<'a> Totals<'a> {
             }
             Counted::Fail(reason) | Counted::Everywhere(reason) => {
                 let everywhere = matches!(counted, Counted::Everywhere(_));
-                f.failures.push(CaseFailure {
-                    result_id: row.id,
-                    case_id: row.case.case_id.clone(),
-                    dtype: row.case.dtype,
-                    reason,
-                    everywhere,
-                    not_attributable: false,
-                    message: failure_message(&row.result),
-                    full_message: full_failure_message(&row.result),
-                });
+                f.failures.push(CaseFailure { everywhere, ..CaseFailure::of(row, reason) });
                 f.counted_failures += usize::from(counted.counts(strict));
                 match reason {
                     Reason::WrongResult if everywhere => {
@@ -645,14 +654,8 @@ impl<'a> Totals<'a> {
                 self.not_attributable += 1;
                 if list_not_attributable {
                     f.failures.push(CaseFailure {
-                        result_id: row.id,
-                        case_id: row.case.case_id.clone(),
-                        dtype: row.case.dtype,
-                        reason: failure_reason(&row.result),
-                        everywhere: false,
                         not_attributable: true,
-                        message: failure_message(&row.result),
-                        full_message: full_failure_message(&row.result),
+                        ..CaseFailure::of(row, failure_reason(&row.result))
                     });
                 }
             }

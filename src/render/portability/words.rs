@@ -260,16 +260,19 @@ pub(crate) fn target_heading(t: &TargetSummary) -> String {
 
 /// A target's partial and complete failures, in planned order.
 pub(crate) fn not_portable(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
-    t.functions.iter().filter(|f| matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)))
+    t.functions.iter().filter(|f| is_not_portable(f))
+}
+
+/// Whether a function is partial or a complete failure.
+fn is_not_portable(f: &FunctionSummary) -> bool {
+    matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure))
 }
 
 /// The functions the per-function detail lists, in planned order: the partial and complete
 /// failures, and the functions that succeed with a case listed but not counted (a wrong answer
 /// or dtype change on the reference target itself).
 pub(crate) fn listed(t: &TargetSummary) -> impl Iterator<Item = &FunctionSummary> {
-    t.functions.iter().filter(|f| {
-        matches!(f.status, Some(FunctionStatus::Partial | FunctionStatus::CompleteFailure)) || !f.failures.is_empty()
-    })
+    t.functions.iter().filter(|f| is_not_portable(f) || !f.failures.is_empty())
 }
 
 /// The heading over the harness error list: mlport's own bugs for live runs, the test
